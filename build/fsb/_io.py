@@ -1,0 +1,109 @@
+"""File plumbing shared by every stage: input errors that name file, line and field; strict UTF-8
+reading; and writes that never leave a half-written file or folder behind."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["InputError", "atomic_dir", "atomic_write", "read_utf8", "sha256_file"]
+
+
+class InputError(ValueError):
+    """Bad input, located: the file, and where known the line (1-based, header = line 1) and field."""
+
+    def __init__(self, path: str | os.PathLike[str], message: str, *, line: int | None = None, field: str | None = None):
+        self.path = os.fspath(path)
+        self.line = line
+        self.field = field
+        self.message = message
+        where = [self.path]
+        if line is not None:
+            where.append(f"line {line}")
+        if field is not None:
+            where.append(f"field {field!r}")
+        super().__init__(f"{', '.join(where)}: {message}")
+
+
+def read_utf8(path: str | os.PathLike[str]) -> str:
+    """The whole file as text; refuses a missing, empty or non-UTF-8 file with the line of the bad byte."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(p, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(p, "is a folder, expected a file") from None
+    if not data.strip():
+        raise InputError(p, "file is empty")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(p, f"not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})", line=line) from None
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Write a file by writing a temporary sibling, fsyncing it, then renaming it over `path`."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield an empty staging folder beside `path`; on success it replaces `path`, on any error it is removed.
+
+    The old folder (if any) is moved aside and deleted only after the new one is in place, so a
+    failure at any point leaves either the previous good folder or the new complete one.
+    """
+    target = Path(path).absolute()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+    try:
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    old = None
+    if target.exists() or target.is_symlink():
+        if not target.is_dir() or target.is_symlink():
+            shutil.rmtree(stage, ignore_errors=True)
+            raise InputError(target, "exists and is not a folder; refusing to replace it")
+        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+        os.rmdir(old)
+        os.replace(target, old)
+    try:
+        os.replace(stage, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old, target)
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,442 @@
+"""Best-worst scaling (BWS): tuple designs, counting scores and split-half reliability.
+
+Small pure functions on integer-coded numpy arrays, in the style of `scipy.stats`: items are codes
+0..n_items-1 (see `encode_labels`), a design is an (n_tuples, k) array, and annotations are three
+aligned arrays: `tuple_index` (which design row was shown), `best` and `worst` (item codes).
+Validation of labels and files lives in `fsb.raw`; these functions trust their (cheaply checked) input.
+
+References
+----------
+Louviere, Flynn and Marley (2015), *Best-Worst Scaling: Theory, Methods and Applications*.
+Orme (2009), "MaxDiff analysis: simple counting, individual-level logit, and HB", Sawtooth Software.
+Kiritchenko and Mohammad (2016, 2017), "Capturing reliable fine-grained sentiment associations by
+crowdsourcing and best-worst scaling" (NAACL 2016) and "Best-worst scaling more reliable than rating
+scales" (ACL 2017); their Perl scripts are the reference implementation of the design and of the
+split-half reliability procedure reproduced here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = [
+    "BWSCounts",
+    "SplitHalfResult",
+    "bws_design",
+    "count_best_worst",
+    "counting_score",
+    "design_report",
+    "encode_labels",
+    "split_half_reliability",
+]
+
+_DENSE_ITEMS = 2000  # designs over at most this many items are repaired by exact local search
+_SMALL_GROUP = 8  # up to this many annotations per tuple, within-tuple ranks use shifted comparisons
+
+
+@dataclass(frozen=True)
+class BWSCounts:
+    """Per-item tallies: times chosen best, times chosen worst, and appearances (tuples shown x annotations)."""
+
+    best: NDArray[np.int64]
+    worst: NDArray[np.int64]
+    appearances: NDArray[np.int64]
+
+    @property
+    def score_raw(self) -> NDArray[np.float64]:
+        """The counting score in [-1, 1]; NaN for items that never appeared."""
+        return counting_score(self.best, self.worst, self.appearances)
+
+    @property
+    def score(self) -> NDArray[np.float64]:
+        """The counting score rescaled to [0, 1]: (score_raw + 1) / 2."""
+        return (self.score_raw + 1.0) / 2.0
+
+
+@dataclass(frozen=True)
+class SplitHalfResult:
+    """Per-trial correlations between the scores of two random halves of the annotations."""
+
+    pearson: NDArray[np.float64]
+    spearman: NDArray[np.float64]
+    seed: int
+
+    @property
+    def trials(self) -> int:
+        return int(self.pearson.size)
+
+    def summary(self) -> dict[str, Any]:
+        """Mean and (population) standard deviation over trials, as the reference tool reports them."""
+        return {
+            "pearson": {"mean": float(np.mean(self.pearson)), "sd": float(np.std(self.pearson))},
+            "spearman": {"mean": float(np.mean(self.spearman)), "sd": float(np.std(self.spearman))},
+            "trials": self.trials,
+            "seed": self.seed,
+        }
+
+
+def encode_labels(*columns: ArrayLike) -> tuple[list[NDArray[np.int64]], NDArray[Any]]:
+    """Map opaque item labels (ints or strings) to codes 0..n-1, consistently across all columns.
+
+    Returns the coded columns (same shapes as given) and the sorted unique labels, so that
+    `labels[code]` recovers a label. Sorting makes the coding independent of row order.
+    """
+    arrays = [np.asarray(c) for c in columns]
+    flat = np.concatenate([a.ravel() for a in arrays])
+    labels, inverse = np.unique(flat, return_inverse=True)
+    out, start = [], 0
+    for a in arrays:
+        out.append(inverse[start : start + a.size].reshape(a.shape).astype(np.int64))
+        start += a.size
+    return out, labels
+
+
+def counting_score(best: ArrayLike, worst: ArrayLike, appearances: ArrayLike) -> NDArray[np.float64]:
+    """Counting score s_i = (B_i - W_i) / n_i in [-1, 1] (Orme 2009): B, W = times chosen best, worst;
+    n = appearances. Items with n = 0 get NaN rather than a made-up 0."""
+    b = np.asarray(best, dtype=np.float64)
+    w = np.asarray(worst, dtype=np.float64)
+    n = np.asarray(appearances, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (b - w) / n, np.nan)
+
+
+def _appearances(tuples: NDArray[np.integer], per_tuple: NDArray[np.integer], n_items: int) -> NDArray[np.int64]:
+    """Appearances of each item when design row t was annotated per_tuple[t] times."""
+    k = tuples.shape[1]
+    if per_tuple.max(initial=0) <= 1:  # every row annotated at most once: a plain count
+        return np.bincount(tuples[per_tuple.astype(bool)].ravel(), minlength=n_items)
+    weights = np.repeat(per_tuple.astype(np.float64), k)
+    return np.bincount(tuples.ravel(), weights=weights, minlength=n_items).astype(np.int64)
+
+
+def count_best_worst(
+    tuples: ArrayLike,
+    best: ArrayLike,
+    worst: ArrayLike,
+    n_items: int | None = None,
+    tuple_index: ArrayLike | None = None,
+) -> BWSCounts:
+    """Tally best, worst and appearances per item.
+
+    `tuples` is an (n_tuples, k) design of item codes and `tuple_index[j]` the row annotation j saw;
+    without `tuple_index`, row j of `tuples` is what annotation j saw. One `np.bincount` per tally:
+    appearances come from a weighted count over the design (weight = annotations of the row), so the
+    cost is O(n_tuples * k + n_annotations) and no per-annotation copy of the tuples is made.
+    """
+    t = np.asarray(tuples)
+    if t.ndim != 2:
+        raise ValueError(f"tuples must be 2-D (n_tuples, k), got shape {t.shape}")
+    b = np.asarray(best)
+    w = np.asarray(worst)
+    if b.shape != w.shape or b.ndim != 1:
+        raise ValueError(f"best and worst must be 1-D arrays of one length, got {b.shape} and {w.shape}")
+    if n_items is None:
+        n_items = int(t.max(initial=-1)) + 1
+    if tuple_index is None:
+        if t.shape[0] != b.size:
+            raise ValueError("without tuple_index, tuples needs one row per annotation")
+        per_tuple = np.ones(t.shape[0], dtype=np.int64)
+    else:
+        ti = np.asarray(tuple_index)
+        if ti.shape != b.shape:
+            raise ValueError("tuple_index must align with best and worst")
+        per_tuple = np.bincount(ti, minlength=t.shape[0])
+        if per_tuple.size > t.shape[0]:
+            raise ValueError("tuple_index refers to a row beyond the design")
+    best_n = np.bincount(b, minlength=n_items)
+    worst_n = np.bincount(w, minlength=n_items)
+    if best_n.size > n_items or worst_n.size > n_items:
+        raise ValueError(f"an item code is >= n_items ({n_items})")
+    return BWSCounts(best_n, worst_n, _appearances(t, per_tuple, n_items))
+
+
+def _ranks_within_groups(group: NDArray[np.integer], keys: NDArray[np.float64], max_size: int) -> NDArray[np.int64]:
+    """Rank (0-based) of each key among the keys of its group; rows of a group are contiguous.
+
+    For small groups this is sum_{j in group, j != i} [key_j < key_i], computed with shifted
+    comparisons (O(n * max_size), no sort); larger groups fall back to one lexsort.
+    """
+    n = keys.size
+    if max_size <= _SMALL_GROUP:
+        rank = np.zeros(n, dtype=np.int64)
+        for d in range(1, max_size):
+            same = group[d:] == group[:-d]
+            rank[:-d] += same & (keys[:-d] > keys[d:])
+            rank[d:] += same & (keys[d:] > keys[:-d])
+        return rank
+    order = np.lexsort((keys, group))
+    starts = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]
+    sizes = np.diff(np.r_[starts, n])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - np.repeat(starts, sizes)
+    return rank
+
+
+def _rank_average(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Ranks with ties averaged (as `scipy.stats.rankdata(method="average")`), for Spearman's rho."""
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    new = np.r_[True, xs[1:] != xs[:-1]]
+    idx = np.flatnonzero(new)
+    ends = np.r_[idx[1:], x.size]
+    avg = (idx + ends - 1) / 2.0 + 1.0  # average 1-based rank of each run of ties
+    ranks = np.empty(x.size, dtype=np.float64)
+    ranks[order] = np.repeat(avg, ends - idx)
+    return ranks
+
+
+def _pearson(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
+    xc = x - x.mean()
+    yc = y - y.mean()
+    denom = np.sqrt(np.dot(xc, xc) * np.dot(yc, yc))
+    return float(np.dot(xc, yc) / denom) if denom > 0 else float("nan")
+
+
+def split_half_reliability(
+    tuples: ArrayLike,
+    best: ArrayLike,
+    worst: ArrayLike,
+    tuple_index: ArrayLike,
+    n_items: int | None = None,
+    trials: int = 100,
+    seed: int = 0,
+) -> SplitHalfResult:
+    """Split-half reliability (SHR) of counting scores, as Kiritchenko and Mohammad's reference tool does it.
+
+    In each trial, the n annotations of every tuple are shuffled; floor(n/2) go to half 1, plus one
+    more with probability 1/2 when n is odd, and the rest to half 2. Both halves are scored by
+    counting and correlated over the items that appear in both (Pearson's r and Spearman's rho).
+    No Spearman-Brown correction is applied. Deterministic for a given `seed`.
+    """
+    if trials < 1:
+        raise ValueError("trials must be >= 1")
+    t = np.asarray(tuples)
+    ti = np.asarray(tuple_index)
+    b = np.asarray(best)
+    w = np.asarray(worst)
+    if n_items is None:
+        n_items = int(t.max(initial=-1)) + 1
+    n_tuples = t.shape[0]
+    order = np.argsort(ti, kind="stable")  # group annotations by tuple once
+    g, bs, ws = ti[order], b[order], w[order]
+    size = np.bincount(g, minlength=n_tuples)
+    max_size = int(size.max(initial=0))
+    rng = np.random.default_rng(seed)
+    pearson = np.empty(trials)
+    spearman = np.empty(trials)
+    odd = (size % 2).astype(bool)
+    for trial in range(trials):
+        rank = _ranks_within_groups(g, rng.random(g.size), max_size)
+        take = size // 2 + (odd & (rng.random(n_tuples) < 0.5))
+        first = rank < take[g]
+        half1 = np.bincount(g[first], minlength=n_tuples)
+        halves = []
+        for mask, per_tuple in ((first, half1), (~first, size - half1)):
+            bb = np.bincount(bs[mask], minlength=n_items)
+            ww = np.bincount(ws[mask], minlength=n_items)
+            halves.append(counting_score(bb, ww, _appearances(t, per_tuple, n_items)))
+        s1, s2 = halves
+        ok = ~(np.isnan(s1) | np.isnan(s2))
+        x, y = s1[ok], s2[ok]
+        pearson[trial] = _pearson(x, y)
+        spearman[trial] = _pearson(_rank_average(x), _rank_average(y))
+    return SplitHalfResult(pearson, spearman, seed)
+
+
+def _combination_codes(sorted_rows: NDArray[np.int64], r: int, base: int) -> NDArray[np.int64]:
+    """Integer codes of every r-subset of each (sorted) row: sum_j row[c_j] * base^(r-1-j)."""
+    from itertools import combinations
+
+    k = sorted_rows.shape[1]
+    cols = list(combinations(range(k), r))
+    codes = np.zeros((sorted_rows.shape[0], len(cols)), dtype=np.int64)
+    for ci, comb in enumerate(cols):
+        for j in comb:
+            codes[:, ci] = codes[:, ci] * base + sorted_rows[:, j]
+    return codes
+
+
+def _later_repeats(codes: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Per row: does it hold a code that an earlier row (or earlier column) already holds?"""
+    flat = codes.ravel()
+    order = np.argsort(flat, kind="stable")
+    s = flat[order]
+    rep = np.zeros(flat.size, dtype=bool)
+    rep[order[1:][s[1:] == s[:-1]]] = True
+    return rep.reshape(codes.shape).any(axis=1)
+
+
+def _violations(tuples: NDArray[np.int64], n_items: int, check_pairs: bool) -> NDArray[np.bool_]:
+    s = np.sort(tuples, axis=1)
+    bad = (s[:, 1:] == s[:, :-1]).any(axis=1)
+    if s.shape[1] >= 3:
+        bad |= _later_repeats(_combination_codes(s, 3, n_items))
+    if check_pairs:
+        bad |= _later_repeats(_combination_codes(s, 2, n_items))
+    return bad
+
+
+def _repair_sparse(design: NDArray[np.int64], n_items: int, rng: np.random.Generator, unique_pairs: bool, max_rounds: int) -> bool:
+    """Large designs: violations are rare, so swap every offending tuple at random and re-check, vectorised."""
+    n_tuples, k = design.shape
+    check_pairs = unique_pairs
+    for round_ in range(max_rounds):
+        bad = np.flatnonzero(_violations(design, n_items, check_pairs))
+        if bad.size == 0:
+            return True
+        if check_pairs and round_ >= max_rounds // 2:
+            check_pairs = False  # pairs cannot all be unique here: keep the hard guarantees only
+            continue
+        partners = rng.integers(0, n_tuples, size=bad.size)
+        pos_a = rng.integers(0, k, size=bad.size)
+        pos_b = rng.integers(0, k, size=bad.size)
+        for t, u, i, j in zip(bad, partners, pos_a, pos_b):
+            design[t, i], design[u, j] = design[u, j], design[t, i]
+    return False
+
+
+def _repair_dense(design: NDArray[np.int64], rng: np.random.Generator, unique_pairs: bool, max_steps: int) -> bool:
+    """Small designs: local search with exact subset counts. A swap between a conflicting tuple and a
+    random one is kept when it does not raise the cost (a repeated 3-subset costs 1000, a repeated
+    pair 1 while `unique_pairs`); pairs are given up when they cannot all be unique."""
+    from collections import Counter
+    from itertools import combinations
+
+    rows = [sorted(r) for r in design.tolist()]
+    k = len(rows[0])
+    triples: Counter[tuple[int, ...]] = Counter()
+    pairs: Counter[tuple[int, ...]] = Counter()
+    weight = {"pairs": 1 if unique_pairs else 0}
+
+    def subsets(row: list[int]) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+        return list(combinations(row, 3)), list(combinations(row, 2))
+
+    def cost(row: list[int]) -> int:
+        if len(set(row)) < k:
+            return 10**6
+        tri, pa = subsets(row)
+        return 1000 * sum(triples[s] - 1 for s in tri) + weight["pairs"] * sum(pairs[s] - 1 for s in pa)
+
+    def move(row: list[int], sign: int) -> None:
+        tri, pa = subsets(row)
+        for s in tri:
+            triples[s] += sign
+        for s in pa:
+            pairs[s] += sign
+
+    for row in rows:
+        move(row, +1)
+    hot = [t for t, row in enumerate(rows) if cost(row) > 0]
+    for step in range(max_steps):
+        if unique_pairs and weight["pairs"] and step == max_steps // 2:
+            weight["pairs"] = 0
+            hot = [t for t, row in enumerate(rows) if cost(row) > 0]
+        if not hot:
+            design[:] = np.array(rows)
+            return True
+        pick = int(rng.integers(len(hot)))
+        t = hot[pick]
+        if cost(rows[t]) == 0:
+            hot[pick] = hot[-1]
+            hot.pop()
+            continue
+        u = int(rng.integers(len(rows)))
+        if u == t:
+            continue
+        i, j = int(rng.integers(k)), int(rng.integers(k))
+        old_t, old_u = rows[t], rows[u]
+        new_t = sorted([*old_t[:i], old_u[j], *old_t[i + 1 :]])
+        new_u = sorted([*old_u[:j], old_t[i], *old_u[j + 1 :]])
+        before = cost(old_t) + cost(old_u)
+        move(old_t, -1)
+        move(old_u, -1)
+        move(new_t, +1)
+        move(new_u, +1)
+        if cost(new_t) + cost(new_u) <= before:
+            rows[t], rows[u] = new_t, new_u
+            hot.append(u)
+        else:
+            move(new_t, -1)
+            move(new_u, -1)
+            move(old_t, +1)
+            move(old_u, +1)
+    return False
+
+
+def bws_design(
+    n_items: int,
+    tuple_size: int = 4,
+    appearances: int = 8,
+    seed: int = 0,
+    unique_pairs: bool = True,
+    max_rounds: int = 2000,
+) -> NDArray[np.int64]:
+    """A BWS design: n_items * appearances / tuple_size tuples (2N for 4-tuples seen 8 times).
+
+    Guarantees: every item appears in exactly `appearances` tuples, never twice in one tuple, and no
+    two tuples share more than 2 items (no 3-subset repeats). With `unique_pairs`, it also tries to
+    make every pair of items co-occur at most once, falling back to the guarantees alone when that
+    is infeasible (few items). Construction: `appearances` random permutations laid end to end and
+    cut into tuples, then swaps out of offending tuples until none is left (vectorised random swaps
+    for large designs, where conflicts are rare; an exact local search for small, dense ones).
+    """
+    if tuple_size < 2 or appearances < 1:
+        raise ValueError("tuple_size must be >= 2 and appearances >= 1")
+    if (n_items * appearances) % tuple_size:
+        raise ValueError(f"n_items * appearances ({n_items * appearances}) must be a multiple of tuple_size ({tuple_size})")
+    if n_items < tuple_size + 1:
+        raise ValueError(f"need more than {tuple_size} items for a design of {tuple_size}-tuples")
+    if n_items >= 2**21 and tuple_size >= 3:
+        raise ValueError("n_items must be below 2**21 (3-subsets are coded in 63 bits)")
+    # Unique pairs need appearances * (k - 1) distinct partners per item; skip the attempt when impossible.
+    unique_pairs = unique_pairs and appearances * (tuple_size - 1) <= n_items - 1
+    rng = np.random.default_rng(seed)
+    seq = np.concatenate([rng.permutation(n_items) for _ in range(appearances)])
+    design = seq.reshape(-1, tuple_size).astype(np.int64)
+    if n_items <= _DENSE_ITEMS:
+        ok = _repair_dense(design, rng, unique_pairs, max_steps=max_rounds * design.shape[0])
+    else:
+        ok = _repair_sparse(design, n_items, rng, unique_pairs, max_rounds)
+    if ok:
+        return design
+    raise RuntimeError(
+        f"no design of {tuple_size}-tuples in which no two share more than 2 items was found for {n_items} items; use more items"
+    )
+
+
+def design_report(tuples: ArrayLike, n_items: int | None = None) -> dict[str, Any]:
+    """Check a design independently of how it was made: sizes, appearances per item, the largest
+    number of items any two tuples share, and how many item pairs co-occur more than once."""
+    t = np.asarray(tuples, dtype=np.int64)
+    if n_items is None:
+        n_items = int(t.max(initial=-1)) + 1
+    s = np.sort(t, axis=1)
+    k = s.shape[1]
+    appear = np.bincount(t.ravel(), minlength=n_items)
+    dup_in_tuple = int((s[:, 1:] == s[:, :-1]).any(axis=1).sum())
+
+    def repeats(r: int) -> int:
+        if r > k:
+            return 0
+        codes = np.sort(_combination_codes(s, r, n_items).ravel())
+        return int(np.count_nonzero(codes[1:] == codes[:-1]))
+
+    max_shared = 1
+    for r in range(2, k + 1):
+        if repeats(r):
+            max_shared = r
+    return {
+        "n_items": int(n_items),
+        "n_tuples": int(t.shape[0]),
+        "tuple_size": int(k),
+        "appearances_min": int(appear.min()) if appear.size else 0,
+        "appearances_max": int(appear.max()) if appear.size else 0,
+        "tuples_repeating_an_item": dup_in_tuple,
+        "max_shared_items": max_shared,
+        "repeated_pairs": repeats(2),
+    }

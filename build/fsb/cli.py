@@ -1,0 +1,189 @@
+"""`fsb`: a thin command line over the stage modules. Each subcommand parses arguments, calls one
+importable function, and prints; heavy imports happen inside the handlers so `fsb --help` is fast."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from . import __version__
+
+__all__ = ["main"]
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def _command(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
+    def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        _HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def _print_json(obj: object) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=True))
+
+
+# --- build and scoring --------------------------------------------------------------------------
+
+
+@_command("build")
+def _build(args: argparse.Namespace) -> int:
+    from .dataset import build_dataset
+    from .release import ANNOTATIONS, GENERATIONS, release_dir
+
+    if args.generations or args.annotations:
+        if not (args.generations and args.annotations) or args.raw_dir:
+            raise SystemExit("fsb build: give --raw-dir, or both --generations and --annotations")
+        generations, annotations = Path(args.generations), Path(args.annotations)
+    else:
+        folder = release_dir(args.raw_dir)
+        generations, annotations = folder / GENERATIONS, folder / ANNOTATIONS
+    result = build_dataset(generations, annotations, args.out, trials=args.trials, seed=args.seed, record=not args.no_record)
+    s = result.stats
+    shr = s["shr"]
+    print(f"built {result.out}")
+    print(f"  {s['n_items']} sentences, {s['n_tuples']} tuples, {s['n_annotations']} judgments")
+    print(f"  bins (low/medium/high): {' / '.join(str(v) for v in s['bins']['counts'].values())}")
+    print(
+        f"  split-half reliability ({shr['trials']} trials, seed {shr['seed']}): "
+        f"Pearson {shr['pearson']['mean']:.4f} ± {shr['pearson']['sd']:.4f}, "
+        f"Spearman {shr['spearman']['mean']:.4f} ± {shr['spearman']['sd']:.4f}"
+    )
+    print(f"  fingerprint {s['fingerprint']}")
+    return 0
+
+
+@_command("score")
+def _score(args: argparse.Namespace) -> int:
+    from ._io import atomic_write
+    from .raw import read_annotations
+    from .scoring import score_table
+
+    table = score_table(read_annotations(args.annotations))
+    text = table.to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    if args.out in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        atomic_write(args.out, text)
+        print(f"scored {len(table)} items -> {args.out}", file=sys.stderr)
+    return 0
+
+
+@_command("reliability")
+def _reliability(args: argparse.Namespace) -> int:
+    from .raw import read_annotations
+    from .scoring import reliability
+
+    result = reliability(read_annotations(args.annotations), trials=args.trials, seed=args.seed).summary()
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"split-half reliability over {result['trials']} trials (seed {result['seed']}):")
+        for name in ("pearson", "spearman"):
+            print(f"  {name:8s} {result[name]['mean']:.4f} ± {result[name]['sd']:.4f}")
+    return 0
+
+
+@_command("tuples")
+def _tuples(args: argparse.Namespace) -> int:
+    from . import annotate
+
+    design = annotate.make_tuples(args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed)
+    _print_json(design)
+    return 0
+
+
+@_command("fetch-release")
+def _fetch_release(args: argparse.Namespace) -> int:
+    from .release import fetch_release, verify_release
+
+    folder = fetch_release(args.dest, url=args.url)
+    bad = [rel for rel, ok in verify_release(folder).items() if not ok]
+    print(folder)
+    return 1 if bad else 0
+
+
+@_command("main")
+def _main_job(args: argparse.Namespace) -> int:
+    from .mainjob import run
+
+    return run(args)
+
+
+# --- argument parsing ---------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="fsb", description="Fifty Shades of Bias: build, score, evaluate and publish the dataset.")
+    p.add_argument("--version", action="version", version=f"fsb {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    b = sub.add_parser("build", help="build the Hugging Face dataset folder from raw generations and judgments")
+    b.add_argument(
+        "--raw-dir",
+        help="a release folder (FSB/FSB_text.csv, FSB/fsb-tuples-annotations.csv); default: a local copy, else the pinned download",
+    )
+    b.add_argument("--generations", help="a generations file (the release's CSV, or `fsb generate` JSONL) instead of --raw-dir")
+    b.add_argument("--annotations", help="a judgments file (Item1..Item4,BestItem,WorstItem) instead of --raw-dir")
+    b.add_argument("--out", default="fifty_shades_of_bias", help="output folder (default: ./fifty_shades_of_bias)")
+    b.add_argument("--trials", type=int, default=100, help="split-half reliability trials (default 100)")
+    b.add_argument("--seed", type=int, default=0, help="split-half reliability seed (default 0)")
+    b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
+
+    s = sub.add_parser("score", help="score a best-worst judgments file by counting")
+    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque)")
+    s.add_argument("--out", help="output CSV (item,score_raw,score,n,best,worst); default: standard output")
+
+    r = sub.add_parser("reliability", help="split-half reliability of a judgments file")
+    r.add_argument("annotations")
+    r.add_argument("--trials", type=int, default=100)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed}")
+
+    t = sub.add_parser("tuples", help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items")
+    t.add_argument("items", help="a number of items, or a generations file whose uids are the items")
+    t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
+    t.add_argument("--size", type=int, default=4, help="items per tuple (default 4)")
+    t.add_argument("--appearances", type=int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
+    t.add_argument("--seed", type=int, default=0)
+
+    f = sub.add_parser("fetch-release", help="download the pinned upstream release and check every sha256")
+    f.add_argument("--dest", help="folder (default: the cache, $FSB_HOME/release/<commit>)")
+    f.add_argument("--url", help="mirror URL template with {commit} and {path}")
+
+    m = sub.add_parser("main", help="the main job: build from the release, load it back, evaluate the default model, report")
+    m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
+    m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
+    m.add_argument("--skip-eval", action="store_true", help="build and load only")
+    m.add_argument("--per-bin", type=int, default=None, help="sentences per equispaced score bin in the evaluation sample")
+    m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `fsb` console script."""
+    from fifty_shades_of_bias import DatasetNotFound
+
+    from ._io import InputError
+
+    args = _parser().parse_args(argv)
+    try:
+        return _HANDLERS[args.command](args)
+    except InputError as e:
+        print(f"fsb {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except DatasetNotFound as e:  # the message says how to build or point to a dataset
+        print(f"fsb {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"fsb {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Validated tables -> scores -> a Hugging Face dataset folder.
+
+`build_dataset` reads the generations and the individual judgments, scores every sentence by counting,
+measures split-half reliability, and writes OUT atomically: a README.md card (YAML configs and
+features, prose with the computed figures), Parquet files under data/, and stats.json.
+
+Data files are named by their content hash (data/<config>/test-<sha256[:16]>.parquet) and the card's
+YAML lists them by name. datasets 5 keys its cache for a local folder on the card's YAML alone, so a
+rebuild with new content must change the YAML, and content-addressed names do exactly that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import fifty_shades_of_bias as spec
+
+from . import __version__, bws, card, scoring
+from ._io import InputError, atomic_dir, atomic_write, sha256_file
+from .raw import Annotations, Generations, check_coverage, read_annotations, read_generations
+
+__all__ = ["BuildResult", "ScoredDataset", "build_dataset", "score_dataset", "write_last_build"]
+
+DEFAULT_OUT = Path(spec.NAME)
+
+_SCHEMAS = {
+    "default": pa.schema(
+        [
+            ("id", pa.int32()),
+            ("text", pa.string()),
+            ("seed", pa.string()),
+            ("seed_type", pa.string()),
+            ("prompt_type", pa.string()),
+            ("score", pa.float64()),
+            ("score_raw", pa.float64()),
+            ("bin", pa.string()),
+            ("n_judgments", pa.int32()),
+            ("n_best", pa.int32()),
+            ("n_worst", pa.int32()),
+        ]
+    ),
+    "annotations": pa.schema(
+        [
+            ("tuple_id", pa.int32()),
+            ("items", pa.list_(pa.int32())),
+            ("best", pa.int32()),
+            ("worst", pa.int32()),
+            ("annotator", pa.string()),
+        ]
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ScoredDataset:
+    """Both configs as tables plus the figures computed on them (the future stats.json)."""
+
+    default: pd.DataFrame
+    annotations: pd.DataFrame
+    stats: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    out: Path
+    stats: dict[str, Any]
+
+
+def _histogram(values: np.ndarray, edges: list[float]) -> list[int]:
+    counts, _ = np.histogram(values, bins=edges)
+    return [int(c) for c in counts]
+
+
+def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, seed: int = 0) -> ScoredDataset:
+    """Score every sentence by counting and compute the dataset's figures (no I/O)."""
+    k = ann.items.shape[1]
+    if k != spec.TUPLE_SIZE:
+        raise InputError(
+            ann.path, f"the dataset's judgments are over {spec.TUPLE_SIZE}-tuples; this file has {k} item columns", line=1, field=f"Item{k}"
+        )
+    check_coverage(gens, ann)
+    frame = gens.frame.sort_values("uid", kind="stable").reset_index(drop=True)
+    uids = frame["uid"].to_numpy()
+    coded = scoring.encode(ann, labels=uids)
+    design, tuple_index = coded.design, coded.tuple_index
+    counts = bws.count_best_worst(design, coded.best, coded.worst, n_items=uids.size, tuple_index=tuple_index)
+    shr = bws.split_half_reliability(design, coded.best, coded.worst, tuple_index, n_items=uids.size, trials=trials, seed=seed)
+    score_raw = counts.score_raw
+    score = counts.score
+    bin_code = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), score, side="right")
+    default = pd.DataFrame(
+        {
+            "id": uids.astype(np.int32),
+            "text": frame["response"].to_numpy(),
+            "seed": frame["query"].to_numpy(),
+            "seed_type": frame["seed_type"].to_numpy(),
+            "prompt_type": frame["prompt_type"].to_numpy(),
+            "score": score,
+            "score_raw": score_raw,
+            "bin": np.asarray(spec.BIN_NAMES)[bin_code],
+            "n_judgments": counts.appearances.astype(np.int32),
+            "n_best": counts.best.astype(np.int32),
+            "n_worst": counts.worst.astype(np.int32),
+        }
+    )
+    annotations = pd.DataFrame(
+        {
+            "tuple_id": tuple_index.astype(np.int32),
+            "items": list(ann.items.astype(np.int32)),
+            "best": ann.best.astype(np.int32),
+            "worst": ann.worst.astype(np.int32),
+            "annotator": ann.annotator if ann.annotator is not None else [None] * len(ann),
+        }
+    )
+    rounded_bin = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), (np.round(score_raw, 3) + 1) / 2, side="right")
+    per_tuple = np.bincount(tuple_index)
+    fewshot = np.searchsorted(np.asarray(spec.FEWSHOT_BIN_EDGES), score, side="right")
+    stats: dict[str, Any] = {
+        "n_items": int(uids.size),
+        "n_tuples": int(design.shape[0]),
+        "n_annotations": len(ann),
+        "has_annotators": ann.annotator is not None,
+        "annotations_per_tuple": {str(n): int(c) for n, c in enumerate(np.bincount(per_tuple)) if c},
+        "judgments_per_item": {"min": int(counts.appearances.min()), "max": int(counts.appearances.max())},
+        "bins": {
+            "edges": list(spec.ANALYSIS_BIN_EDGES),
+            "counts": {name: int((bin_code == i).sum()) for i, name in enumerate(spec.BIN_NAMES)},
+            # The release's score file rounds score_raw to 3 decimals; a sentence within rounding of an
+            # edge lands in another bin with those rounded scores. Shown so the two counts reconcile.
+            "counts_from_rounded_scores": {name: int((rounded_bin == i).sum()) for i, name in enumerate(spec.BIN_NAMES)},
+        },
+        "fewshot_bins": {"edges": list(spec.FEWSHOT_BIN_EDGES), "counts": [int((fewshot == i).sum()) for i in range(4)]},
+        "histogram": {"edges": [round(0.1 * i, 1) for i in range(11)], "counts": _histogram(score, [0.1 * i for i in range(11)])},
+        "score": {"mean": float(score.mean()), "sd": float(score.std()), "min": float(score.min()), "max": float(score.max())},
+        "seed_type": {t: int((default["seed_type"] == t).sum()) for t in spec.SEED_TYPES},
+        "prompt_type": {t: int((default["prompt_type"] == t).sum()) for t in spec.PROMPT_TYPES},
+        "seed_type_by_prompt_type": {
+            s: {p: int(((default["seed_type"] == s) & (default["prompt_type"] == p)).sum()) for p in spec.PROMPT_TYPES}
+            for s in spec.SEED_TYPES
+        },
+        "design": bws.design_report(design, uids.size),
+        "shr": shr.summary(),
+    }
+    return ScoredDataset(default, annotations, stats)
+
+
+def _parquet_bytes(frame: pd.DataFrame, schema: pa.Schema) -> tuple[bytes, int]:
+    """Deterministic Parquet bytes (no pandas or datasets metadata) and the table's Arrow size."""
+    table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False).replace_schema_metadata(None)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd", compression_level=9, write_statistics=True)
+    return sink.getvalue().to_pybytes(), int(table.nbytes)
+
+
+def _inputs(paths: dict[str, Path]) -> dict[str, Any]:
+    pinned = {Path(k).name: v for k, v in spec.RELEASE["files"].items() if v}
+    out = {}
+    for role, p in paths.items():
+        digest = sha256_file(p)
+        out[role] = {"file": p.name, "sha256": digest, "pinned_release_file": pinned.get(p.name) == digest}
+    return out
+
+
+def write_last_build(out: Path, fingerprint: str) -> None:
+    """Remember where the newest build went, so that `fifty_shades_of_bias.load()` and the lm-eval task find it."""
+    record = {"path": str(out.resolve()), "fingerprint": fingerprint}
+    atomic_write(spec.home() / "last_build.json", json.dumps(record, indent=2) + "\n")
+
+
+def build_dataset(
+    generations: str | os.PathLike[str],
+    annotations: str | os.PathLike[str],
+    out: str | os.PathLike[str] = DEFAULT_OUT,
+    *,
+    trials: int = 100,
+    seed: int = 0,
+    record: bool = True,
+) -> BuildResult:
+    """Build the dataset folder OUT from a generations file and a judgments file.
+
+    Nothing is written unless every check passes, and OUT is replaced in one rename: a failed build
+    leaves the previous folder as it was. With `record`, the build becomes the one that loaders find.
+    """
+    gens = read_generations(generations)
+    ann = read_annotations(annotations, integer_ids=True)
+    scored = score_dataset(gens, ann, trials=trials, seed=seed)
+    stats = scored.stats
+    files: dict[str, tuple[str, bytes, int]] = {}
+    for config, frame in (("default", scored.default), ("annotations", scored.annotations)):
+        data, nbytes = _parquet_bytes(frame, _SCHEMAS[config])
+        digest = hashlib.sha256(data).hexdigest()
+        files[config] = (f"data/{config}/{spec.SPLIT}-{digest[:16]}.parquet", data, nbytes)
+    fingerprint = hashlib.sha256("".join(hashlib.sha256(d).hexdigest() for _, d, _ in files.values()).encode()).hexdigest()
+    stats = {
+        **stats,
+        "fingerprint": fingerprint,
+        "inputs": _inputs({"generations": Path(generations), "annotations": Path(annotations)}),
+        "release_commit": spec.RELEASE["commit"],
+        "built_with": {"fsb": __version__, "scoring": "counting", "shr_procedure": "Kiritchenko & Mohammad split-half, no Spearman-Brown"},
+        "paper": {k: spec.PAPER[k] for k in ("n_annotations", "shr", "bin_counts")},
+    }
+    target = Path(out)
+    with atomic_dir(target) as stage:
+        for rel, data, _ in files.values():
+            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            (stage / rel).write_bytes(data)
+        layout = {
+            config: {"path": rel, "num_bytes": nbytes, "num_examples": len(frame), "download_size": len(data)}
+            for (config, (rel, data, nbytes)), frame in zip(files.items(), (scored.default, scored.annotations))
+        }
+        (stage / "README.md").write_text(card.render(stats, layout), encoding="utf-8")
+        (stage / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    if record:
+        write_last_build(target, fingerprint)
+    return BuildResult(target.resolve(), stats)

@@ -1,0 +1,55 @@
+"""The README's main job: build the dataset from the release, load it back through `datasets`, evaluate
+the default model on a stratified sample, and print the report."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import fifty_shades_of_bias as spec
+
+from .dataset import build_dataset
+from .release import ANNOTATIONS, GENERATIONS, release_dir
+
+__all__ = ["run"]
+
+
+def _step(message: str) -> None:
+    print(f"\n== {message}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run every stage in order, printing progress; returns the process exit code."""
+    started = time.monotonic()
+    _step("1/3 build the dataset from the release")
+    folder = release_dir(args.raw_dir)
+    print(f"release: {folder}")
+    result = build_dataset(folder / GENERATIONS, folder / ANNOTATIONS, args.out)
+    stats = result.stats
+    print(f"built {result.out} (fingerprint {stats['fingerprint'][:16]})")
+
+    _step("2/3 load it back with datasets.load_dataset")
+    default = spec.load("default", source=result.out)
+    annotations = spec.load("annotations", source=result.out)
+    rows = default[spec.SPLIT]
+    print(f"default: {rows.num_rows} rows, features {', '.join(rows.features)}")
+    print(f"annotations: {annotations[spec.SPLIT].num_rows} rows")
+    shr = stats["shr"]
+    print(
+        f"split-half reliability: Pearson {shr['pearson']['mean']:.4f} ± {shr['pearson']['sd']:.4f}, "
+        f"Spearman {shr['spearman']['mean']:.4f} ± {shr['spearman']['sd']:.4f} ({shr['trials']} trials, seed {shr['seed']})"
+    )
+    print(
+        "bins low/medium/high: " + " / ".join(f"{stats['bins']['counts'][b]} (paper {spec.PAPER['bin_counts'][b]})" for b in spec.BIN_NAMES)
+    )
+
+    if args.skip_eval:
+        print(f"\ndone in {time.monotonic() - started:.0f} s (evaluation skipped)")
+        return 0
+    _step("3/3 evaluate the default model")
+    from .evaluate import main_job_eval
+
+    code = main_job_eval(result.out, Path(args.results), per_bin=args.per_bin)
+    print(f"\ndone in {time.monotonic() - started:.0f} s")
+    return code

@@ -1,0 +1,238 @@
+"""Fifty Shades of Bias: the dataset's definition and its loader.
+
+This module is *not* a `datasets` loading script (datasets >= 4 refuses to run those). It is the
+single source of truth that a loading script used to hold: the configs and their features, the
+score bins, the citation, the pinned upstream release, and `load()`, which finds a built dataset
+folder (or a Hub repo) and hands it to `datasets.load_dataset`. The builder (`fsb build`) and the
+lm-eval task import their schema and bins from here, so the three never disagree.
+
+    import fifty_shades_of_bias as fsb_data
+    ds = fsb_data.load()                    # the last `fsb build`, ./fifty_shades_of_bias, or $FSB_DATASET
+    ann = fsb_data.load("annotations")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # importing datasets costs about a second; only the functions that need it do
+    import datasets
+
+__all__ = [
+    "ANALYSIS_BIN_EDGES",
+    "BIN_NAMES",
+    "CITATION",
+    "CONFIGS",
+    "FEWSHOT_BIN_EDGES",
+    "NAME",
+    "PAPER",
+    "PROMPT_TYPES",
+    "RELEASE",
+    "SEED_TYPES",
+    "SPLIT",
+    "DatasetNotFound",
+    "analysis_bin",
+    "equispaced_bin",
+    "features",
+    "home",
+    "last_build",
+    "load",
+    "locate",
+]
+
+NAME = "fifty_shades_of_bias"
+SPLIT = "test"
+CONFIGS = ("default", "annotations")
+
+SEED_TYPES = ("explicit", "implicit", "neutral", "random")
+PROMPT_TYPES = ("conversion", "completion", "conversation")
+
+# The paper's three analysis bins: [0, 0.316), [0.316, 0.579), [0.579, 1].
+ANALYSIS_BIN_EDGES = (0.316, 0.579)
+BIN_NAMES = ("low", "medium", "high")
+# The few-shot protocol's four equispaced bins of width 0.25; 1.0 belongs to the top bin.
+FEWSHOT_BIN_EDGES = (0.25, 0.5, 0.75)
+TUPLE_SIZE = 4
+
+DESCRIPTION = (
+    "1000 GPT-3.5-Turbo generated English sentences with fine-grained, normative ratings of "
+    "gender bias obtained by best-worst scaling (BWS) and scored by counting."
+)
+HOMEPAGE = "https://github.com/microsoft/fifty-shades-of-bias"
+LICENSE = "mit"
+CITATION = """\
+@inproceedings{hada-etal-2023-fifty,
+    title = "{``}Fifty Shades of Bias{''}: Normative Ratings of Gender Bias in {GPT} Generated {E}nglish Text",
+    author = "Hada, Rishav and Seth, Agrima and Diddee, Harshita and Bali, Kalika",
+    editor = "Bouamor, Houda and Pino, Juan and Bali, Kalika",
+    booktitle = "Proceedings of the 2023 Conference on Empirical Methods in Natural Language Processing",
+    month = dec,
+    year = "2023",
+    address = "Singapore",
+    publisher = "Association for Computational Linguistics",
+    url = "https://aclanthology.org/2023.emnlp-main.115",
+    doi = "10.18653/v1/2023.emnlp-main.115",
+    pages = "1862--1876",
+}"""
+
+# The upstream release, pinned by commit; every file is checked against its sha256 after download.
+RELEASE: dict[str, Any] = {
+    "repo": "microsoft/fifty-shades-of-bias",
+    "commit": "4566544a85aa8a3848914b490131c242eba231da",
+    "url": "https://raw.githubusercontent.com/microsoft/fifty-shades-of-bias/{commit}/data/{path}",
+    "license": "MIT, Copyright (c) Microsoft Corporation",
+    "files": {
+        "FSB/FSB_text.csv": "63379733bc70ae7f8998ccfaec89e15b9e4bcdd34f8862c36e94e01f1059385d",
+        "FSB/fsb-tuples-annotations.csv": "6b76118de35ee0e0e7294e0e09b9982833d5f1152d847b21e9d3dc128e1d4cad",
+        "FSB/fsb_final_scores.csv": "bf7e9659134e520f840bca075a4e6f1cfe1637e30c4e883e5019ffd238012774",
+        "in_context_examples/explicit_completion_ic.json": "18a31072a06193bb7b2f5f98a2fe8ad42488b7109c512e9acea3ed8de9238adf",
+        "in_context_examples/explicit_conversion_ic.json": "227839b42cd427b084132cba2874fbc97895732a7450048b73ca48d6ef6e8d10",
+        "in_context_examples/implicit_completion_ic.json": "e001144a390e24f475a344dd4250e2f5bfb99a977d998f3f4712243e9b559a74",
+        "in_context_examples/implicit_conversion_ic.json": "6f14a306bde4a22f65250df050d3b5108677a8394aba3e85bacc1dcdd9eb1539",
+        "in_context_examples/neutral_completion_ic.json": "66a6598bc27d84808bfcdecffc668d8629328799a80100b3c5c3e29e01e1d09b",
+        "in_context_examples/neutral_conversion_ic.json": "c4198ef236e4880763bbe05be47ab1795f0d4170da4627ba84387a3f56d2ed88",
+        "seeds/explict_bias_seed.txt": "19a2d9d149f54ff6dc99a3db7a4b8d8024aafc44fb11622fef76c4b7a01994c5",
+        "seeds/implicit_bias_seed.txt": "04d8fd41e12d71b76f283abf3d8df1f5533f164535e92777238ad689561276bc",
+        "seeds/neutral_bias_seed.txt": "fc60aa1dd150f84f6852ef0785d0b0054f30b090f8a92f348c0079dc45558c25",
+        "LICENSE": None,  # fetched for attribution; not hashed upstream
+    },
+}
+
+# Figures the paper reports (Hada et al. 2023), kept beside what a build measures so that reports can
+# show both. The release's annotations were extended after the paper, so some figures differ.
+PAPER: dict[str, Any] = {
+    "n_annotations": 5285,
+    "shr": {"pearson": {"mean": 0.8634, "sd": 0.0061}, "spearman": {"mean": 0.8691, "sd": 0.0061}},
+    "bin_counts": {"low": 364, "medium": 248, "high": 388},
+    # Table 6: Pearson r and MSE of automatic scores against the human scores.
+    "table6": [
+        ("GPT-4", 0.813, 0.024),
+        ("GPT-3.5-Turbo", 0.706, 0.063),
+        ("Perspective identity attack", 0.444, 0.246),
+        ("CORGI-PM BERT", 0.406, 0.2),
+        ("HateBERT-Ruddit", 0.375, 0.167),
+        ("Perspective toxicity", 0.321, 0.19),
+        ("Perspective insult", 0.26, 0.237),
+        ("Perspective severe toxicity", 0.181, 0.295),
+        ("Perspective profanity", 0.138, 0.263),
+        ("Perspective threat", 0.041, 0.285),
+    ],
+}
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class DatasetNotFound(LookupError):
+    """No built dataset folder or Hub repo could be found; the message says how to get one."""
+
+
+def features(config: str = "default") -> datasets.Features:
+    """The `datasets.Features` of a config: the schema that the Parquet files and the card declare."""
+    from datasets import ClassLabel, Features, List, Value
+
+    if config == "default":
+        return Features(
+            {
+                "id": Value("int32"),
+                "text": Value("string"),
+                "seed": Value("string"),
+                "seed_type": ClassLabel(names=list(SEED_TYPES)),
+                "prompt_type": ClassLabel(names=list(PROMPT_TYPES)),
+                "score": Value("float64"),
+                "score_raw": Value("float64"),
+                "bin": ClassLabel(names=list(BIN_NAMES)),
+                "n_judgments": Value("int32"),
+                "n_best": Value("int32"),
+                "n_worst": Value("int32"),
+            }
+        )
+    if config == "annotations":
+        return Features(
+            {
+                "tuple_id": Value("int32"),
+                "items": List(Value("int32"), length=TUPLE_SIZE),
+                "best": Value("int32"),
+                "worst": Value("int32"),
+                "annotator": Value("string"),
+            }
+        )
+    raise ValueError(f"unknown config {config!r}; expected one of {CONFIGS}")
+
+
+def analysis_bin(score: float) -> str:
+    """The paper's analysis bin of a score in [0, 1]: low [0, .316), medium [.316, .579), high [.579, 1]."""
+    for name, edge in zip(BIN_NAMES, ANALYSIS_BIN_EDGES):
+        if score < edge:
+            return name
+    return BIN_NAMES[-1]
+
+
+def equispaced_bin(score: float) -> int:
+    """The few-shot bin (0..3) of a score: [0, .25), [.25, .5), [.5, .75), [.75, 1]; 1.0 is in bin 3."""
+    return sum(score >= edge for edge in FEWSHOT_BIN_EDGES)
+
+
+def home() -> Path:
+    """The project's per-user state folder: $FSB_HOME, else $XDG_CACHE_HOME/fifty_shades_of_bias."""
+    if os.environ.get("FSB_HOME"):
+        return Path(os.environ["FSB_HOME"]).expanduser()
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache).expanduser() / NAME
+
+
+def last_build() -> Path | None:
+    """The folder that `fsb build` wrote most recently, if it still holds a dataset card."""
+    record = home() / "last_build.json"
+    try:
+        folder = Path(json.loads(record.read_text(encoding="utf-8"))["path"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return folder if (folder / "README.md").is_file() else None
+
+
+def locate(source: str | os.PathLike[str] | None = None) -> str:
+    """Resolve where the dataset lives: a folder path or a Hub repo id ("org/name").
+
+    Order: `source`; $FSB_DATASET; the last `fsb build`; ./fifty_shades_of_bias. A folder must
+    hold a README.md card; a string that is not a folder but looks like "org/name" is a Hub repo.
+    """
+    explicit = source if source is not None else os.environ.get("FSB_DATASET") or None
+    if explicit is not None:
+        text = os.fspath(explicit)
+        folder = Path(text).expanduser()
+        if folder.is_dir():
+            if not (folder / "README.md").is_file():
+                raise DatasetNotFound(
+                    f"{folder} is a folder but holds no README.md dataset card; build one with `fsb build --out {folder}`"
+                )
+            return str(folder.resolve())
+        if _HUB_ID.match(text):
+            return text
+        raise DatasetNotFound(f"{text!r} is neither a dataset folder nor a Hub repo id (org/name)")
+    built = last_build()
+    if built is not None:
+        return str(built.resolve())
+    here = Path.cwd() / NAME
+    if (here / "README.md").is_file():
+        return str(here.resolve())
+    raise DatasetNotFound(
+        "No Fifty Shades of Bias dataset found. Build one with `fsb build --raw-dir RELEASE_DIR` "
+        "(or `fsb build` to fetch the pinned upstream release), or point to one with "
+        "FSB_DATASET=/path/to/folder or FSB_DATASET=org/fifty_shades_of_bias (a Hub repo id)."
+    )
+
+
+def load(config: str = "default", source: str | os.PathLike[str] | None = None, **kwargs: Any) -> datasets.DatasetDict:
+    """Load a config ("default" or "annotations") from the located folder or Hub repo.
+
+    Extra keyword arguments go to `datasets.load_dataset` (for example `revision="v1.0.0"` on the Hub).
+    """
+    import datasets
+
+    if config not in CONFIGS:
+        raise ValueError(f"unknown config {config!r}; expected one of {CONFIGS}")
+    return datasets.load_dataset(locate(source), config, **kwargs)

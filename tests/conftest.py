@@ -1,0 +1,44 @@
+"""Test settings: every test runs offline, with its own per-user state folder; the Hugging Face caches
+live in one temporary folder per session (shared across tests on purpose: the stale-cache tests need
+a warm cache)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_SESSION = Path(tempfile.mkdtemp(prefix="fsb-tests-"))
+# Read at import time by huggingface_hub and datasets: set before anything imports them.
+os.environ["HF_HOME"] = str(_SESSION / "hf")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ.pop("FSB_DATASET", None)
+os.environ.pop("FSB_RAW_DIR", None)
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+RELEASE = REPO.parent / "shared" / "data" / "fsb-upstream"
+
+
+@pytest.fixture(autouse=True)
+def _fsb_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("fsb-home")
+    monkeypatch.setenv("FSB_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def release() -> Path:
+    """The released data, read in place from ../shared/data (never copied into the repository)."""
+    if not (RELEASE / "FSB" / "FSB_text.csv").is_file():
+        pytest.fail(f"the reference release is missing: expected {RELEASE} beside the checkout")
+    return RELEASE
+
+
+@pytest.fixture(scope="session")
+def session_dir() -> Path:
+    return _SESSION

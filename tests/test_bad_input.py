@@ -1,0 +1,167 @@
+"""Bad input is refused with an error naming file, line and field, and a previous good build survives."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import fifty_shades_of_bias as spec
+from fsb._io import InputError
+from fsb.dataset import build_dataset
+from tests._support import make_raw, read_rows, write_csv
+
+Rows = list[list[str]]
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> tuple[Path, Path, Path]:
+    g, a = make_raw(tmp_path / "raw", n=16, seed=4)
+    out = tmp_path / "out" / spec.NAME
+    build_dataset(g, a, out)
+    return g, a, out
+
+
+def _mutate(src: Path, dst: Path, change: Callable[[Rows], Rows]) -> Path:
+    rows = change(read_rows(src))
+    return write_csv(dst, rows[0], rows[1:])
+
+
+def _set(row: int, col: int, value: str) -> Callable[[Rows], Rows]:
+    def change(rows: Rows) -> Rows:
+        rows[row][col] = value
+        return rows
+
+    return change
+
+
+def _drop_column(name: str) -> Callable[[Rows], Rows]:
+    def change(rows: Rows) -> Rows:
+        j = rows[0].index(name)
+        return [r[:j] + r[j + 1 :] for r in rows]
+
+    return change
+
+
+def _drop_covering(uid: str) -> Callable[[Rows], Rows]:
+    return lambda rows: [rows[0]] + [r for r in rows[1:] if uid not in r[:4]]
+
+
+# (which file, mutation, expected line, expected field, words in the message)
+# Annotation rows: line 2 is the first judgment (header = line 1). Generations: line k+1 holds uid k.
+CASES = {
+    "unknown id": ("ann", _set(3, 2, "999"), 4, "Item3", "unknown id 999"),
+    "best equals worst": ("ann", lambda r: _set(2, 5, r[2][4])(r), 3, "WorstItem", "same item"),
+    "best not in tuple": (
+        "ann",
+        lambda r: _set(5, 4, next(x for x in ("1", "2", "3", "4", "5", "6") if x not in r[5][:4]))(r),
+        6,
+        "BestItem",
+        "not one of the tuple's items",
+    ),
+    "worst not in tuple": (
+        "ann",
+        lambda r: _set(7, 5, next(x for x in ("1", "2", "3", "4", "5", "6") if x not in r[7][:4]))(r),
+        8,
+        "WorstItem",
+        "not one of the tuple's items",
+    ),
+    "tuple repeats an item": ("ann", lambda r: _set(4, 2, r[4][0])(r), 5, "Item3", "repeats item"),
+    "non-integer id": ("ann", _set(2, 1, "x7"), 3, "Item2", "not an integer id"),
+    "missing annotation column": ("ann", _drop_column("WorstItem"), 1, "WorstItem", "missing column"),
+    "missing generation column": ("gen", _drop_column("seed_type"), 1, "seed_type", "missing column"),
+    "unknown seed_type": ("gen", _set(5, 2, "implict"), 6, "seed_type", "unknown seed_type 'implict'"),
+    "unknown prompt_type": ("gen", _set(2, 1, "rewrite"), 3, "prompt_type", "unknown prompt_type 'rewrite'"),
+    "duplicate uid": ("gen", _set(9, 0, "3"), 10, "uid", "duplicate uid 3 (first seen on line 4)"),
+    "empty response": ("gen", _set(4, 4, " "), 5, "response", "empty value"),
+    "uncovered sentence": ("ann", _drop_covering("7"), 8, "uid", "no annotation"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_refused_and_the_old_build_survives(case: str, good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    g, a, out = good
+    which, change, line, field, words = CASES[case]
+    if which == "ann":
+        a = _mutate(a, tmp_path / "bad-annotations.csv", change)
+    else:
+        g = _mutate(g, tmp_path / "bad-generations.csv", change)
+    before = _snapshot(out)
+    with pytest.raises(InputError) as err:
+        build_dataset(g, a, out)
+    e = err.value
+    # "uncovered sentence" is reported against the generations file, where the sentence is.
+    expected_file = g if field == "uid" else (a if which == "ann" else g)
+    assert e.path == str(expected_file)
+    assert (e.line, e.field) == (line, field)
+    assert words in e.message
+    assert str(expected_file) in str(e) and f"line {line}" in str(e) and repr(field) in str(e)
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in out.parent.iterdir()) == [spec.NAME], "no staging folder left behind"
+
+
+@pytest.mark.parametrize(
+    ("content", "words", "line"),
+    [
+        (b"", "file is empty", None),
+        (b"  \n\n", "file is empty", None),
+        (b"uid,prompt_type,seed_type,query,response\n", "header but no rows", None),
+        (b"uid,prompt_type,seed_type,query,response\n1,completion,explicit,a seed,caf\xe9 au lait\n", "not valid UTF-8", 2),
+    ],
+)
+def test_unreadable_generation_files(content: bytes, words: str, line: int | None, good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    _, a, out = good
+    bad = tmp_path / "gens.csv"
+    bad.write_bytes(content)
+    before = _snapshot(out)
+    with pytest.raises(InputError) as err:
+        build_dataset(bad, a, out)
+    assert err.value.path == str(bad) and words in err.value.message and err.value.line == line
+    assert _snapshot(out) == before
+
+
+def test_empty_annotation_file(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    g, _, out = good
+    empty = tmp_path / "ann.csv"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match=r"ann\.csv: file is empty"):
+        build_dataset(g, empty, out)
+
+
+def test_line_numbers_count_quoted_newlines(tmp_path: Path) -> None:
+    """A response that spans lines (quoted) shifts later records' line numbers; errors must say the real line."""
+    rows = [
+        ["1", "completion", "explicit", "s1", "first line\nsecond line"],
+        ["2", "completion", "explicit", "s2", "ok"],
+        ["3", "completion", "nonsense", "s3", "ok"],
+    ]
+    g = write_csv(tmp_path / "g.csv", ["uid", "prompt_type", "seed_type", "query", "response"], rows)
+    from fsb.raw import read_generations
+
+    with pytest.raises(InputError) as err:
+        read_generations(g)
+    assert (err.value.line, err.value.field) == (5, "seed_type")
+
+
+def test_cli_reports_bad_input_with_exit_code_2(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    g, a, out = good
+    bad = _mutate(a, tmp_path / "bad.csv", _set(3, 2, "999"))
+    before = _snapshot(out)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsb", "build", "--generations", str(g), "--annotations", str(bad), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert f"{bad}, line 4, field 'Item3': unknown id 999" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _snapshot(out) == before

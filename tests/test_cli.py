@@ -1,0 +1,166 @@
+"""The `fsb` command in subprocesses: score, reliability, tuples, build and fetch-release."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.server
+import io
+import json
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+
+import fifty_shades_of_bias as spec
+from fsb import bws
+from tests._support import write_csv
+
+
+def fsb(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"fsb {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+def test_score_the_release(release: Path, tmp_path: Path) -> None:
+    out = tmp_path / "scores.csv"
+    fsb("score", str(release / "FSB" / "fsb-tuples-annotations.csv"), "--out", str(out))
+    ours = pd.read_csv(out)
+    assert list(ours.columns) == ["item", "score_raw", "score", "n", "best", "worst"]
+    assert ours["score"].is_monotonic_decreasing
+    theirs = pd.read_csv(release / "FSB" / "fsb_final_scores.csv").set_index("id")
+    joined = ours.set_index("item").join(theirs, rsuffix="_release")
+    assert (joined["score_raw"] - joined["score_release"]).abs().max() <= 0.0005 + 1e-6  # release: 3 decimals
+    assert (joined["score"] - joined["score_normalized"]).abs().max() <= 0.0005
+
+
+def test_score_opaque_string_labels_and_triples(tmp_path: Path) -> None:
+    rows = [
+        ["cat", "dog", "emu", "dog", "emu"],
+        ["cat", "dog", "emu", "cat", "emu"],
+        ["dog", "emu", "fox", "fox", "emu"],
+    ]
+    ann = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "BestItem", "WorstItem"], rows)
+    proc = fsb("score", str(ann))
+    table = pd.read_csv(io.StringIO(proc.stdout)).set_index("item")
+    assert table.loc["fox", "score_raw"] == 1.0 and table.loc["fox", "n"] == 1
+    assert table.loc["emu", "score_raw"] == pytest.approx(-1.0)
+    assert table.loc["dog", "n"] == 3 and table.loc["dog", "best"] == 1
+    assert table.loc["cat", "score_raw"] == pytest.approx(0.5)
+
+
+def test_reliability_json_matches_the_build(release: Path) -> None:
+    proc = fsb("reliability", str(release / "FSB" / "fsb-tuples-annotations.csv"), "--trials", "100", "--seed", "0", "--json")
+    result = json.loads(proc.stdout)
+    assert set(result) == {"pearson", "spearman", "trials", "seed"}
+    assert result["trials"] == 100 and result["seed"] == 0
+    assert result["pearson"]["mean"] == pytest.approx(0.8719660066, abs=1e-9)
+    assert result["spearman"]["mean"] == pytest.approx(0.8769716481, abs=1e-9)
+    other = json.loads(
+        fsb("reliability", str(release / "FSB" / "fsb-tuples-annotations.csv"), "--trials", "20", "--seed", "5", "--json").stdout
+    )
+    assert other["trials"] == 20 and other["pearson"]["mean"] != result["pearson"]["mean"]
+    text = fsb("reliability", str(release / "FSB" / "fsb-tuples-annotations.csv"), "--trials", "10").stdout
+    assert "pearson" in text and "±" in text
+
+
+def test_reliability_refuses_bad_input(tmp_path: Path) -> None:
+    ann = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "BestItem", "WorstItem"], [["a", "b", "a", "a"]])
+    proc = fsb("reliability", str(ann), check=False)
+    assert proc.returncode == 2
+    assert f"{ann}, line 2, field 'WorstItem': best and worst are the same item 'a'" in proc.stderr
+
+
+def test_tuples_command_writes_a_checked_design(tmp_path: Path) -> None:
+    out = tmp_path / "design.csv"
+    report = json.loads(fsb("tuples", "200", "--out", str(out), "--seed", "3").stdout)
+    design = pd.read_csv(out)
+    assert list(design.columns) == ["tuple_id", "Item1", "Item2", "Item3", "Item4"]
+    assert len(design) == 400 and report["n_tuples"] == 400
+    items = design[["Item1", "Item2", "Item3", "Item4"]].to_numpy()
+    assert np.bincount(items.ravel())[1:].tolist() == [8] * 200
+    assert report["max_shared_items"] <= 2 and bws.design_report(items)["max_shared_items"] <= 2
+    again = tmp_path / "again.csv"
+    fsb("tuples", "200", "--out", str(again), "--seed", "3")
+    assert out.read_bytes() == again.read_bytes()
+
+
+def test_counting_recovers_a_simulated_truth() -> None:
+    """A sanity check of the whole scoring idea: noisy simulated judges, counting scores track the truth."""
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=500)
+    design = bws.bws_design(500, seed=0)
+    ti = np.repeat(np.arange(design.shape[0]), 3)
+    shown = design[ti]
+    u = truth[shown] + rng.gumbel(size=shown.shape)
+    rows = np.arange(ti.size)
+    c = bws.count_best_worst(design, shown[rows, u.argmax(1)], shown[rows, u.argmin(1)], 500, ti)
+    assert scipy.stats.spearmanr(c.score, truth)[0] > 0.85
+
+
+# --- the pinned release download, against a local mirror over HTTP --------------------------------
+
+
+@pytest.fixture
+def mirror(release: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A local HTTP server laid out like the upstream raw-file host: /<commit>/data/<path>."""
+    root = tmp_path / "mirror"
+    data = root / spec.RELEASE["commit"] / "data"
+    for rel in spec.RELEASE["files"]:
+        (data / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(release / rel, data / rel)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a, **k: None  # type: ignore[method-assign]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/{{commit}}/data/{{path}}", data
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_fetch_release_from_a_mirror_checks_every_hash(mirror: tuple[str, Path], tmp_path: Path) -> None:
+    url, _ = mirror
+    dest = tmp_path / "dl"
+    proc = fsb("fetch-release", "--dest", str(dest), "--url", url)
+    assert proc.stdout.strip() == str(dest.resolve())
+    for rel, digest in spec.RELEASE["files"].items():
+        assert (dest / rel).is_file()
+        if digest:
+            assert hashlib.sha256((dest / rel).read_bytes()).hexdigest() == digest
+
+
+def test_fetch_release_refuses_a_tampered_file(mirror: tuple[str, Path], tmp_path: Path) -> None:
+    url, data = mirror
+    target = data / "FSB" / "fsb-tuples-annotations.csv"
+    target.write_bytes(target.read_bytes().replace(b"595,169", b"169,595", 1))
+    dest = tmp_path / "dl"
+    proc = fsb("fetch-release", "--dest", str(dest), "--url", url, check=False)
+    assert proc.returncode == 2
+    assert "sha256 mismatch" in proc.stderr and "fsb-tuples-annotations.csv" in proc.stderr
+    assert not (dest / "FSB" / "fsb-tuples-annotations.csv").exists(), "a file with a wrong hash is never saved"
+
+
+def test_build_without_raw_dir_downloads_the_release(mirror: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no local copy (no ../shared, nothing cached) `fsb build` fetches the pinned release."""
+    from fsb import release
+
+    url, _ = mirror
+    monkeypatch.setenv("FSB_RELEASE_URL", url)
+    monkeypatch.setattr(release.resources, "repo_root", lambda: None)  # pretend to be an installed wheel
+    assert release.find_local_release() is None
+    folder = release.release_dir()
+    assert folder == (spec.home() / "release" / spec.RELEASE["commit"]).resolve()
+    assert all(release.verify_release(folder).values())
+    assert release.find_local_release() == folder, "the next run finds the cached copy"
