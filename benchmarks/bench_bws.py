@@ -91,7 +91,8 @@ def main() -> int:
         trials = args.trials if args.one < 1_000_000 else min(args.trials, 10)
         print(json.dumps(run_size(args.one, trials, args.repeat)))
         return 0
-    print(f"{'items':>9} {'judgments':>10} {'floor':>9} {'count':>9} {'count/floor':>11} {'SHR x100':>9} {'SHR trial/floor':>15} {'design':>8} {'peak RSS':>9}")
+    header = ("items", "judgments", "floor", "count", "count/floor", "SHR x100", "SHR trial/floor", "design", "peak RSS")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(header, (9, 10, 9, 9, 11, 9, 15, 8, 9))))
     for n in args.sizes:
         cmd = [sys.executable, __file__, "--one", str(n), "--trials", str(args.trials), "--repeat", str(args.repeat)]
         r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 _SESSION = Path(tempfile.mkdtemp(prefix="fsb-tests-"))
@@ -42,3 +43,20 @@ def release() -> Path:
 @pytest.fixture(scope="session")
 def session_dir() -> Path:
     return _SESSION
+
+
+@pytest.fixture(scope="session")
+def tiny_model() -> Path:
+    """A real tiny Llama checkpoint (random weights, trained BPE tokenizer, chat template), built once."""
+    from tests._tiny_model import build_tiny_model
+
+    return build_tiny_model(_SESSION / "tiny-model")
+
+
+@pytest.fixture(scope="session")
+def tiny_server(tiny_model: Path) -> Iterator[str]:
+    """`transformers serve` on 127.0.0.1 serving the tiny model; yields the base URL ending in /v1."""
+    from tests._tiny_model import serve
+
+    with serve(tiny_model, _SESSION / "serve.log") as base_url:
+        yield base_url

@@ -162,6 +162,10 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--skip-eval", action="store_true", help="build and load only")
     m.add_argument("--per-bin", type=int, default=None, help="sentences per equispaced score bin in the evaluation sample")
     m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
+
+    from . import cli_generate
+
+    cli_generate.add_commands(sub, _HANDLERS)
     return p
 
 
