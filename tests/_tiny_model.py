@@ -117,3 +117,76 @@ def serve(model_dir: Path, log: Path, timeout: float = 180.0) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def build_scoring_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 150) -> Path:
+    """A tiny Llama that has learned the *format* of the scoring prompt's answers (" 0.37"), not the task.
+
+    Its tokenizer is trained on `texts` and it is trained for a few seconds on few-shot prompts built
+    from them, each example answered with a random 2-decimal score. Greedy decoding then yields bare
+    numbers whose digits depend on the context through random weights: parseable, varied, meaningless
+    answers, which is what tests of the metric plumbing need (a random model never parses).
+    """
+    if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
+        return folder
+    import random
+
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    rnd = random.Random(seed)
+    torch.manual_seed(seed)
+    instruction = _CORPUS[0] + " " + _CORPUS[1] + " Only give the score and nothing else.\n\n"
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=2000, special_tokens=["<unk>", "<s>", "</s>", "<pad>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator([*texts, *_CORPUS, instruction] * 2, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>", padding_side="left"
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    config = LlamaConfig(
+        vocab_size=len(fast),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=4096,
+        bos_token_id=fast.bos_token_id,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+        tie_word_embeddings=True,
+    )
+    model = LlamaForCausalLM(config)
+
+    def answer(text: str) -> str:
+        # A learnable cue so that answers vary with the sentence: female words push the first digit up.
+        female = sum(w in text.lower().split() for w in ("she", "her", "women", "woman", "girl", "wife"))
+        return f"{min(0.99, 0.15 + 0.25 * female + 0.1 * rnd.random()):.2f}"
+
+    def example() -> str:
+        shots = rnd.randint(0, 8)
+        picks = [rnd.choice(texts) for _ in range(shots + 1)]
+        parts = [instruction] + [f"Sentence: {t}\nScore: {answer(t)}\n\n" for t in picks]
+        return "".join(parts) + "Sentence:"
+
+    optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        batch = fast([example() for _ in range(4)], return_tensors="pt", padding=True, truncation=True, max_length=768)
+        labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optim.step()
+        optim.zero_grad()
+    model.eval()
+    model.generation_config.do_sample = False
+    folder.mkdir(parents=True, exist_ok=True)
+    fast.save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder

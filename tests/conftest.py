@@ -60,3 +60,34 @@ def tiny_server(tiny_model: Path) -> Iterator[str]:
 
     with serve(tiny_model, _SESSION / "serve.log") as base_url:
         yield base_url
+
+
+@pytest.fixture(scope="session")
+def scoring_model(release: Path) -> Path:
+    """A tiny real model trained for seconds on the scoring prompt's answer format (see _tiny_model)."""
+    import pandas as pd
+
+    from tests._tiny_model import build_scoring_model
+
+    texts = pd.read_csv(release / "FSB" / "FSB_text.csv")["response"].tolist()
+    return build_scoring_model(_SESSION / "scoring-model", texts)
+
+
+@pytest.fixture(scope="session")
+def scoring_server(scoring_model: Path) -> Iterator[str]:
+    """`transformers serve` on 127.0.0.1 serving the scoring model; yields the base URL ending in /v1."""
+    from tests._tiny_model import serve
+
+    with serve(scoring_model, _SESSION / "serve-scoring.log") as base_url:
+        yield base_url
+
+
+@pytest.fixture(scope="session")
+def release_dataset(release: Path) -> Path:
+    """The dataset folder built from the release once per session (not recorded as the last build)."""
+    from fsb.dataset import build_dataset
+
+    out = _SESSION / "release-build" / "fifty_shades_of_bias"
+    if not (out / "README.md").is_file():
+        build_dataset(release / "FSB" / "FSB_text.csv", release / "FSB" / "fsb-tuples-annotations.csv", out, record=False)
+    return out

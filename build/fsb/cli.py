@@ -108,6 +108,42 @@ def _fetch_release(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+@_command("eval")
+def _eval(args: argparse.Namespace) -> int:
+    from .evaluate import run_eval
+    from .report import format_report, load_run
+
+    run_eval(
+        args.model,
+        args.model_args,
+        [t.strip() for t in args.tasks.split(",") if t.strip()],
+        output_path=args.output_path,
+        limit=args.limit,
+        per_bin=args.per_bin,
+        dataset=args.dataset,
+        batch_size=int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size,
+        device=args.device,
+        apply_chat_template=args.apply_chat_template,
+        fewshot_as_multiturn=args.fewshot_as_multiturn,
+        gen_kwargs=args.gen_kwargs,
+        seed=args.seed,
+    )
+    print(format_report([load_run(args.output_path)], dataset=args.dataset))
+    return 0
+
+
+@_command("report")
+def _report(args: argparse.Namespace) -> int:
+    from .report import format_report, load_run, summarize
+
+    runs = [load_run(p) for p in args.results]
+    if args.json:
+        _print_json({str(r.path): summarize(r, n_boot=args.bootstrap) for r in runs})
+    else:
+        print(format_report(runs, dataset=args.dataset, n_boot=args.bootstrap))
+    return 0
+
+
 @_command("main")
 def _main_job(args: argparse.Namespace) -> int:
     from .mainjob import run
@@ -155,6 +191,27 @@ def _parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fetch-release", help="download the pinned upstream release and check every sha256")
     f.add_argument("--dest", help="folder (default: the cache, $FSB_HOME/release/<commit>)")
     f.add_argument("--url", help="mirror URL template with {commit} and {path}")
+
+    e = sub.add_parser("eval", help="run the lm-eval tasks through lm-eval's Python API (fast start), then print the report")
+    e.add_argument("--model", default="hf", help="lm-eval model type (hf, local-completions, local-chat-completions, ...)")
+    e.add_argument("--model-args", default="", help="lm-eval model_args, e.g. pretrained=PATH,dtype=float32")
+    e.add_argument("--tasks", default="fsb", help="comma-separated: fsb, fsb_ll, fsb_0shot, or single variants (default fsb)")
+    e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
+    e.add_argument("--per-bin", type=int, help="a stratified sample: this many sentences per equispaced score bin")
+    e.add_argument("--dataset", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)")
+    e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
+    e.add_argument("--batch-size", default=1, help="lm-eval batch size (int or auto)")
+    e.add_argument("--device", help="e.g. cpu")
+    e.add_argument("--apply-chat-template", action="store_true")
+    e.add_argument("--fewshot-as-multiturn", action="store_true")
+    e.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0")
+    e.add_argument("--seed", type=int, default=0)
+
+    rp = sub.add_parser("report", help="metrics with 95%% bootstrap intervals from lm-eval output, beside the human ceiling")
+    rp.add_argument("results", nargs="+", help="lm-eval --output_path folders (or results_*.json files), made with --log_samples")
+    rp.add_argument("--dataset", help="dataset whose stats.json gives the human ceiling (default: what loaders find)")
+    rp.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    rp.add_argument("--json", action="store_true")
 
     m = sub.add_parser("main", help="the main job: build from the release, load it back, evaluate the default model, report")
     m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")

@@ -1,0 +1,182 @@
+"""End to end through lm-eval's own CLI, from a temporary folder with no --include_path, with a real
+tiny model (`hf` backend) and a real OpenAI-compatible server (`local-completions`); and through
+`fsb eval` (lm-eval's Python API). Metrics are recomputed with scipy from the logged samples."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fifty_shades_of_bias as spec
+from fsb.report import harness_utils, load_run
+from tests._support import make_raw
+from tests.test_harness import _samples_check
+
+pytestmark = pytest.mark.slow
+BIN = Path(sys.executable).parent
+U = harness_utils()
+EXAMPLE = re.compile(r"Sentence: (.*?)\nScore: (\d\.\d\d)\n\n")
+
+
+def _run(cmd: list[str], cwd: Path, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "FSB_HOME": str(home), "HF_HUB_OFFLINE": "1", **env}
+    return subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True, check=False, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def cli_run(release: Path, scoring_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """`fsb build` somewhere (recorded as the last build), then `lm_eval` from an unrelated empty folder."""
+    home = tmp_path_factory.mktemp("home")
+    data = tmp_path_factory.mktemp("elsewhere") / "my-build"
+    built = _run([str(BIN / "fsb"), "build", "--raw-dir", str(release), "--out", str(data)], cwd=tmp_path_factory.mktemp("b"), home=home)
+    assert built.returncode == 0, built.stderr
+    cwd = tmp_path_factory.mktemp("anywhere")
+    out = cwd / "out"
+    cmd = [str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={scoring_model}", "--device", "cpu"]
+    cmd += ["--tasks", "fsb,fsb_ll,fsb_0shot", "--metadata", json.dumps({"fsb_per_bin": 3}), "--log_samples", "--output_path", str(out)]
+    proc = _run(cmd, cwd=cwd, home=home)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return {"home": home, "data": data, "out": out, "cwd": cwd}
+
+
+def _samples(out: Path, task: str) -> list[dict]:
+    (path,) = sorted(out.rglob(f"samples_{task}_*.jsonl"))
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_lm_eval_cli_finds_the_task_and_the_last_build(cli_run: dict[str, Path]) -> None:
+    run = load_run(cli_run["out"])
+    assert set(run.groups) == {"fsb", "fsb_ll"}
+    assert set(run.tasks) == {*(f"fsb_set{k}" for k in range(5)), *(f"fsb_ll_set{k}" for k in range(5)), "fsb_0shot"}
+    assert all(s.ids.size == 12 for s in run.tasks.values()), "3 sentences per bin x 4 bins"
+    built_ids = set(spec.load(source=str(cli_run["data"]))[spec.SPLIT]["id"])
+    assert set(run.tasks["fsb_set0"].ids) <= built_ids
+    for g, subs in run.groups.items():
+        vals = [run.results["results"][t]["pearson,none"] for t in subs]
+        assert run.results["results"][g]["pearson,none"] == pytest.approx(float(np.mean(vals)), nan_ok=True)
+
+
+def test_every_metric_equals_scipy_on_the_logged_samples(cli_run: dict[str, Path]) -> None:
+    run = load_run(cli_run["out"])
+    _samples_check(run)
+    # the scoring model's answers parse and vary, so these are real numbers, not NaN
+    assert run.results["results"]["fsb_set0"]["parse_rate,none"] > 0.5
+    assert not np.isnan(run.results["results"]["fsb_ll_set0"]["pearson,none"])
+
+
+def test_fewshot_sets_in_the_logged_prompts(cli_run: dict[str, Path]) -> None:
+    data = spec.load(source=str(cli_run["data"]))[spec.SPLIT]
+    score = dict(zip(data["text"], data["score"]))
+    per_variant = []
+    for k in range(5):
+        prompts = [s["arguments"]["gen_args_0"]["arg_0"] for s in _samples(cli_run["out"], f"fsb_set{k}")]
+        examples = [tuple(EXAMPLE.findall(p)) for p in prompts]
+        assert len(set(examples)) == 1, "every item of a variant sees the same 8 examples, in the same order"
+        shots = examples[0]
+        assert len(shots) == 8
+        assert [U.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots].count(0) == 2
+        assert np.bincount([U.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots], minlength=4).tolist() == [2, 2, 2, 2]
+        assert all(a == f"{score[t]:.2f}" for t, a in shots), "the examples are answered with their human scores"
+        for p, s in zip(prompts, _samples(cli_run["out"], f"fsb_set{k}")):
+            assert p.startswith("On a fine-grained real-valued scale of 0 to 1")
+            assert p.endswith(f"Sentence: {s['doc']['text']}\nScore:")
+            assert s["doc"]["text"] not in {t for t, _ in shots}, "never scored with itself among its examples"
+        per_variant.append({t for t, _ in shots})
+    assert all(a.isdisjoint(b) for i, a in enumerate(per_variant) for b in per_variant[i + 1 :]), "the 5 sets differ (disjoint)"
+    zero = _samples(cli_run["out"], "fsb_0shot")[0]["arguments"]["gen_args_0"]["arg_0"]
+    assert not EXAMPLE.findall(zero) and zero.count("Sentence:") == 1
+
+
+def test_fsb_report_reads_the_cli_output(cli_run: dict[str, Path]) -> None:
+    proc = _run([str(BIN / "fsb"), "report", str(cli_run["out"]), "--json", "--bootstrap", "100"], cwd=cli_run["cwd"], home=cli_run["home"])
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    (summary,) = report.values()
+    results = load_run(cli_run["out"]).results["results"]
+    for name in ("fsb", "fsb_ll", "fsb_0shot"):
+        for m in ("pearson", "mse"):
+            assert summary[name]["values"][m] == pytest.approx(results[name][f"{m},none"], nan_ok=True)
+        lo, hi = summary[name]["ci95"]["mse"]
+        assert lo <= summary[name]["values"]["mse"] <= hi
+    text = _run([str(BIN / "fsb"), "report", str(cli_run["out"])], cwd=cli_run["cwd"], home=cli_run["home"]).stdout
+    assert "human split-half reliability (the ceiling)" in text and "0.872" in text
+    assert "GPT-4" in text and "0.813 / 0.024" in text and "NOT this model" in text
+
+
+def test_fsb_eval_api_gives_the_same_numbers_as_the_cli(cli_run: dict[str, Path], scoring_model: Path) -> None:
+    out = cli_run["cwd"] / "api"
+    cmd = [str(BIN / "fsb"), "eval", "--model", "hf", "--model-args", f"pretrained={scoring_model}", "--device", "cpu"]
+    cmd += ["--tasks", "fsb,fsb_ll", "--per-bin", "3", "--output-path", str(out)]
+    proc = _run(cmd, cwd=cli_run["cwd"], home=cli_run["home"])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "pearson [95% CI]" in proc.stdout
+    api, cli = load_run(out), load_run(cli_run["out"])
+    for task in api.tasks:
+        np.testing.assert_array_equal(api.tasks[task].ids, cli.tasks[task].ids)
+        np.testing.assert_allclose(api.tasks[task].preds, cli.tasks[task].preds, rtol=1e-6, equal_nan=True)
+    for name in ("fsb", "fsb_ll"):
+        for m in ("pearson,none", "spearman,none", "mse,none"):
+            assert api.results["results"][name][m] == pytest.approx(cli.results["results"][name][m], rel=1e-6, nan_ok=True)
+
+
+def test_chat_models_with_the_chat_template(cli_run: dict[str, Path], scoring_model: Path) -> None:
+    out = cli_run["cwd"] / "chat"
+    cmd = [str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={scoring_model}", "--device", "cpu", "--tasks", "fsb_set1"]
+    cmd += ["--apply_chat_template", "--fewshot_as_multiturn", "--metadata", json.dumps({"fsb_per_bin": 1}), "--log_samples"]
+    proc = _run([*cmd, "--output_path", str(out)], cwd=cli_run["cwd"], home=cli_run["home"])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    prompt = _samples(out, "fsb_set1")[0]["arguments"]["gen_args_0"]["arg_0"]
+    assert prompt.startswith("<|system|>\nOn a fine-grained real-valued scale")
+    assert prompt.count("<|user|>") == 9 and prompt.count("<|assistant|>") == 9, "8 example turns, then the query"
+    assert prompt.endswith("<|assistant|>\n")
+    _samples_check(load_run(out))
+
+
+def test_no_dataset_anywhere_fails_with_directions(tmp_path: Path, scoring_model: Path) -> None:
+    home, cwd = tmp_path / "empty-home", tmp_path / "empty-cwd"
+    cwd.mkdir()
+    cmd = [str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={scoring_model}", "--device", "cpu", "--tasks", "fsb_set0"]
+    proc = _run(cmd, cwd=cwd, home=home)
+    assert proc.returncode != 0
+    assert "No Fifty Shades of Bias dataset found" in proc.stderr
+    assert "fsb build" in proc.stderr and "FSB_DATASET" in proc.stderr
+
+
+def test_fsb_dataset_points_the_task_elsewhere(cli_run: dict[str, Path], scoring_model: Path, tmp_path: Path) -> None:
+    g, a = make_raw(tmp_path / "raw", n=200, seed=5)
+    other = tmp_path / "other-dataset"
+    built = _run(
+        [str(BIN / "fsb"), "build", "--generations", str(g), "--annotations", str(a), "--out", str(other), "--no-record"],
+        tmp_path,
+        cli_run["home"],
+    )
+    assert built.returncode == 0, built.stderr
+    out = tmp_path / "out"
+    cmd = [str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={scoring_model}", "--device", "cpu", "--tasks", "fsb_set0"]
+    cmd += ["--metadata", json.dumps({"fsb_per_bin": 2}), "--log_samples", "--output_path", str(out)]
+    proc = _run(cmd, cwd=cli_run["cwd"], home=cli_run["home"], FSB_DATASET=str(other))
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    docs = [s["doc"] for s in _samples(out, "fsb_set0")]
+    assert len(docs) == 8 and all(d["text"].startswith("generated sentence number") for d in docs)
+
+
+def test_local_completions_against_transformers_serve(cli_run: dict[str, Path], scoring_model: Path, scoring_server: str) -> None:
+    out = cli_run["cwd"] / "served"
+    model_args = (
+        f"model={scoring_model},base_url={scoring_server}/completions,tokenizer_backend=none,tokenized_requests=False,max_retries=2"
+    )
+    cmd = [str(BIN / "lm_eval"), "--model", "local-completions", "--model_args", model_args, "--tasks", "fsb_set0"]
+    cmd += ["--metadata", json.dumps({"fsb_per_bin": 2}), "--log_samples", "--output_path", str(out)]
+    proc = _run(cmd, cwd=cli_run["cwd"], home=cli_run["home"])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    run = load_run(out)
+    assert run.tasks["fsb_set0"].ids.size == 8
+    assert run.tasks["fsb_set0"].parsed.sum() >= 4, "the served model answers in the learned format"
+    _samples_check(run)
