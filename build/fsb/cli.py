@@ -220,9 +220,11 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--per-bin", type=int, default=None, help="sentences per equispaced score bin in the evaluation sample")
     m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
 
-    from . import cli_generate
+    # Stages that own their command lines: each module's add_commands(sub, handlers) adds its subcommands.
+    from . import cli_analysis, cli_generate, cli_publish
 
-    cli_generate.add_commands(sub, _HANDLERS)
+    for stage in (cli_generate, cli_publish, cli_analysis):
+        stage.add_commands(sub, _HANDLERS)
     return p
 
 

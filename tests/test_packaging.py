@@ -1,0 +1,84 @@
+"""Packaging: what a wheel carries (the lm-eval task inside lm-eval's tasks folder, the card template,
+the top-level module), what an editable install puts where lm-eval looks, and the `build` name trap."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import fifty_shades_of_bias as spec
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _build_tree() -> set[str]:
+    return {str(p.relative_to(REPO)) for p in (REPO / "build").rglob("*") if "__pycache__" not in p.parts}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, set[str], set[str]]:
+    """Build a real wheel with pip; also return the build/ tree before and after."""
+    out = tmp_path_factory.mktemp("wheel")
+    before = _build_tree()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (whl,) = out.glob("fifty_shades_of_bias-*.whl")
+    return whl, before, _build_tree()
+
+
+def test_wheel_carries_the_task_card_and_module(wheel: tuple[Path, set[str], set[str]]) -> None:
+    whl = wheel[0]
+    names = set(zipfile.ZipFile(whl).namelist())
+    harness = sorted(p.name for p in (REPO / "harness").iterdir() if p.is_file())
+    assert harness, "harness/ holds the task files"
+    for name in harness:
+        assert f"lm_eval/tasks/fsb/{name}" in names
+        assert zipfile.ZipFile(whl).read(f"lm_eval/tasks/fsb/{name}") == (REPO / "harness" / name).read_bytes()
+    assert "fifty_shades_of_bias.py" in names
+    assert {"fsb/_dataset_card/card.md", "fsb/_dataset_card/metadata.yaml", "fsb/cli.py", "fsb/bws.py"} <= names
+    assert not any(n.startswith("build/") for n in names), "nothing is importable as `build` (PyPA's build tool)"
+    assert not (REPO / "build" / "__init__.py").exists()
+
+
+def test_backend_writes_no_build_folder_of_its_own(wheel: tuple[Path, set[str], set[str]]) -> None:
+    """setuptools would write build/lib/... into build/ (our source folder); hatchling writes nothing there."""
+    _, before, after = wheel
+    assert after == before
+
+
+def test_build_folder_is_not_ignored_by_git() -> None:
+    proc = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "build/fsb/cli.py"], check=False)
+    assert proc.returncode == 1, "build/ must not be swallowed by an ignore rule"
+
+
+def test_editable_install_points_lm_eval_at_this_checkout() -> None:
+    import lm_eval
+
+    installed = Path(lm_eval.__file__).parent / "tasks" / "fsb"
+    yamls = sorted(p.name for p in (REPO / "harness").glob("*.yaml"))
+    assert sorted(p.name for p in installed.glob("*.yaml")) == yamls, "reinstall (pip install -e .) after adding a task file"
+    for name in yamls:
+        text = (installed / name).read_text()
+        if text.startswith("# Stub"):
+            assert f"include: {REPO / 'harness' / name}" in text
+        else:
+            assert text == (REPO / "harness" / name).read_text()
+
+
+def test_the_module_is_not_a_loading_script() -> None:
+    import datasets
+
+    assert Path(spec.__file__).resolve() == REPO / "fifty_shades_of_bias.py"
+    # datasets refuses a loading script; a dataset folder never holds one, so loading works.
+    assert not list(REPO.glob("fifty_shades_of_bias/*.py"))
+    with pytest.raises(RuntimeError, match="Dataset scripts are no longer supported"):
+        datasets.load_dataset(str(REPO / "fifty_shades_of_bias.py"))
