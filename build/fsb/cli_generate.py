@@ -7,8 +7,296 @@ Import nothing heavy at module level: this module is imported for every `fsb` in
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
+from typing import Any
+
+from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
+
+from .seeds import DEFAULT_COUNTS  # stdlib-only module: cheap to import
+
+
+def _formats(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in PROMPT_TYPES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown format {', '.join(map(repr, bad)) or repr(text)}; choose from {', '.join(PROMPT_TYPES)}")
+    return list(dict.fromkeys(names))
+
+
+def _ic(text: str) -> tuple[str, str]:
+    key, sep, path = text.partition("=")
+    seed_type, _, fmt = key.rpartition(":")
+    if not sep or not path or fmt not in PROMPT_TYPES or (seed_type and seed_type not in SEED_TYPES):
+        kinds = f"formats: {', '.join(PROMPT_TYPES)}; seed types: {', '.join(SEED_TYPES)}"
+        raise argparse.ArgumentTypeError(f"{text!r}: expected FORMAT=FILE or SEED_TYPE:FORMAT=FILE ({kinds})")
+    return key, path
+
+
+def _nonneg_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _pos_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _pos_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def _add_endpoint_options(p: argparse.ArgumentParser, max_tokens_help: str) -> None:
+    g = p.add_argument_group("endpoint and sampling")
+    g.add_argument("--model", required=True, help="model name as the endpoint knows it (recorded in every row)")
+    g.add_argument(
+        "--base-url",
+        help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI's). "
+        "The key is read from $OPENAI_API_KEY only; a local server may need none",
+    )
+    g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0, as the release's script)")
+    g.add_argument("--max-tokens", type=_pos_int, help=max_tokens_help)
+    g.add_argument("--top-p", type=float, help="nucleus sampling (default: the server's)")
+    g.add_argument("--frequency-penalty", type=float, help="default: the server's")
+    g.add_argument("--presence-penalty", type=float, help="default: the server's")
+    g.add_argument("--api-seed", type=int, help="the request's `seed` field, for servers that honour it")
+    g.add_argument("--stop", action="append", default=[], help="a stop sequence (repeatable)")
+    r = p.add_argument_group("running")
+    r.add_argument("--concurrency", type=_pos_int, default=8, help="requests in flight at once (default 8)")
+    r.add_argument("--retries", type=_nonneg_int, default=5, help="retries per request on 429, 5xx, timeouts and bad answers (default 5)")
+    r.add_argument("--timeout", type=_pos_float, default=60.0, help="seconds before a request times out (default 60)")
+    r.add_argument("--backoff", type=_pos_float, default=1.0, help="first retry delay in seconds, doubled each retry up to 60 (default 1)")
+    r.add_argument("--limit", type=_nonneg_int, help="send at most this many unfinished requests in this run")
+    r.add_argument("--dry-run", action="store_true", help="print the requests and a token estimate; send nothing, write nothing")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar (a summary line is still printed)")
+
+
+def _sampling(args: argparse.Namespace) -> Any:
+    from .generate import Sampling
+
+    return Sampling(
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        top_p=args.top_p,
+        frequency_penalty=args.frequency_penalty,
+        presence_penalty=args.presence_penalty,
+        seed=args.api_seed,
+        stop=tuple(args.stop),
+    )
+
+
+def _run_options(args: argparse.Namespace) -> Any:
+    from .generate import RunOptions
+
+    return RunOptions(
+        concurrency=args.concurrency,
+        retries=args.retries,
+        timeout=args.timeout,
+        backoff=args.backoff,
+        progress=not args.no_progress,
+        limit=args.limit,
+    )
+
+
+def _error(command: str, message: str) -> int:
+    print(f"fsb {command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+# --- fsb seeds --------------------------------------------------------------------------------------
+
+
+def _seeds(args: argparse.Namespace) -> int:
+    from . import seeds as S
+
+    marker = S.Marker(
+        S.load_wordlist(args.gendered_words, name="gendered") if args.gendered_words else None,
+        S.load_wordlist(args.person_words, name="person") if args.person_words else None,
+    )
+    if args.mark:
+        chosen, notes = S.read_seeds(args.mark)
+        for note in notes:
+            print(note, file=sys.stderr)
+        marked = []
+        for s in chosen:
+            m = marker.mark(s.text)
+            extra = {
+                **s.extra,
+                "gendered": m.gendered,
+                "gender_words": list(m.gender_words),
+                "person": m.person,
+                "person_words": list(m.person_words),
+            }
+            marked.append(S.Seed(s.text, s.seed_type, s.source, s.source_id, s.occurrence, extra))
+        S.write_seeds(args.out, marked)
+        manifest_path = None
+    else:
+        counts = {t: getattr(args, t) for t in SEED_TYPES}
+        marked, manifest = S.curate(args.copa, args.stereoset, counts, seed=args.seed, marker=marker)
+        manifest_path = S.write_seeds(args.out, marked, manifest)
+    print(f"wrote {len(marked)} seeds -> {args.out}" + (f" (manifest {manifest_path})" if manifest_path else ""))
+    print(f"  {'type':10s} {'seeds':>6s} {'gendered':>9s} {'person':>7s}")
+    for seed_type, row in S.summarize(marked, marker).items():
+        print(f"  {seed_type:10s} {row['seeds']:6d} {row['gendered']:9d} {row['person']:7d}")
+    return 0
+
+
+# --- fsb generate -----------------------------------------------------------------------------------------
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from . import generate as G
+    from .prompts import load_prompt_set
+    from .release import find_local_release
+    from .seeds import read_seeds
+
+    modes = [m for m in ("dry_run", "batch_file", "collect") if getattr(args, m)]
+    if len(modes) > 1:
+        return _error(
+            "generate", f"choose one of --dry-run, --batch-file and --collect (got {', '.join('--' + m.replace('_', '-') for m in modes)})"
+        )
+    try:
+        endpoint = None
+        if not (args.dry_run or args.batch_file or args.collect):
+            endpoint = G.resolve_endpoint(args.base_url)  # before any file work: a missing key is the first thing to know
+        seeds, notes = read_seeds(args.seeds)
+        for note in notes:
+            print(note, file=sys.stderr)
+        ic_dir = args.ic_dir or find_local_release()
+        prompts = load_prompt_set(
+            ic_dir,
+            dict(args.ic),
+            formats=args.formats,
+            seed_types=sorted({s.seed_type for s in seeds}),
+            shots=args.shots,
+            seed=args.seed,
+        )
+        plan = G.build_generation_plan(seeds, prompts, args.formats, args.model, _sampling(args))
+        if args.dry_run:
+            G.dry_run(plan, args.out, args.limit)
+            return 0
+        if args.batch_file:
+            paths = G.write_batch(plan, args.out, args.batch_file, args.limit)
+            n = sum(len(G.read_batch_ids(p)) for p in paths)
+            where = ", ".join(str(p) for p in paths) or "(nothing left to send)"
+            print(f"wrote {n} requests for the Batch API -> {where}; merge its output with --collect FILE and the same arguments")
+            return 0
+        if args.collect:
+            result = G.collect_batch(plan, args.out, args.collect, csv_path=args.csv, base_url=args.base_url)
+        else:
+            assert endpoint is not None
+            print(f"plan: {len(plan.requests)} requests ({len(seeds)} seeds x {', '.join(args.formats)}) -> {args.out}", file=sys.stderr)
+            result = G.run(plan, args.out, endpoint, _run_options(args), csv_path=args.csv)
+    except G.GenerateError as e:
+        return _error("generate", str(e))
+    G.print_result(result)
+    return result.exit_code
+
+
+# --- fsb explain ------------------------------------------------------------------------------------------
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from . import explain as E
+    from . import generate as G
+
+    try:
+        endpoint = None if args.dry_run else G.resolve_endpoint(args.base_url)
+        items = E.load_items(dataset=args.dataset, generations=args.generations, scores=args.scores, score_column=args.score_column)
+        sample = E.stratified_sample(items, args.per_bin, seed=args.seed, scheme=args.bins)
+        plan = E.build_explain_plan(sample, args.model, _sampling(args), seed=args.seed, scheme=args.bins)
+        counts = plan.summary["per_bin"]
+        print(f"sample: {len(sample)} sentences ({', '.join(f'{k} {v}' for k, v in counts.items())}) -> {args.out}", file=sys.stderr)
+        if args.dry_run:
+            G.dry_run(plan, args.out, args.limit)
+            return 0
+        assert endpoint is not None
+        result = G.run(plan, args.out, endpoint, _run_options(args))
+    except G.GenerateError as e:
+        return _error("explain", str(e))
+    G.print_result(result)
+    return result.exit_code
+
+
+# --- parsers ---------------------------------------------------------------------------------------------
 
 
 def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
     """Add this stage's subparsers to `sub` and their handlers to `handlers` (name -> fn(args) -> exit code)."""
+    s = sub.add_parser(
+        "seeds",
+        help="curate seed lists (explicit from StereoSet, implicit/neutral/random from COPA) with provenance",
+        description="Draw seeds reproducibly from source files, marking each with the gendered and person word lists. "
+        "Or, with --mark, mark existing seed files (e.g. the release's seeds/ folder) and write them in the same format.",
+    )
+    s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
+    s.add_argument("--copa", help="COPA premises: the XML corpus (e.g. balacopa-dev-all.xml) or JSON lines with 'premise'")
+    s.add_argument("--stereoset", help="StereoSet: the original dev.json, or a list of items such as EditBias's gender_test.json")
+    for seed_type in SEED_TYPES:
+        s.add_argument(
+            f"--{seed_type}",
+            type=_nonneg_int,
+            default=DEFAULT_COUNTS[seed_type],
+            help=f"{seed_type} seeds (default {DEFAULT_COUNTS[seed_type]})",
+        )
+    s.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
+    s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
+    s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
+    handlers["seeds"] = _seeds
+
+    g = sub.add_parser(
+        "generate",
+        help="turn seeds into gender-biased generations through an OpenAI-compatible endpoint (resumable)",
+        description="One request per seed and format, sent with bounded concurrency and retries. Every finished "
+        "generation is fsync'd to OUT's journal, so a run can be killed at any moment and rerun with the same "
+        "command: it sends only what is not finished. OUT (JSON lines) feeds `fsb build --generations` directly.",
+    )
+    g.add_argument(
+        "--seeds",
+        action="append",
+        required=True,
+        metavar="SEEDS",
+        help="a seed file: `fsb seeds` JSONL, TYPE=FILE.txt, or a folder (repeatable)",
+    )
+    g.add_argument("--out", required=True, help="output .jsonl; the journal and failures files go beside it")
+    g.add_argument(
+        "--formats", type=_formats, default=["conversion", "completion"], help="comma-separated formats (default: conversion,completion)"
+    )
+    g.add_argument("--ic-dir", help="folder with the release's in-context files (default: the local release copy)")
+    g.add_argument(
+        "--ic", type=_ic, action="append", default=[], metavar="[SEED_TYPE:]FORMAT=FILE", help="your own in-context examples (repeatable)"
+    )
+    g.add_argument("--shots", type=_nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
+    g.add_argument("--seed", type=int, default=0, help="seed for choosing in-context examples (default 0)")
+    g.add_argument("--csv", help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here")
+    g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
+    g.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
+    _add_endpoint_options(g, "completion tokens per request (default 100; 512 for conversation)")
+    handlers["generate"] = _generate
+
+    e = sub.add_parser(
+        "explain",
+        help="ask a model the reason behind scores (the paper's appendix A.4 prompt) for a stratified sample per bin",
+        description="Sample sentences per score bin and ask the model, told the score, why; resumable like `fsb generate`.",
+    )
+    e.add_argument("--out", required=True, help="output .jsonl (uid, text, score, bin, reason and provenance)")
+    e.add_argument("--dataset", help="a built dataset folder or Hub id (default: the last `fsb build`); its human scores are explained")
+    e.add_argument("--generations", help="sentences: the release's FSB_text.csv or `fsb generate` output (with --scores)")
+    e.add_argument("--scores", help="CSV with id (or uid/item) and a score in [0, 1], e.g. a model's scores (with --generations)")
+    e.add_argument("--score-column", help="the score column (default: score_normalized if present, else score)")
+    e.add_argument("--per-bin", type=_nonneg_int, default=10, help="sentences per bin (default 10)")
+    e.add_argument(
+        "--bins", choices=("analysis", "equispaced"), default="analysis", help="the paper's 3 analysis bins or 4 equispaced bins"
+    )
+    e.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    _add_endpoint_options(e, "completion tokens per request (default 200)")
+    handlers["explain"] = _explain

@@ -1,0 +1,153 @@
+"""Ask a model why a sentence has its score (the paper's appendix A.4 prompt), for a stratified sample.
+
+The sample takes up to `per_bin` sentences from each score bin (the paper's three analysis bins, or the
+four equispaced few-shot bins), drawn by a reproducible rank keyed on the seed, so the same inputs and
+seed always ask about the same sentences. Scores come from the built dataset (the human scores) or from
+a scores file (for example a model's scores, as the paper asked GPT for the reasons behind its own).
+Requests run through the same resumable engine as `fsb generate` (journal, retries, Batch-free).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import fifty_shades_of_bias as spec
+
+from ._io import InputError
+from .generate import Plan, Request, Sampling, request_id
+from .prompts import REASONING_INSTRUCTION, TEMPLATE_VERSION, reasoning_messages
+from .seeds import rank_key
+
+__all__ = ["DEFAULT_MAX_TOKENS", "Item", "build_explain_plan", "load_items", "score_text", "stratified_sample"]
+
+DEFAULT_MAX_TOKENS = 200
+BIN_SCHEMES = ("analysis", "equispaced")
+_ID_COLUMNS = ("id", "uid", "item")
+
+
+@dataclass(frozen=True)
+class Item:
+    """A sentence with its score in [0, 1]."""
+
+    uid: int
+    text: str
+    score: float
+
+
+def _read_scores(path: Path, column: str | None) -> dict[int, float]:
+    import pandas as pd
+
+    from .raw import _read_csv
+
+    table = _read_csv(path)
+    frame = table.frame
+    id_col = next((c for c in _ID_COLUMNS if c in frame.columns), None)
+    if id_col is None:
+        raise InputError(path, f"no id column (expected one of {', '.join(_ID_COLUMNS)})", line=1)
+    if column is None:
+        column = "score_normalized" if "score_normalized" in frame.columns else "score"
+    if column not in frame.columns:
+        raise InputError(
+            path, f"no score column {column!r} (the header has: {', '.join(frame.columns)}); choose one with --score-column", line=1
+        )
+    ids = pd.to_numeric(frame[id_col], errors="coerce")
+    values = pd.to_numeric(frame[column], errors="coerce")
+    out: dict[int, float] = {}
+    for i, (uid, value) in enumerate(zip(ids, values)):
+        if pd.isna(uid) or uid != int(uid):
+            raise table.fail(i, id_col, f"not an integer id: {frame[id_col].iloc[i]!r}")
+        if pd.isna(value) or not 0.0 <= float(value) <= 1.0:
+            raise table.fail(i, column, f"not a score in [0, 1]: {frame[column].iloc[i]!r} (the prompt speaks of a 0 to 1 scale)")
+        if int(uid) in out:
+            raise table.fail(i, id_col, f"duplicate id {int(uid)}")
+        out[int(uid)] = float(value)
+    return out
+
+
+def load_items(
+    *,
+    dataset: str | os.PathLike[str] | None = None,
+    generations: str | os.PathLike[str] | None = None,
+    scores: str | os.PathLike[str] | None = None,
+    score_column: str | None = None,
+) -> list[Item]:
+    """Sentences and scores: a generations file joined with a scores file, or the built dataset (its human scores)."""
+    if (generations is None) != (scores is None):
+        raise InputError(generations or scores or "-", "give both --generations and --scores, or neither (then the built dataset is used)")
+    if generations is not None and scores is not None:
+        from .raw import read_generations
+
+        gens = read_generations(generations).frame
+        text = dict(zip(gens["uid"].astype(int), gens["response"]))
+        by_id = _read_scores(Path(scores), score_column)
+        missing = sorted(set(by_id) - set(text))
+        if missing:
+            raise InputError(scores, f"{len(missing)} ids have no sentence in {generations} (first: {missing[0]})")
+        return [Item(uid, text[uid], s) for uid, s in sorted(by_id.items())]
+    ds = spec.load("default", source=dataset)[spec.SPLIT]
+    column = score_column or "score"
+    if column not in ds.column_names:
+        raise InputError(str(dataset or spec.locate()), f"the dataset has no column {column!r}")
+    return [Item(int(i), str(t), float(s)) for i, t, s in zip(ds["id"], ds["text"], ds[column])]
+
+
+def bin_of(score: float, scheme: str) -> str:
+    """The bin name of a score: low/medium/high (analysis) or 0.00-0.25 ... 0.75-1.00 (equispaced)."""
+    if scheme == "analysis":
+        return spec.analysis_bin(score)
+    k = spec.equispaced_bin(score)
+    edges = (0.0, *spec.FEWSHOT_BIN_EDGES, 1.0)
+    return f"{edges[k]:.2f}-{edges[k + 1]:.2f}"
+
+
+def stratified_sample(items: Sequence[Item], per_bin: int, *, seed: int = 0, scheme: str = "analysis") -> list[tuple[Item, str]]:
+    """Up to `per_bin` items from each bin (fewer when a bin is smaller), bins in order, items by uid."""
+    if scheme not in BIN_SCHEMES:
+        raise ValueError(f"unknown bin scheme {scheme!r}; expected one of {BIN_SCHEMES}")
+    by_bin: dict[str, list[Item]] = {}
+    for item in items:
+        by_bin.setdefault(bin_of(item.score, scheme), []).append(item)
+    names = list(spec.BIN_NAMES) if scheme == "analysis" else [bin_of(x, scheme) for x in (0.0, 0.25, 0.5, 0.75)]
+    out: list[tuple[Item, str]] = []
+    for name in names:
+        pool = by_bin.get(name, [])
+        chosen = sorted(pool, key=lambda it: rank_key(seed, "explain", name, it.uid))[: max(0, per_bin)]
+        out.extend((it, name) for it in sorted(chosen, key=lambda it: it.uid))
+    return out
+
+
+def score_text(score: float) -> str:
+    """The score as the model is told it: at most 3 decimals (the release's precision), no trailing zeros."""
+    text = f"{round(score, 3):.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def build_explain_plan(sample: Sequence[tuple[Item, str]], model: str, sampling: Sampling, *, seed: int, scheme: str) -> Plan:
+    """One appendix A.4 request per sampled sentence; output rows carry uid, text, score, bin and the reason."""
+    requests = []
+    for item, name in sample:
+        if not math.isfinite(item.score):
+            raise ValueError(f"score of {item.uid} is not finite")
+        body = {"model": model, "messages": reasoning_messages(item.text, score_text(item.score)), **sampling.params(DEFAULT_MAX_TOKENS)}
+        rid = request_id(body, ["explain", item.uid])
+        fields = {"uid": item.uid, "text": item.text, "score": item.score, "bin": name}
+        requests.append(Request(item.uid, rid, body, fields, {"template_version": TEMPLATE_VERSION}, "reason", one_line=False))
+    counts: dict[str, int] = {}
+    for _, name in sample:
+        counts[name] = counts.get(name, 0) + 1
+    summary = {
+        "kind": "explain",
+        "model": model,
+        "instruction": REASONING_INSTRUCTION,
+        "bins": scheme,
+        "per_bin": counts,
+        "seed": seed,
+        "sampling": sampling.params(DEFAULT_MAX_TOKENS),
+        "template_version": TEMPLATE_VERSION,
+        "requests": len(requests),
+    }
+    return Plan(requests, summary)
