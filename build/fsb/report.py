@@ -144,21 +144,30 @@ def bootstrap(samples: list[TaskSamples], n_boot: int = 1000, seed: int = 0, lev
     return out
 
 
+def _unit(samples: list[TaskSamples], n_boot: int, seed: int) -> dict[str, Any]:
+    parsed = [s.preds[s.parsed] for s in samples]
+    return {
+        "variants": len(samples),
+        "sentences": int(samples[0].ids.size),
+        "distinct_answers": min(int(np.unique(p).size) for p in parsed),
+        "values": _metrics(samples),
+        "ci95": bootstrap(samples, n_boot=n_boot, seed=seed),
+    }
+
+
 def summarize(run: Run, n_boot: int = 1000, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """Per reported task (groups, and leaf tasks outside any group): metric values, intervals, sizes."""
+    """Per reported task (groups, and leaf tasks outside any group): metric values, 95% intervals,
+    sizes and the fewest distinct answers; a group also lists its variants the same way."""
     in_group = {t for subs in run.groups.values() for t in subs}
-    units = {g: [run.tasks[t] for t in subs if t in run.tasks] for g, subs in run.groups.items()}
-    units.update({t: [s] for t, s in run.tasks.items() if t not in in_group})
-    out = {}
-    for name, samples in units.items():
-        if not samples:
-            continue
-        out[name] = {
-            "variants": len(samples),
-            "sentences": int(samples[0].ids.size),
-            "values": _metrics(samples),
-            "ci95": bootstrap(samples, n_boot=n_boot, seed=seed),
-        }
+    out: dict[str, dict[str, Any]] = {}
+    for group, subs in run.groups.items():
+        samples = [run.tasks[t] for t in subs if t in run.tasks]
+        if samples:
+            out[group] = _unit(samples, n_boot, seed)
+            out[group]["by_variant"] = {s.name: _unit([s], n_boot, seed) for s in samples}
+    for name, s in run.tasks.items():
+        if name not in in_group:
+            out[name] = _unit([s], n_boot, seed)
     return out
 
 
@@ -186,21 +195,25 @@ def format_report(
     for run in runs:
         lines.append(f"run: {run.path}")
         lines.append(f"model: {model_note or run.model}")
-    header = f"{'task':<10} {'sents':>5} {'sets':>4}  " + "  ".join(f"{m + ' [95% CI]':<26}" for m in METRICS)
+    header = f"{'task':<12} {'sents':>5} {'sets':>4} {'distinct':>8}  " + "  ".join(f"{m + ' [95% CI]':<26}" for m in METRICS)
     if timings:
         header += "  time"
     lines += ["", header, "-" * len(header)]
+
+    def row(name: str, s: dict[str, Any], extra: str = "") -> str:
+        cells = [f"{_fmt(s['values'][m], *s['ci95'][m]):<26}" for m in METRICS]
+        return f"{name:<12} {s['sentences']:>5} {s['variants']:>4} {s['distinct_answers']:>8}  " + "  ".join(cells) + extra
+
     for run in runs:
         for name, s in summarize(run, n_boot=n_boot).items():
-            cells = [f"{_fmt(s['values'][m], *s['ci95'][m]):<26}" for m in METRICS]
-            row = f"{name:<10} {s['sentences']:>5} {s['variants']:>4}  " + "  ".join(cells)
-            if timings and name in timings:
-                row += f"  {timings[name]:.0f} s"
-            lines.append(row)
+            lines.append(row(name, s, f"  {timings[name]:.0f} s" if timings and name in timings else ""))
+            for variant, v in s.get("by_variant", {}).items():
+                lines.append(row(f"  {variant.rsplit('_', 1)[-1]}", v))
     lines += [
         "",
         "Correlations and MSE are over the answers that parse (a bare number in [0, 1] on the first line);",
-        "parse_rate is the share that did. Intervals: 1000 bootstrap resamples of the sentences.",
+        "parse_rate is the share that did. A group is the mean over its 5 few-shot sets; a correlation is n/a",
+        "(undefined) when a set's answers are constant (distinct = 1). Intervals: bootstrap over sentences.",
         "",
         "Reference points (NOT this model):",
     ]
