@@ -98,6 +98,18 @@ def _tuples(args: argparse.Namespace) -> int:
     return 0
 
 
+@_command("annotate")
+def _annotate(args: argparse.Namespace) -> int:
+    from . import annotate
+
+    if args.action == "export":
+        n = annotate.export_forms(args.design, args.generations, args.out, seed=args.seed)
+        print(f"wrote {n} annotation forms -> {args.out}")
+    else:
+        _print_json(annotate.import_judgments(args.responses, args.tuples, args.out, positions=args.positions))
+    return 0
+
+
 @_command("fetch-release")
 def _fetch_release(args: argparse.Namespace) -> int:
     from .release import fetch_release, verify_release
@@ -187,6 +199,19 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--size", type=int, default=4, help="items per tuple (default 4)")
     t.add_argument("--appearances", type=int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
     t.add_argument("--seed", type=int, default=0)
+
+    a = sub.add_parser("annotate", help="export tuples for annotators; import their best/worst answers as judgments")
+    asub = a.add_subparsers(dest="action", required=True)
+    ex = asub.add_parser("export", help="one form per tuple: tuple_id, Item1..K ids and Text1..K sentences (order shuffled)")
+    ex.add_argument("design", help="design CSV from `fsb tuples`")
+    ex.add_argument("--generations", required=True, help="the sentences (release CSV or `fsb generate` JSONL)")
+    ex.add_argument("--out", required=True)
+    ex.add_argument("--seed", type=int, default=0, help="seed of the per-tuple display order")
+    im = asub.add_parser("import", help="answers (tuple_id,best,worst[,annotator]) -> Item1..K,BestItem,WorstItem[,Annotator]")
+    im.add_argument("responses", help="CSV of answers")
+    im.add_argument("--tuples", required=True, help="the exported forms (keeps the order annotators saw) or the design CSV")
+    im.add_argument("--out", required=True)
+    im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
 
     f = sub.add_parser("fetch-release", help="download the pinned upstream release and check every sha256")
     f.add_argument("--dest", help="folder (default: the cache, $FSB_HOME/release/<commit>)")
