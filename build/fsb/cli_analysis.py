@@ -9,6 +9,68 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+DEFAULT_OUT = "results/analysis"
+
+
+def _analyse(args: argparse.Namespace) -> int:
+    """Read the dataset, write figures, report.md and analysis.json into --out, print a short summary."""
+    from . import analysis
+
+    if args.top < 1 or args.min_count < 1:
+        raise SystemExit("fsb analyse: --top and --min-count must be at least 1")
+    if args.prior_scale is not None and not args.prior_scale > 0:
+        raise SystemExit("fsb analyse: --prior-scale must be positive")
+    if args.stopwords and args.no_stopwords:
+        raise SystemExit("fsb analyse: give --stopwords FILE or --no-stopwords, not both")
+    stopwords = frozenset() if args.no_stopwords else analysis.load_stopwords(args.stopwords) if args.stopwords else None
+    sentences = analysis.read_sentences(args.dataset)
+    result = analysis.write_analysis(
+        sentences, args.out, top=args.top, min_count=args.min_count, stopwords=stopwords, prior_scale=args.prior_scale
+    )
+    names = result["bins"]["names"]
+    print(f"analysed {result['n_sentences']} sentences from {result['source']} -> {args.out}")
+    print(f"  histogram (bins of 0.1): {' '.join(str(c) for c in result['histogram']['counts'])}")
+    for row in result["bins"]["compared"]:
+        print(f"  bins low/medium/high, {row['what']}: {' / '.join(str(row['counts'][b]) for b in names)}")
+    seed = result["seed_type_by_bin"]
+    print(
+        "  seed type x bin (low/medium/high): "
+        + "; ".join(f"{lv} {'/'.join(str(seed['counts'][lv][b]) for b in names)}" for lv in seed["levels"])
+    )
+    for b in names:
+        words = result["distinctive"]["unigrams"][b][:5]
+        print(f"  words marking {b}: " + (", ".join(f"{t['term']} (z {t['z']:.1f})" for t in words) or "(none)"))
+    print(f"  figures: {', '.join(analysis.FIGURES)}; tables: report.md; numbers: analysis.json")
+    return 0
+
 
 def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
     """Add this stage's subparsers to `sub` and their handlers to `handlers` (name -> fn(args) -> exit code)."""
+    a = sub.add_parser(
+        "analyse",
+        help="the paper's analyses: score histogram, seed and prompt types by bin, distinctive words per bin (figures + report)",
+        description=(
+            "Write PNG figures, report.md and analysis.json into --out (replaced in one rename): the 10-bin score "
+            "histogram, seed type and prompt type by analysis bin (low/medium/high), scores by seed type, the bins "
+            "against the paper's counts, and the words and bigrams that mark each bin (weighted log-odds ratio with "
+            "an informative Dirichlet prior, Monroe et al. 2008)."
+        ),
+    )
+    a.add_argument(
+        "dataset", nargs="?", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)"
+    )
+    a.add_argument(
+        "--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT}); replaced only if empty or an earlier analysis"
+    )
+    a.add_argument("--top", type=int, default=15, help="distinctive terms listed per bin (default 15)")
+    a.add_argument(
+        "--min-count", type=int, default=5, help="rank only terms occurring at least this often in all bins together (default 5)"
+    )
+    a.add_argument("--stopwords", help="your own stopword list, one word a line (default: the project's wordlists/stopwords.txt)")
+    a.add_argument("--no-stopwords", action="store_true", help="keep every word, function words included")
+    a.add_argument(
+        "--prior-scale",
+        type=float,
+        help="a_0, the Dirichlet prior's strength in pseudo-counts (default: the pooled token count: a term's prior is its pooled count)",
+    )
+    handlers["analyse"] = _analyse
