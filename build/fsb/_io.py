@@ -4,9 +4,12 @@ reading; and writes that never leave a half-written file or folder behind."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
 import hashlib
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,12 +78,34 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
         raise
 
 
+_RENAME_EXCHANGE = 2  # linux/fs.h
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    if sys.platform != "linux":
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd = -100
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EXDEV, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield an empty staging folder beside `path`; on success it replaces `path`, on any error it is removed.
 
-    The old folder (if any) is moved aside and deleted only after the new one is in place, so a
-    failure at any point leaves either the previous good folder or the new complete one.
+    On Linux the old and new folders are swapped in one atomic renameat2(RENAME_EXCHANGE), so `path`
+    always names a complete folder; elsewhere the old one is moved aside first and deleted only after
+    the new one is in place. Either way a failure leaves the previous good folder or the new one.
     """
     target = Path(path).absolute()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -95,6 +120,9 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         if not target.is_dir() or target.is_symlink():
             shutil.rmtree(stage, ignore_errors=True)
             raise InputError(target, "exists and is not a folder; refusing to replace it")
+        if _exchange(stage, target):
+            shutil.rmtree(stage, ignore_errors=True)  # the stage path now holds the old folder
+            return
         old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
         os.rmdir(old)
         os.replace(target, old)
