@@ -35,9 +35,9 @@ FAULTS = ("429", "500", "hang", "drop", "malformed", "echo_auth", "401")
 FaultPlan = Callable[[str, int], str | None]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Entry:
-    """One request the proxy saw: which request, which attempt of it, the fault applied, the status sent."""
+    """One request the proxy saw (logged on arrival): which request, which attempt, the fault applied, the status sent."""
 
     request_id: str
     attempt: int
@@ -185,6 +185,9 @@ class FaultProxy:
             if h.headers.get("Authorization"):
                 self.authorization.append(h.headers["Authorization"])
         fault = self.faults(request_id, attempt) if h.command == "POST" else None
+        entry = Entry(request_id, attempt, fault, None, arrived, h.path, body)
+        with self._lock:
+            self.log.append(entry)
         status = None
         try:
             if self.latency:
@@ -224,7 +227,7 @@ class FaultProxy:
         finally:
             with self._lock:
                 self.in_flight -= 1
-                self.log.append(Entry(request_id, attempt, fault, status, arrived, h.path, body))
+                entry.status = status
 
     def _forward(self, h: _Handler, body: bytes) -> tuple[int, dict[str, str], bytes]:
         conn = http.client.HTTPConnection(*self.upstream, timeout=300)

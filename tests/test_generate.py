@@ -628,3 +628,25 @@ def test_explain_end_to_end_stratified(tiny_server: str, tiny_model: Path, relea
 
 def test_score_text() -> None:
     assert [score_text(x) for x in (0.0, 1.0, 0.5, 0.6428571, 0.1234)] == ["0", "1", "0.5", "0.643", "0.123"]
+
+
+def test_an_output_without_its_journal_is_never_overwritten(tmp_path: Path) -> None:
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out = tmp_path / "precious.jsonl"
+    out.write_text('{"uid": 1}\n')
+    proc = fsb("generate", "--seeds", seeds, "--out", out, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
+    assert proc.returncode == 2 and "exists but has no journal" in proc.stderr
+    assert out.read_text() == '{"uid": 1}\n'
+
+
+def test_explain_from_a_built_dataset(release: Path, tmp_path: Path) -> None:
+    built = fsb("build", "--raw-dir", release, "--out", tmp_path / "ds", "--no-record", "--trials", "2", home=tmp_path)
+    assert built.returncode == 0, built.stderr
+    out = tmp_path / "r.jsonl"
+    args = ["explain", "--dataset", tmp_path / "ds", "--per-bin", "3", "--bins", "equispaced", "--model", "m", "--out", out]
+    proc = fsb(*args, "--dry-run", home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "sample: 12 sentences (0.00-0.25 3, 0.25-0.50 3, 0.50-0.75 3, 0.75-1.00 3)" in proc.stderr
+    assert proc.stdout.count(f"[system] {REASONING_INSTRUCTION}") == 12
+    assert "dry run: 12 requests to send" in proc.stdout
+    assert not out.exists()

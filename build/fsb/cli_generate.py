@@ -106,6 +106,16 @@ def _run_options(args: argparse.Namespace) -> Any:
     )
 
 
+def _terminate_as_interrupt() -> None:
+    """Make SIGTERM (kill, `timeout`, container stops) end a run like Ctrl-C: the outputs are written first."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+
+
 def _error(command: str, message: str) -> int:
     print(f"fsb {command}: error: {message}", file=sys.stderr)
     return 2
@@ -194,6 +204,7 @@ def _generate(args: argparse.Namespace) -> int:
         else:
             assert endpoint is not None
             print(f"plan: {len(plan.requests)} requests ({len(seeds)} seeds x {', '.join(args.formats)}) -> {args.out}", file=sys.stderr)
+            _terminate_as_interrupt()
             result = G.run(plan, args.out, endpoint, _run_options(args), csv_path=args.csv)
     except G.GenerateError as e:
         return _error("generate", str(e))
@@ -219,6 +230,7 @@ def _explain(args: argparse.Namespace) -> int:
             G.dry_run(plan, args.out, args.limit)
             return 0
         assert endpoint is not None
+        _terminate_as_interrupt()
         result = G.run(plan, args.out, endpoint, _run_options(args))
     except G.GenerateError as e:
         return _error("explain", str(e))

@@ -916,11 +916,16 @@ def run(
 
 
 def _check_out(out: str | os.PathLike[str]) -> Path:
+    """The output path, refused when it is not .jsonl or when it holds a file this tool cannot vouch for."""
     p = Path(out)
     if p.suffix != ".jsonl":
         raise InputError(p, "the output must be a .jsonl file (JSON lines, which `fsb build --generations` reads)")
     if p.is_dir():
         raise InputError(p, "is a folder; give a file name ending in .jsonl")
+    if p.exists() and not journal_path(p).exists():
+        raise GenerateError(
+            f"{p} exists but has no journal ({journal_path(p).name}) beside it; refusing to overwrite it: move it or choose another --out"
+        )
     return p
 
 
