@@ -1,4 +1,4 @@
-"""The paper's analyses of the dataset (Hada et al. 2023, section 4): the score histogram, how seed types
+"""The paper's analyses of the dataset (Hada et al. 2023): the score histogram, how seed types
 and prompt types fall into the three analysis bins, and which words and bigrams mark each bin.
 
 Small pure functions compute each number (`score_histogram`, `analysis_bins`, `crosstab`,
@@ -149,7 +149,7 @@ def score_histogram(scores: Sequence[float] | np.ndarray, n_bins: int = HISTOGRA
 
 def analysis_bins(scores: Sequence[float] | np.ndarray, edges: Sequence[float] = spec.ANALYSIS_BIN_EDGES) -> np.ndarray:
     """The paper's analysis bin of each score as a code 0..len(edges): with the paper's edges
-    0 = low [0, .316), 1 = medium [.316, .579), 2 = high [.579, 1] (Hada et al. 2023, section 4)."""
+    0 = low [0, .316), 1 = medium [.316, .579), 2 = high [.579, 1] (Hada et al. 2023)."""
     return np.searchsorted(np.asarray(edges, dtype=float), _scores(scores), side="right")
 
 

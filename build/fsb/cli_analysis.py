@@ -14,8 +14,12 @@ DEFAULT_OUT = "results/analysis"
 
 def _analyse(args: argparse.Namespace) -> int:
     """Read the dataset, write figures, report.md and analysis.json into --out, print a short summary."""
+    import importlib.util
+
     from . import analysis
 
+    if importlib.util.find_spec("matplotlib") is None:
+        raise SystemExit("fsb analyse: the figures need matplotlib: pip install 'fifty-shades-of-bias[analysis]'")
     if args.top < 1 or args.min_count < 1:
         raise SystemExit("fsb analyse: --top and --min-count must be at least 1")
     if args.prior_scale is not None and not args.prior_scale > 0:
