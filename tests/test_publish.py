@@ -397,3 +397,40 @@ def test_transient_tag_failures_are_retried_and_endpoint_flag_wins(hub: FakeHub,
     assert [r.status for r in hub.requests if r.kind == "create_tag"] == [503, 500, 409]
     assert hub.repo(REPO).tags["v1.1.0"] == hub.head(REPO)
     assert "agent_harnesses" in [r.kind for r in hub.requests]  # even the client's own side requests came here
+
+
+PUBLISH_SCRIPT = r"""
+import json, sys
+from fsb.publish import publish
+token = sys.stdin.read().strip()
+r = publish(sys.argv[1], sys.argv[2], "1.0.0", token=token, endpoint=sys.argv[3], message="first release")
+print(json.dumps({"oid": r.commit_oid, "url": r.commit_url, "tag": r.tag, "committed": r.committed, "created": r.created_repo}))
+"""
+
+
+def test_python_api_takes_the_token_argument_and_endpoint(hub: FakeHub, builds: dict[str, Path], tmp_path: Path) -> None:
+    env = hub_env(hub, tmp_path, token=None)
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"  # nothing listens there: `endpoint=` must be what HfApi uses
+    proc = subprocess.run(
+        [sys.executable, "-c", PUBLISH_SCRIPT, str(builds["v1"]), REPO, hub.url],
+        input=TOKEN,  # through stdin, so it is in neither the arguments nor the environment
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert TOKEN not in proc.stdout + proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    repo = hub.repo(REPO)
+    assert result == {
+        "oid": repo.tags["v1.0.0"],
+        "url": f"{hub.url}/datasets/{REPO}/commit/{repo.tags['v1.0.0']}",
+        "tag": "v1.0.0",
+        "committed": True,
+        "created": True,
+    }
+    assert repo.commits[result["oid"]].title == "first release"
+    assert all(r.token == TOKEN for r in hub.writes())
