@@ -91,7 +91,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 256  # the default 5 drops connections when many clients connect at once
     proxy: FaultProxy
+
+    def process_request(self, request: socket.socket, client_address: object) -> None:
+        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # small answers go out at once
+        super().process_request(request, client_address)
 
 
 class FaultProxy:
@@ -249,8 +254,9 @@ class FaultProxy:
         for k, v in headers.items():
             h.send_header(k, v)
         h.send_header("Content-Length", str(len(payload)))
-        h.end_headers()
-        h.wfile.write(payload)
+        h._headers_buffer.append(b"\r\n")  # end the headers and send them with the body in one write
+        h.wfile.write(b"".join(h._headers_buffer) + payload)
+        h._headers_buffer = []
         h.wfile.flush()
         return status
 
