@@ -210,8 +210,10 @@ def locate(source: str | os.PathLike[str] | None = None) -> str:
                     f"{folder} is a folder but holds no README.md dataset card; build one with `fsb build --out {folder}`"
                 )
             return str(folder.resolve())
-        if _HUB_ID.match(text):
+        if _HUB_ID.match(text) and not Path(text).parent.is_dir():
             return text
+        if _HUB_ID.match(text):  # "results/ds" with a local results/ folder: a missing folder, not a Hub repo
+            raise DatasetNotFound(f"no dataset folder at {folder} (and {folder.parent} is a local folder, so not a Hub repo id)")
         raise DatasetNotFound(f"{text!r} is neither a dataset folder nor a Hub repo id (org/name)")
     built = last_build()
     if built is not None:

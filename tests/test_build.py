@@ -159,6 +159,10 @@ def test_the_last_build_is_what_loaders_find(tmp_path: Path, monkeypatch: pytest
     assert spec.load()[spec.SPLIT].num_rows == 20
     monkeypatch.setenv("FSB_DATASET", "org/fifty_shades_of_bias")
     assert spec.locate() == "org/fifty_shades_of_bias", "the environment points elsewhere, here a Hub repo"
+    (tmp_path / "results").mkdir()
+    monkeypatch.setenv("FSB_DATASET", "results/ds")
+    with pytest.raises(spec.DatasetNotFound, match="no dataset folder at results/ds"):
+        spec.locate()
     monkeypatch.setenv("FSB_DATASET", str(tmp_path / "nothing here" / "x"))
     with pytest.raises(spec.DatasetNotFound, match="neither a dataset folder nor a Hub repo id"):
         spec.locate()
@@ -175,3 +179,26 @@ def test_bins_and_edges() -> None:
     assert spec.analysis_bin(0.579) == "high"
     assert spec.analysis_bin(1.0) == "high"
     assert [spec.equispaced_bin(x) for x in (0.0, 0.2499, 0.25, 0.5, 0.75, 1.0)] == [0, 0, 1, 2, 3, 3]
+
+
+def test_bins_are_exact_at_the_edges(built: Path) -> None:
+    """3/10 is 0.2999... in floating point; binning uses the integer counts, so it opens [0.3, 0.4)."""
+    from fsb.dataset import _exact_bins
+
+    num, den = np.array([3, 29, 30, 31, 10]), np.array([10, 100, 100, 100, 10])
+    assert _exact_bins(num, den, [i / 10 for i in range(1, 10)]).tolist() == [3, 2, 3, 3, 9]
+    stats = json.loads((built / "stats.json").read_text())
+    assert stats["histogram"]["counts"] == [8, 76, 150, 130, 118, 153, 148, 119, 72, 26]
+    frame = _default(built)
+    exact = np.minimum(5 * (frame["n_judgments"] + frame["n_best"] - frame["n_worst"]) // frame["n_judgments"], 9)
+    assert np.bincount(exact, minlength=10).tolist() == stats["histogram"]["counts"]
+
+
+def test_a_build_for_the_hub_names_the_repo_in_its_card(tmp_path: Path) -> None:
+    g, a = make_raw(tmp_path / "raw", n=20)
+    build_dataset(g, a, tmp_path / "local", record=False)
+    build_dataset(g, a, tmp_path / "hub", record=False, hub_id="org/fifty_shades_of_bias")
+    assert 'load_dataset("fifty_shades_of_bias")' in (tmp_path / "local" / "README.md").read_text()
+    card = (tmp_path / "hub" / "README.md").read_text()
+    assert 'load_dataset("org/fifty_shades_of_bias", "annotations")' in card
+    assert sorted(p.name for p in (tmp_path / "hub").rglob("*.parquet")) == sorted(p.name for p in (tmp_path / "local").rglob("*.parquet"))

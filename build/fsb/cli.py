@@ -43,7 +43,9 @@ def _build(args: argparse.Namespace) -> int:
     else:
         folder = release_dir(args.raw_dir)
         generations, annotations = folder / GENERATIONS, folder / ANNOTATIONS
-    result = build_dataset(generations, annotations, args.out, trials=args.trials, seed=args.seed, record=not args.no_record)
+    result = build_dataset(
+        generations, annotations, args.out, trials=args.trials, seed=args.seed, record=not args.no_record, hub_id=args.hub_id
+    )
     s = result.stats
     shr = s["shr"]
     print(f"built {result.out}")
@@ -182,6 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--trials", type=int, default=100, help="split-half reliability trials (default 100)")
     b.add_argument("--seed", type=int, default=0, help="split-half reliability seed (default 0)")
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
+    b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
 
     s = sub.add_parser("score", help="score a best-worst judgments file by counting")
     s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque)")

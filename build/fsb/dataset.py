@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +77,17 @@ class BuildResult:
     stats: dict[str, Any]
 
 
-def _histogram(values: np.ndarray, edges: list[float]) -> list[int]:
-    counts, _ = np.histogram(values, bins=edges)
-    return [int(c) for c in counts]
+def _exact_bins(num: np.ndarray, den: np.ndarray, edges: list[float] | tuple[float, ...]) -> np.ndarray:
+    """Bin of each score num/den (exact integers) by decimal `edges`: the number of edges <= score.
+
+    Exact on purpose: a score such as 3/10 is 0.29999999999999993 in floating point and would fall
+    below the 0.3 edge; here score >= p/q is tested as num * q >= p * den in integers.
+    """
+    out = np.zeros(num.size, dtype=np.int64)
+    for edge in edges:
+        frac = Fraction(str(edge))
+        out += num * frac.denominator >= frac.numerator * den
+    return out
 
 
 def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, seed: int = 0) -> ScoredDataset:
@@ -97,7 +106,10 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
     shr = bws.split_half_reliability(design, coded.best, coded.worst, tuple_index, n_items=uids.size, trials=trials, seed=seed)
     score_raw = counts.score_raw
     score = counts.score
-    bin_code = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), score, side="right")
+    # score = (n + best - worst) / (2n): bins are computed from these integers, not from floats.
+    num = counts.appearances + counts.best - counts.worst
+    den = 2 * counts.appearances
+    bin_code = _exact_bins(num, den, spec.ANALYSIS_BIN_EDGES)
     default = pd.DataFrame(
         {
             "id": uids.astype(np.int32),
@@ -124,7 +136,8 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
     )
     rounded_bin = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), (np.round(score_raw, 3) + 1) / 2, side="right")
     per_tuple = np.bincount(tuple_index)
-    fewshot = np.searchsorted(np.asarray(spec.FEWSHOT_BIN_EDGES), score, side="right")
+    fewshot = _exact_bins(num, den, spec.FEWSHOT_BIN_EDGES)
+    histogram = np.bincount(np.minimum(_exact_bins(num, den, [i / 10 for i in range(1, 10)]), 9), minlength=10)
     stats: dict[str, Any] = {
         "n_items": int(uids.size),
         "n_tuples": int(design.shape[0]),
@@ -140,7 +153,7 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
             "counts_from_rounded_scores": {name: int((rounded_bin == i).sum()) for i, name in enumerate(spec.BIN_NAMES)},
         },
         "fewshot_bins": {"edges": list(spec.FEWSHOT_BIN_EDGES), "counts": [int((fewshot == i).sum()) for i in range(4)]},
-        "histogram": {"edges": [round(0.1 * i, 1) for i in range(11)], "counts": _histogram(score, [0.1 * i for i in range(11)])},
+        "histogram": {"edges": [round(0.1 * i, 1) for i in range(11)], "counts": [int(c) for c in histogram]},
         "score": {"mean": float(score.mean()), "sd": float(score.std()), "min": float(score.min()), "max": float(score.max())},
         "seed_type": {t: int((default["seed_type"] == t).sum()) for t in spec.SEED_TYPES},
         "prompt_type": {t: int((default["prompt_type"] == t).sum()) for t in spec.PROMPT_TYPES},
@@ -185,11 +198,13 @@ def build_dataset(
     trials: int = 100,
     seed: int = 0,
     record: bool = True,
+    hub_id: str | None = None,
 ) -> BuildResult:
     """Build the dataset folder OUT from a generations file and a judgments file.
 
     Nothing is written unless every check passes, and OUT is replaced in one rename: a failed build
     leaves the previous folder as it was. With `record`, the build becomes the one that loaders find.
+    `hub_id` (org/name) makes the card's loading examples name that Hub repo instead of the local folder.
     """
     gens = read_generations(generations)
     ann = read_annotations(annotations, integer_ids=True)
@@ -218,7 +233,7 @@ def build_dataset(
             config: {"path": rel, "num_bytes": nbytes, "num_examples": len(frame), "download_size": len(data)}
             for (config, (rel, data, nbytes)), frame in zip(files.items(), (scored.default, scored.annotations))
         }
-        (stage / "README.md").write_text(card.render(stats, layout), encoding="utf-8")
+        (stage / "README.md").write_text(card.render(stats, layout, load_name=hub_id or spec.NAME), encoding="utf-8")
         (stage / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     if record:
         write_last_build(target, fingerprint)

@@ -20,18 +20,22 @@ def _step(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run every stage in order, printing progress; returns the process exit code."""
+    """Run every stage in order, printing progress; returns the process exit code.
+
+    The analysis folder (results/.../analysis) is replaced on each run; it is refused only if it
+    holds files that are not an earlier analysis.
+    """
     started = time.monotonic()
-    _step("1/3 build the dataset from the release")
+    _step("1/4 build the dataset from the release")
     folder = release_dir(args.raw_dir)
     print(f"release: {folder}")
-    result = build_dataset(folder / GENERATIONS, folder / ANNOTATIONS, args.out)
-    stats = result.stats
-    print(f"built {result.out} (fingerprint {stats['fingerprint'][:16]})")
+    built = build_dataset(folder / GENERATIONS, folder / ANNOTATIONS, args.out)
+    stats = built.stats
+    print(f"built {built.out} (fingerprint {stats['fingerprint'][:16]})")
 
-    _step("2/3 load it back with datasets.load_dataset")
-    default = spec.load("default", source=result.out)
-    annotations = spec.load("annotations", source=result.out)
+    _step("2/4 load it back with datasets.load_dataset")
+    default = spec.load("default", source=built.out)
+    annotations = spec.load("annotations", source=built.out)
     rows = default[spec.SPLIT]
     print(f"default: {rows.num_rows} rows, features {', '.join(rows.features)}")
     print(f"annotations: {annotations[spec.SPLIT].num_rows} rows")
@@ -44,12 +48,23 @@ def run(args: argparse.Namespace) -> int:
         "bins low/medium/high: " + " / ".join(f"{stats['bins']['counts'][b]} (paper {spec.PAPER['bin_counts'][b]})" for b in spec.BIN_NAMES)
     )
 
+    _step("3/4 the paper's analyses: score histogram, seed and prompt type by bin, distinctive words")
+    from . import analysis
+
+    figures = Path(args.results) / "analysis"
+    found = analysis.write_analysis(analysis.read_sentences(str(built.out)), figures)
+    print(f"histogram (bins of 0.1): {' '.join(str(c) for c in found['histogram']['counts'])}")
+    for b in spec.BIN_NAMES:
+        words = ", ".join(t["term"] for t in found["distinctive"]["unigrams"][b][:5]) or "(none)"
+        print(f"words marking the {b} bin: {words}")
+    print(f"figures and report.md: {figures}")
+
     if args.skip_eval:
         print(f"\ndone in {time.monotonic() - started:.0f} s (evaluation skipped)")
         return 0
-    _step("3/3 evaluate the default model")
+    _step("4/4 evaluate the default model")
     from .evaluate import main_job_eval
 
-    code = main_job_eval(result.out, Path(args.results), per_bin=args.per_bin)
+    code = main_job_eval(built.out, Path(args.results), per_bin=args.per_bin)
     print(f"\ndone in {time.monotonic() - started:.0f} s")
     return code

