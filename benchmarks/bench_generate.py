@@ -12,10 +12,11 @@ retries): the ceiling this machine, proxy and server allow, so the engine's own 
 The server's own time per request (measured directly, without the proxy) is printed too: the server
 handles one request at a time, so at high concurrency it can be the limit, not the client
 (the best possible ratio is then about (L + s) / (c x s)). Everything is measured in the same run, so a
-busy machine moves both sides.
+busy machine moves both sides; each figure is the best of `--repeat` runs. The engine's CPU time per
+request (all threads of this process) shows its own cost apart from waiting.
 
-    python benchmarks/bench_generate.py                      # latency 0.5 s, concurrency 1 4 16
-    python benchmarks/bench_generate.py --latency 1 --per-slot 8 --concurrency 1 4 16 32
+    python benchmarks/bench_generate.py                      # latency 1 s, 4 requests a slot, best of 3, concurrency 1 4 16
+    python benchmarks/bench_generate.py --latency 0.5 --per-slot 8 --concurrency 1 4 16 32
 """
 
 from __future__ import annotations
@@ -99,11 +100,12 @@ def _start_proxy(upstream: str, latency: float, lifetime: float) -> tuple[subpro
 
 
 def main() -> None:
+    """Start the server and the proxy, measure L, then time fsb and a bare client at each concurrency."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--latency", type=float, default=0.5, help="seconds the proxy adds to every request (default 0.5)")
-    p.add_argument("--per-slot", type=int, default=6, help="requests per concurrency slot in each run (default 6)")
+    p.add_argument("--latency", type=float, default=1.0, help="seconds the proxy adds to every request (default 1)")
+    p.add_argument("--per-slot", type=int, default=4, help="requests per concurrency slot in each run (default 4)")
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
-    p.add_argument("--repeat", type=int, default=2, help="runs per concurrency; the best is kept (default 2)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per concurrency; the best is kept (default 3)")
     args = p.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="fsb-bench-") as tmp:
@@ -111,29 +113,32 @@ def main() -> None:
         model_dir = build_tiny_model(folder / "tiny-model")
         model = str(model_dir)
         with serve(model_dir, folder / "serve.log") as server:
-            server_time = _bare_latency(server, model, 12)  # warms the server up too
+            _bare_latency(server, model, 4)  # warm-up
+            server_time = _bare_latency(server, model, 12)
             proxy, url = _start_proxy(server, args.latency, lifetime=1800)
             try:
                 latency = _bare_latency(url, model, 8)
                 added = f"+{args.latency:.2f} s"
                 print(f"server alone: {server_time * 1000:.1f} ms a request; through the proxy ({added}): L = {latency:.3f} s")
                 print(f"best of {args.repeat}; ratio = ideal / measured, ideal = requests x L / concurrency")
-                header = ("concurrency", "requests", "ideal s", "fsb s", "req/s", "ratio", "bare client ratio")
-                print(" ".join(f"{h:>{w}s}" for h, w in zip(header, (11, 8, 8, 7, 7, 6, 18))))
+                header = ("concurrency", "requests", "ideal s", "fsb s", "req/s", "ratio", "bare client ratio", "fsb CPU ms/req")
+                print(" ".join(f"{h:>{w}s}" for h, w in zip(header, (11, 8, 8, 7, 7, 6, 18, 15))))
                 for c in args.concurrency:
                     n = args.per_slot * c
                     ideal = n * latency / c
-                    best = bare = float("inf")
+                    best = bare = cpu = float("inf")
                     for k in range(args.repeat):
                         bare = min(bare, _bare_concurrent(url, model, n, c, f"c{c}-{k}"))
                         plan = _plan(model, f"c{c}-{k}", n)
                         options = G.RunOptions(concurrency=c, retries=2, timeout=60, progress=False)
-                        t = time.perf_counter()
+                        t, t_cpu = time.perf_counter(), time.process_time()
                         result = G.run(plan, folder / f"c{c}-{k}" / "gens.jsonl", G.Endpoint(url), options, log=sys.stderr)
                         best = min(best, time.perf_counter() - t)
+                        cpu = min(cpu, time.process_time() - t_cpu)
                         if result.ok != n:
                             raise RuntimeError(f"only {result.ok} of {n} requests finished: {result.failures}")
-                    print(f"{c:11d} {n:8d} {ideal:8.2f} {best:7.2f} {n / best:7.2f} {ideal / best:6.2f} {ideal / bare:18.2f}", flush=True)
+                    figures = f"{c:11d} {n:8d} {ideal:8.2f} {best:7.2f} {n / best:7.2f} {ideal / best:6.2f} {ideal / bare:18.2f}"
+                    print(f"{figures} {cpu / n * 1000:15.1f}", flush=True)
             finally:
                 proxy.terminate()
                 proxy.wait(timeout=20)

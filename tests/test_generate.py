@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import fifty_shades_of_bias as spec
-from fsb import bws
 from fsb import generate as G
 from fsb._io import InputError
 from fsb.explain import score_text
@@ -417,13 +417,18 @@ def test_rerun_sends_nothing_and_dry_run_agrees(e2e: dict[str, Any]) -> None:
     assert sum(e["event"] == "ok" for e in journal) == 24
 
 
-def test_output_feeds_fsb_build_and_the_release_csv_is_lossless(e2e: dict[str, Any], tmp_path: Path) -> None:
+def test_output_feeds_fsb_tuples_and_fsb_build_and_the_release_csv_is_lossless(e2e: dict[str, Any], tmp_path: Path) -> None:
+    """A new round, end to end: generations -> a best-worst design -> (simulated) judgments -> the dataset."""
     gens = read_generations(e2e["out"]).frame
     assert gens.equals(read_generations(e2e["csv"]).frame)
-    n = len(gens)
+    design = tmp_path / "design.csv"
+    proc = fsb("tuples", e2e["out"], "--out", design, home=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    tuples = pd.read_csv(design)
+    assert set(tuples[["Item1", "Item2", "Item3", "Item4"]].to_numpy().ravel()) == set(gens["uid"])
     rng = np.random.default_rng(0)
     rows = []
-    for tup in bws.bws_design(n, seed=0) + 1:
+    for tup in tuples[["Item1", "Item2", "Item3", "Item4"]].to_numpy():
         best, worst = rng.choice(tup, size=2, replace=False)
         rows.append([*tup.tolist(), int(best), int(worst)])
     ann = write_csv(tmp_path / "ann.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], rows)
@@ -431,7 +436,7 @@ def test_output_feeds_fsb_build_and_the_release_csv_is_lossless(e2e: dict[str, A
         "build", "--generations", e2e["out"], "--annotations", ann, "--out", tmp_path / "ds", "--no-record", "--trials", "3", home=tmp_path
     )
     assert proc.returncode == 0, proc.stderr
-    assert f"{n} sentences" in proc.stdout
+    assert f"{len(gens)} sentences" in proc.stdout
 
 
 def test_dry_run_prints_prompts_and_sends_nothing(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:

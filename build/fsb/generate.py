@@ -111,6 +111,7 @@ class Endpoint:
 
     @property
     def local(self) -> bool:
+        """On this machine (a loopback address or localhost): such a server may need no key."""
         return _is_local(urlsplit(self.base_url).hostname)
 
     @property
@@ -212,6 +213,7 @@ class Plan:
 
     @property
     def plan_id(self) -> str:
+        """A hash of every (uid, request id): plans with the same id send the same requests under the same uids."""
         h = hashlib.sha256()
         for r in self.requests:
             h.update(f"{r.uid} {r.request_id}\n".encode())
@@ -593,6 +595,7 @@ class Journal:
             self._load(list(events), None)
 
     def close(self) -> None:
+        """Close the file, which releases the lock."""
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)  # closing releases the lock
@@ -712,13 +715,16 @@ class RunResult:
 
     @property
     def remaining(self) -> int:
+        """Requests this run meant to finish that are still not finished."""
         return self.selected - self.ok
 
     @property
     def exit_code(self) -> int:
+        """0 when everything this run meant to send is finished, else 1 (rerun to retry the rest)."""
         return 0 if self.remaining == 0 and self.fatal is None else 1
 
     def summary_line(self) -> str:
+        """One line: finished, new, failed, retries, tokens and time."""
         parts = [f"{self.ok} new", f"{self.already} already finished", f"{self.failed} failed"]
         rest = self.planned - self.already - self.ok
         if rest:
@@ -770,6 +776,7 @@ class _GroupCommit:
         self.thread.start()
 
     def submit(self, event: dict[str, Any]) -> concurrent.futures.Future[None]:
+        """Queue an event; the future is done once it is on disk."""
         future: concurrent.futures.Future[None] = concurrent.futures.Future()
         with self.cond:
             if self.closed:
@@ -821,6 +828,7 @@ class _Runner:
         await asyncio.wrap_future(self.writer.submit(event))
 
     async def run(self) -> None:
+        """Send every request with at most `concurrency` in flight; return when all are finished or failed."""
         import openai
 
         client = openai.AsyncOpenAI(

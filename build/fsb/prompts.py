@@ -148,6 +148,7 @@ class PromptSet:
     seed: int = 0
 
     def examples_for(self, seed_type: str, fmt: str) -> tuple[Examples, ...]:
+        """The files whose examples a (seed type, format) request draws from; empty: the instruction alone."""
         return self.pools.get((seed_type, fmt), ())
 
     def messages(self, seed: str, seed_type: str, fmt: str, occurrence: int = 0) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:

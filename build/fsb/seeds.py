@@ -115,6 +115,7 @@ class Marks:
 
     @property
     def gendered(self) -> bool:
+        """Names a gender: some word is in the gendered list."""
         return bool(self.gender_words)
 
     @property
@@ -143,6 +144,7 @@ class Marker:
         )
 
     def provenance(self) -> dict[str, Any]:
+        """The word lists' file names and sha256, for a manifest."""
         return {
             "gendered_words": {"file": Path(self.gendered.path).name, "sha256": self.gendered.sha256},
             "person_words": {"file": Path(self.person.path).name, "sha256": self.person.sha256},
