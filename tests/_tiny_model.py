@@ -17,6 +17,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|{{ message['role'] }}|>\n{{ message['content'] }}</s>\n{% endfor %}"
@@ -35,41 +36,55 @@ _CORPUS = [
 ]
 
 
-def build_tiny_model(folder: Path, seed: int = 0) -> Path:
-    """Write a tiny Llama checkpoint with tokenizer and chat template into `folder` (idempotent)."""
-    if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
-        return folder
-    import torch
+def _tokenizer(corpus: list[str], vocab_size: int) -> Any:
+    """A byte-level BPE tokenizer trained in memory on `corpus`, with the chat template and left padding."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    folder.mkdir(parents=True, exist_ok=True)
-    specials = ["<unk>", "<s>", "</s>", "<pad>"]
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(_CORPUS * 20, trainer=trainer)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<unk>", "<s>", "</s>", "<pad>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(corpus, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>", padding_side="left"
     )
     fast.chat_template = CHAT_TEMPLATE
-    fast.save_pretrained(folder)
+    return fast
+
+
+def _llama(tokenizer: Any, seed: int) -> Any:
+    """A 2-layer Llama of width 64 with random weights (seeded), sized to the tokenizer."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(fast),
+        vocab_size=len(tokenizer),
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=4096,
-        bos_token_id=fast.bos_token_id,
-        eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=True,
     )
-    model = LlamaForCausalLM(config)
+    return LlamaForCausalLM(config)
+
+
+def build_tiny_model(folder: Path, seed: int = 0) -> Path:
+    """Write a tiny Llama checkpoint with tokenizer and chat template into `folder` (idempotent)."""
+    if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    fast = _tokenizer(_CORPUS * 20, vocab_size=600)
+    fast.save_pretrained(folder)
+    model = _llama(fast, seed)
     model.generation_config.do_sample = False
     model.save_pretrained(folder)
     return folder
@@ -132,37 +147,11 @@ def build_scoring_model(folder: Path, texts: list[str], seed: int = 0, steps: in
     import random
 
     import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     rnd = random.Random(seed)
-    torch.manual_seed(seed)
     instruction = _CORPUS[0] + " " + _CORPUS[1] + " Only give the score and nothing else.\n\n"
-    tok = Tokenizer(models.BPE(unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=2000, special_tokens=["<unk>", "<s>", "</s>", "<pad>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator([*texts, *_CORPUS, instruction] * 2, trainer=trainer)
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>", pad_token="<pad>", padding_side="left"
-    )
-    fast.chat_template = CHAT_TEMPLATE
-    config = LlamaConfig(
-        vocab_size=len(fast),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        bos_token_id=fast.bos_token_id,
-        eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config)
+    fast = _tokenizer([*texts, *_CORPUS, instruction] * 2, vocab_size=2000)
+    model = _llama(fast, seed)
 
     def answer(text: str) -> str:
         # A learnable cue so that answers vary with the sentence: female words push the first digit up.
