@@ -15,8 +15,8 @@ handles one request at a time, so at high concurrency it can be the limit, not t
 busy machine moves both sides; each figure is the best of `--repeat` runs. The engine's CPU time per
 request (all threads of this process) shows its own cost apart from waiting.
 
-    python benchmarks/bench_generate.py                      # latency 1 s, 4 requests a slot, best of 3, concurrency 1 4 16
-    python benchmarks/bench_generate.py --latency 0.5 --per-slot 8 --concurrency 1 4 16 32
+    python benchmarks/bench_generate.py                      # latency 2 s, 3 requests a slot, best of 3, concurrency 1 4 16
+    python benchmarks/bench_generate.py --latency 1 --per-slot 4 --concurrency 1 4 16 32
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def _start_proxy(upstream: str, latency: float, lifetime: float) -> tuple[subpro
 def main() -> None:
     """Start the server and the proxy, measure L, then time fsb and a bare client at each concurrency."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--latency", type=float, default=1.0, help="seconds the proxy adds to every request (default 1)")
-    p.add_argument("--per-slot", type=int, default=4, help="requests per concurrency slot in each run (default 4)")
+    p.add_argument("--latency", type=float, default=2.0, help="seconds the proxy adds to every request (default 2)")
+    p.add_argument("--per-slot", type=int, default=3, help="requests per concurrency slot in each run (default 3)")
     p.add_argument("--concurrency", type=int, nargs="+", default=[1, 4, 16])
     p.add_argument("--repeat", type=int, default=3, help="runs per concurrency; the best is kept (default 3)")
     args = p.parse_args()

@@ -4,7 +4,7 @@ The sample takes up to `per_bin` sentences from each score bin (the paper's thre
 four equispaced few-shot bins), drawn by a reproducible rank keyed on the seed, so the same inputs and
 seed always ask about the same sentences. Scores come from the built dataset (the human scores) or from
 a scores file (for example a model's scores, as the paper asked GPT for the reasons behind its own).
-Requests run through the same resumable engine as `fsb generate` (journal, retries, Batch-free).
+Requests run through the same resumable engine as `fsb generate` (journal, retries, resume after a kill).
 """
 
 from __future__ import annotations
