@@ -566,6 +566,8 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": f"Generation number {i}.\nMore."}, "finish_reason": None}],
             "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
         } if status == 200 else {"error": {"message": "server trouble"}}  # fmt: skip
+        if i == 7:  # a refusal: no content, the reason in `refusal`
+            body["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
         return {"id": f"batch_req_{i}", "custom_id": line["custom_id"], "response": {"status_code": status, "body": body}, "error": None}
 
     results = tmp_path / "batch_output.jsonl"
@@ -573,9 +575,9 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
     random.Random(1).shuffle(shuffled)
     results.write_text("".join(json.dumps(answer(line, i)) + "\n" for i, line in shuffled))
     proc = fsb(*base, "--collect", results)
-    assert proc.returncode == 1  # two requests failed
+    assert proc.returncode == 1  # three requests failed
     rows = read_jsonl(out)
-    assert len(rows) == 14 and [r["uid"] for r in rows] == sorted(r["uid"] for r in rows)
+    assert len(rows) == 13 and [r["uid"] for r in rows] == sorted(r["uid"] for r in rows)
     for r in rows:
         i = next(i for i, line in enumerate(lines) if line["custom_id"] == r["request_id"])
         assert r["response"] == f"Generation number {i}." and r["raw_response"] == f"Generation number {i}.\nMore."
@@ -585,10 +587,12 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
     failures = {f["request_id"]: f for f in read_jsonl(G.failures_path(out))}
     assert failures[lines[3]["custom_id"]]["reason"] == "batch error: expired"
     assert failures[lines[5]["custom_id"]]["reason"] == "batch: HTTP 500: server trouble"
+    assert failures[lines[7]["custom_id"]]["kind"] == "refusal"
+    assert failures[lines[7]["custom_id"]]["reason"] == "the model refused: I can't help with that."
     again = fsb(*base, "--collect", results)  # collecting twice adds nothing
-    assert len(read_jsonl(out)) == 14 and "14 of 16 finished (0 new" in again.stderr
+    assert len(read_jsonl(out)) == 13 and "13 of 16 finished (0 new" in again.stderr
     proc = fsb(*base, "--batch-file", tmp_path / "retry.jsonl")  # only what is not finished
-    assert {line["custom_id"] for line in read_jsonl(tmp_path / "retry.jsonl")} == {lines[3]["custom_id"], lines[5]["custom_id"]}
+    assert {line["custom_id"] for line in read_jsonl(tmp_path / "retry.jsonl")} == {lines[i]["custom_id"] for i in (3, 5, 7)}
     stranger = tmp_path / "stranger.jsonl"
     stranger.write_text(json.dumps({**answer(lines[0], 0), "custom_id": "f" * 64}) + "\n")
     proc = fsb(*base, "--collect", stranger)

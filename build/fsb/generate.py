@@ -308,6 +308,8 @@ def _extract(doc: Any) -> tuple[str, str | None, dict[str, Any] | None, dict[str
     if usage is not None:
         usage = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
     meta = {"response_model": doc.get("model"), "response_id": doc.get("id"), "system_fingerprint": doc.get("system_fingerprint")}
+    if isinstance(message.get("refusal"), str) and message["refusal"].strip():
+        meta["refusal"] = message["refusal"]
     created = doc.get("created")
     if isinstance(created, int | float) and created > 0:
         meta["created"] = created
@@ -368,7 +370,7 @@ def _build_row(
 class Failure:
     """Why an attempt failed, and what to do about it."""
 
-    kind: str  # rate_limit, server_error, timeout, connection, malformed, empty, client_error, auth, not_found
+    kind: str  # rate_limit, server_error, timeout, connection, malformed, empty, refusal, client_error, auth, not_found
     reason: str
     retryable: bool
     fatal: bool = False
@@ -423,7 +425,10 @@ def classify(exc: BaseException, endpoint: Endpoint | None = None) -> Failure | 
         return text if len(text) <= 300 else text[:297] + "..."
 
     if isinstance(exc, _Empty):
-        return Failure("empty", f"empty response (finish_reason {exc.args[0] if exc.args else None})", retryable=False)
+        finish_reason, refusal = (*exc.args, None, None)[:2]
+        if refusal:
+            return Failure("refusal", f"the model refused: {short(refusal)}", retryable=False)
+        return Failure("empty", f"empty response (finish_reason {finish_reason})", retryable=False)
     if isinstance(exc, _Malformed):
         return Failure("malformed", f"malformed response: {short(str(exc))}", retryable=True)
     if isinstance(exc, openai.APITimeoutError):
@@ -875,7 +880,7 @@ class _Runner:
                 content, finish_reason, usage, meta = _extract(completion)
                 text = first_line(content) if req.one_line else content.strip()
                 if not text:
-                    raise _Empty(finish_reason)
+                    raise _Empty(finish_reason, meta.get("refusal"))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -953,6 +958,7 @@ def run(
     result = RunResult(planned=len(plan.requests))
     started = time.monotonic()
     with Journal(journal_path(out)).open(plan) as journal:
+        _remove_stale_temporaries(out, csv_path)
         result.repaired_bytes = journal.repaired
         if journal.repaired:
             print(f"journal {journal.path}: cut off a torn last line ({journal.repaired} bytes) left by an interrupted run", file=log)
@@ -974,6 +980,17 @@ def run(
     if result.fatal:
         print(f"stopped: {result.fatal}", file=log)
     return result
+
+
+def _remove_stale_temporaries(out: Path, csv_path: str | os.PathLike[str] | None) -> None:
+    """Delete half-written temporaries of our outputs that a killed run left behind.
+
+    Only a run holding the journal's lock writes these files, so while we hold it any of them is stale.
+    """
+    for target in (out, failures_path(out), *([Path(csv_path)] if csv_path else [])):
+        for stale in target.parent.glob(f".{target.name}.*.tmp"):
+            with contextlib.suppress(OSError):
+                stale.unlink()
 
 
 def _check_out(out: str | os.PathLike[str]) -> Path:
@@ -1128,7 +1145,9 @@ def _batch_line(req: Request, rec: Mapping[str, Any], base_url: str | None) -> t
         return Failure("malformed", f"malformed response: {e}", True, status=status), None
     text = first_line(content) if req.one_line else content.strip()
     if not text:
-        return Failure("empty", f"empty response (finish_reason {finish_reason})", False, status=status), None
+        failure = classify(_Empty(finish_reason, meta.get("refusal")))
+        assert failure is not None
+        return Failure(failure.kind, failure.reason, False, status=status), None
     created = meta.get("created")
     timestamp = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z") if created else _now()
     row = _build_row(

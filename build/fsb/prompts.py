@@ -226,7 +226,7 @@ def load_prompt_set(
     def release_file(seed_type: str, fmt: str) -> Path:
         rel = RELEASE_IC[(seed_type, fmt)]
         if ic_dir is None:
-            raise InputError(rel, "no release folder with the in-context examples was found; give --ic-dir or --ic")
+            raise InputError(rel, "no local copy of the release was found: run `fsb fetch-release`, or give --ic-dir DIR or --ic")
         root = Path(ic_dir)
         path = root / rel if (root / rel).is_file() else root / Path(rel).name
         if not path.is_file():
