@@ -6,11 +6,12 @@ of the exact request body (model, messages, sampling settings) and its place (se
 occurrence). A run sends the requests of the plan that are not finished yet.
 
 Durability: every finished generation is appended to a journal (`<out stem>.journal.jsonl`) as one
-line, written and fsync'd before the request counts as finished; failures are appended too, with their
-reason. On start the journal is read back: a torn last line (a kill mid-write) is cut off, finished ids
-are skipped, failed ones are tried again. A journal belongs to one plan (its first line records the
-plan id): rerunning with other seeds, prompts, model or settings into the same output is refused. The
-journal is locked while a run writes it, so two runs never interleave. The output (`--out`, JSON lines
+line, written and fsync'd before the request counts as finished (workers that finish together share
+one fsync); failures are appended too, with their reason. On start the journal is read back: a torn
+last line (a kill mid-write) is cut off, finished ids are skipped, failed ones are tried again. A
+journal belongs to one plan (its first line records the plan id): rerunning with other seeds, prompts,
+model or settings into the same output is refused. The journal is locked while a run writes it, so two
+runs never interleave. The output (`--out`, JSON lines
 that `fsb build` reads) and the failures file are rewritten from the journal, atomically, when a run
 ends (also after Ctrl-C), sorted by uid, each uid at most once.
 
@@ -816,6 +817,8 @@ class _GroupCommit:
 
 
 class _Runner:
+    """Sends requests with at most `concurrency` in flight, retrying each as its failure allows, journaling every result."""
+
     def __init__(
         self, requests: list[Request], journal: Journal, endpoint: Endpoint, options: RunOptions, result: RunResult, progress: _Progress
     ):
