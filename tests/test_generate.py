@@ -357,6 +357,7 @@ def e2e(tiny_server: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFac
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_generate_end_to_end_all_three_formats(e2e: dict[str, Any], release: Path) -> None:
     assert e2e["first"].returncode == 0, e2e["first"].stderr
     rows = read_jsonl(e2e["out"])
@@ -406,6 +407,7 @@ def test_generate_end_to_end_all_three_formats(e2e: dict[str, Any], release: Pat
     assert not G.failures_path(e2e["out"]).exists()
 
 
+@pytest.mark.slow
 def test_rerun_sends_nothing_and_dry_run_agrees(e2e: dict[str, Any]) -> None:
     assert e2e["second"].returncode == 0, e2e["second"].stderr
     assert "24 of 24 finished (0 new, 24 already finished, 0 failed)" in e2e["second"].stderr
@@ -417,6 +419,7 @@ def test_rerun_sends_nothing_and_dry_run_agrees(e2e: dict[str, Any]) -> None:
     assert sum(e["event"] == "ok" for e in journal) == 24
 
 
+@pytest.mark.slow
 def test_output_feeds_fsb_tuples_and_fsb_build_and_the_release_csv_is_lossless(e2e: dict[str, Any], tmp_path: Path) -> None:
     """A new round, end to end: generations -> a best-worst design -> (simulated) judgments -> the dataset."""
     gens = read_generations(e2e["out"]).frame
@@ -439,6 +442,7 @@ def test_output_feeds_fsb_tuples_and_fsb_build_and_the_release_csv_is_lossless(e
     assert f"{len(gens)} sentences" in proc.stdout
 
 
+@pytest.mark.slow
 def test_dry_run_prints_prompts_and_sends_nothing(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:
     seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
     out = tmp_path / "gens.jsonl"
@@ -472,6 +476,7 @@ def _refused(proc: subprocess.CompletedProcess[str], proxy: FaultProxy, out: Pat
     assert not out.exists() and not G.journal_path(out).exists()
 
 
+@pytest.mark.slow
 def test_bad_seed_files_are_refused_before_sending(counting_proxy: FaultProxy, tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "gens.jsonl"
     blank = tmp_path / "neutral_seeds.txt"
@@ -484,6 +489,7 @@ def test_bad_seed_files_are_refused_before_sending(counting_proxy: FaultProxy, t
     _refused(proc, counting_proxy, out, f"{dup}, line 3: duplicate seed (first on line 1)")
 
 
+@pytest.mark.slow
 def test_bad_in_context_file_is_refused_before_sending(counting_proxy: FaultProxy, tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "gens.jsonl"
     seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
@@ -501,6 +507,7 @@ def test_bad_in_context_file_is_refused_before_sending(counting_proxy: FaultProx
     assert not Path("PWNED").exists() and not (tmp_path / "PWNED").exists()
 
 
+@pytest.mark.slow
 def test_unknown_format_and_missing_key_are_refused_before_sending(counting_proxy: FaultProxy, tiny_model: Path, tmp_path: Path) -> None:
     out = tmp_path / "gens.jsonl"
     seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
@@ -516,6 +523,7 @@ def test_unknown_format_and_missing_key_are_refused_before_sending(counting_prox
     _refused(proc, counting_proxy, out, "the output must be a .jsonl file")
 
 
+@pytest.mark.slow
 def test_the_key_is_sent_but_never_recorded_or_printed(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:
     """The proxy answers the first attempt of every request with a 400 that quotes the Authorization header."""
     seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
@@ -604,6 +612,7 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
 # --- explain ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_explain_end_to_end_stratified(tiny_server: str, tiny_model: Path, release: Path, tmp_path: Path) -> None:
     out = tmp_path / "reasons.jsonl"
     args = [

@@ -25,6 +25,8 @@ from fsb.seeds import read_seeds
 from tests._proxy import FaultProxy, first_attempts
 from tests.test_generate import TINY, TINY_SAMPLING, fsb, read_jsonl, write_seed_file
 
+pytestmark = pytest.mark.slow  # every test here runs the real server
+
 KIND = {"429": "rate_limit", "500": "server_error", "hang": "timeout", "drop": "connection", "malformed": "malformed"}
 
 
