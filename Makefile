@@ -30,6 +30,8 @@ lint: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_bws.py
+	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_generate.py
 
 clean:
 	rm -rf $(VENV) fifty_shades_of_bias results .pytest_cache .ruff_cache

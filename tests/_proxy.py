@@ -131,6 +131,25 @@ class FaultProxy:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._timer: threading.Timer | None = None
+        self._gate = threading.Event()
+        self._gate.set()
+        self._hold_after: int | None = None
+        self._posts = 0
+
+    def hold_after(self, n: int) -> None:
+        """Let the next `n` POST requests through; hold every later one until `release()`, then drop it unanswered.
+
+        Makes "kill the client midway" deterministic: exactly n requests can finish before the kill.
+        """
+        with self._lock:
+            self._hold_after, self._posts = n, 0
+            self._gate.clear()
+
+    def release(self) -> None:
+        """Let held requests (and every later one) through."""
+        with self._lock:
+            self._hold_after = None
+        self._gate.set()
 
     @property
     def url(self) -> str:
@@ -150,6 +169,7 @@ class FaultProxy:
 
     def stop(self) -> None:
         self._stop.set()
+        self._gate.set()
         if self._timer is not None:
             self._timer.cancel()
         if self._server is not None:
@@ -193,6 +213,14 @@ class FaultProxy:
         entry = Entry(request_id, attempt, fault, None, arrived, h.path, body)
         with self._lock:
             self.log.append(entry)
+            self._posts += h.command == "POST"
+            held = h.command == "POST" and self._hold_after is not None and self._posts > self._hold_after
+        if held:  # never answered: wait for release(), then drop the connection
+            self._gate.wait()
+            with self._lock:
+                self.in_flight -= 1
+            self._drop(h)
+            return
         status = None
         try:
             if self.latency:

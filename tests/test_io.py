@@ -62,3 +62,28 @@ def test_atomic_write_and_strict_reading(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         read_utf8(tmp_path / "bad.csv")
     assert err.value.line == 3 and "not valid UTF-8" in err.value.message
+
+
+def test_outputs_get_ordinary_permissions(tmp_path: Path) -> None:
+    import os
+
+    mask = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "f.txt", "x")
+        with atomic_dir(tmp_path / "d") as stage:
+            (stage / "a").write_text("x")
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "d").stat().st_mode & 0o777 == 0o755
+
+
+def test_jsonl_lines_split_on_newlines_only(tmp_path: Path) -> None:
+    import json
+
+    from fsb.raw import read_generations
+
+    row = {"uid": 1, "prompt_type": "completion", "seed_type": "neutral", "query": "q", "response": "a\u2028b\x0cc"}
+    (tmp_path / "g.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    frame = read_generations(tmp_path / "g.jsonl").frame
+    assert frame["response"].tolist() == ["a\u2028b\x0cc"]

@@ -17,6 +17,12 @@ from pathlib import Path
 __all__ = ["InputError", "atomic_dir", "atomic_write", "read_utf8", "sha256_file"]
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 class InputError(ValueError):
     """Bad input, located: the file, and where known the line (1-based, header = line 1) and field."""
 
@@ -71,6 +77,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode open() would
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -110,6 +117,7 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     target = Path(path).absolute()
     target.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
+    os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes 0700; give the folder the mode mkdir would
     try:
         yield stage
     except BaseException:

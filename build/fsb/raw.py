@@ -79,7 +79,8 @@ def _read_csv(path: Path) -> _Table:
 def _read_jsonl(path: Path, columns: Sequence[str]) -> _Table:
     text = read_utf8(path)
     rows, lines = [], []
-    for n, line in enumerate(text.splitlines(), start=1):
+    # split on "\n" only: str.splitlines() would also break lines at U+2028, U+0085, \x0c ... inside strings
+    for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
