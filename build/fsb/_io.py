@@ -7,14 +7,16 @@ import contextlib
 import ctypes
 import errno
 import hashlib
+import json
 import os
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["InputError", "atomic_dir", "atomic_write", "read_utf8", "sha256_file"]
+__all__ = ["InputError", "atomic_dir", "atomic_write", "iter_jsonl", "read_utf8", "sha256_file"]
 
 
 def _umask() -> int:
@@ -55,6 +57,22 @@ def read_utf8(path: str | os.PathLike[str]) -> str:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
         raise InputError(p, f"not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})", line=line) from None
+
+
+def iter_jsonl(path: str | os.PathLike[str], what: str = "JSON") -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line of a JSON-lines file; refuses bad JSON or a non-object
+    with the file and line. Splits on "\n" only: str.splitlines() would also break lines at U+2028,
+    U+0085 or \x0c inside strings. `what` names the expected content in the error ("JSON", "COPA JSON")."""
+    for n, line in enumerate(read_utf8(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(path, f"not valid {what}: {e.msg}", line=n) from None
+        if not isinstance(rec, dict):
+            raise InputError(path, "each line must be a JSON object", line=n)
+        yield n, rec
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

@@ -47,7 +47,7 @@ from urllib.parse import urlsplit, urlunsplit
 import fifty_shades_of_bias as spec
 
 from . import __version__
-from ._io import InputError, atomic_write, read_utf8, sha256_file
+from ._io import InputError, atomic_write, iter_jsonl, read_utf8, sha256_file
 from .prompts import TEMPLATE_VERSION, PromptSet
 from .seeds import Seed
 
@@ -1089,20 +1089,13 @@ def collect_batch(
     """Merge an OpenAI Batch API output (or error) file into the journal and rewrite the output files."""
     out = _check_out(out)
     src = Path(batch_output)
-    text = read_utf8(src)
     by_id = {r.request_id: r for r in plan.requests}
     result = RunResult(planned=len(plan.requests))
     started = time.monotonic()
     with Journal(journal_path(out)).open(plan) as journal:
         result.already = len(journal.done)
-        for n, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(src, f"not valid JSON: {e.msg}", line=n) from None
-            if not isinstance(rec, dict) or not isinstance(rec.get("custom_id"), str):
+        for n, rec in iter_jsonl(src):
+            if not isinstance(rec.get("custom_id"), str):
                 raise InputError(src, "a Batch API output line needs a custom_id", line=n, field="custom_id")
             req = by_id.get(rec["custom_id"])
             if req is None:

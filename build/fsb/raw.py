@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ import pandas as pd
 
 import fifty_shades_of_bias as spec
 
-from ._io import InputError, read_utf8
+from ._io import InputError, iter_jsonl, read_utf8
 
 __all__ = [
     "Annotations",
@@ -77,18 +76,8 @@ def _read_csv(path: Path) -> _Table:
 
 
 def _read_jsonl(path: Path, columns: Sequence[str]) -> _Table:
-    text = read_utf8(path)
     rows, lines = [], []
-    # split on "\n" only: str.splitlines() would also break lines at U+2028, U+0085, \x0c ... inside strings
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(path, f"not valid JSON: {e.msg}", line=n) from None
-        if not isinstance(rec, dict):
-            raise InputError(path, "each line must be a JSON object", line=n)
+    for n, rec in iter_jsonl(path):
         rows.append({c: rec.get(c) for c in columns})
         lines.append(n)
     if not rows:

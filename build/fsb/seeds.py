@@ -28,7 +28,7 @@ from typing import Any
 
 import fifty_shades_of_bias as spec
 
-from ._io import InputError, atomic_write, read_utf8, sha256_file
+from ._io import InputError, atomic_write, iter_jsonl, read_utf8, sha256_file
 
 __all__ = [
     "DEFAULT_COUNTS",
@@ -210,14 +210,8 @@ def read_copa(path: str | os.PathLike[str]) -> list[SourceSentence]:
                 raise InputError(p, f"item {item.get('id', n)} has no premise <p>")
             out.append(SourceSentence(premise.text.strip(), str(item.get("id", n)), {"asks_for": item.get("asks-for")}))
     else:
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise InputError(p, f"neither COPA XML nor JSON lines: {e.msg}", line=n) from None
-            premise = rec.get("premise") if isinstance(rec, dict) else None
+        for n, rec in iter_jsonl(p, what="COPA XML or JSON lines"):
+            premise = rec.get("premise")
             if not isinstance(premise, str) or not premise.strip():
                 raise InputError(p, "a COPA JSON line needs a non-empty 'premise'", line=n, field="premise")
             out.append(SourceSentence(premise.strip(), str(rec.get("idx", rec.get("id", n))), {"asks_for": rec.get("question")}))
@@ -445,15 +439,7 @@ def _read_text_seeds(p: Path, seed_type: str) -> tuple[list[Seed], list[str]]:
 
 def _read_jsonl_seeds(p: Path, forced: str | None) -> list[Seed]:
     seeds = []
-    for n, line in enumerate(read_utf8(p).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(p, f"not valid JSON: {e.msg}", line=n) from None
-        if not isinstance(rec, dict):
-            raise InputError(p, "each line must be a JSON object", line=n)
+    for n, rec in iter_jsonl(p):
         text = rec.get("seed")
         if not isinstance(text, str) or not text.strip():
             raise InputError(p, "missing or empty seed", line=n, field="seed")
