@@ -137,14 +137,7 @@ def _seeds(args: argparse.Namespace) -> int:
             print(note, file=sys.stderr)
         marked = []
         for s in chosen:
-            m = marker.mark(s.text)
-            extra = {
-                **s.extra,
-                "gendered": m.gendered,
-                "gender_words": list(m.gender_words),
-                "person": m.person,
-                "person_words": list(m.person_words),
-            }
+            extra = {**s.extra, **marker.mark(s.text).fields()}
             marked.append(S.Seed(s.text, s.seed_type, s.source, s.source_id, s.occurrence, extra))
         S.write_seeds(args.out, marked)
         manifest_path = None

@@ -123,6 +123,15 @@ class Marks:
         """Mentions a person: by a person word or a gendered one."""
         return bool(self.person_words or self.gender_words)
 
+    def fields(self) -> dict[str, Any]:
+        """The marks as a seed row's fields (what the seeds file records)."""
+        return {
+            "gendered": self.gendered,
+            "gender_words": list(self.gender_words),
+            "person": self.person,
+            "person_words": list(self.person_words),
+        }
+
     def category(self) -> str:
         """'gendered', 'person' (people but no gender: implicit) or 'none' (no person: neutral)."""
         return "gendered" if self.gendered else "person" if self.person_words else "none"
@@ -306,14 +315,7 @@ def curate(
 
     def add(chosen: list[SourceSentence], seed_type: str, source: str) -> None:
         for s in chosen:
-            m = marker.mark(s.text)
-            extra = {
-                **{k: v for k, v in s.fields.items() if v is not None},
-                "gendered": m.gendered,
-                "gender_words": list(m.gender_words),
-                "person": m.person,
-                "person_words": list(m.person_words),
-            }
+            extra = {**{k: v for k, v in s.fields.items() if v is not None}, **marker.mark(s.text).fields()}
             seeds.append(Seed(s.text, seed_type, source, s.source_id, extra=extra))
 
     if counts["explicit"] > 0:
