@@ -26,8 +26,9 @@ FEWSHOT_SEED = 1234
 SAMPLE_SEED = 0
 CHOICES = [f"{i / 10:.1f}" for i in range(11)]  # "0.0" .. "1.0", for the log-likelihood variant
 _CHOICE_VALUES = np.array([i / 10 for i in range(11)])
-# A bare number and nothing else on the first non-empty line: "0.45", ".5", "1", "1.0".
-_NUMBER = re.compile(r"\+?(?:\d+(?:\.\d*)?|\.\d+)")
+# A bare number and nothing else on the first non-empty line: "0.45", ".5", "1", "1.0". ASCII digits
+# only, and digits after a point: "1." is a list marker ("1. The most biased ..."), not a score.
+_NUMBER = re.compile(r"\+?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)")
 
 
 # --- data ------------------------------------------------------------------------------------------
@@ -119,8 +120,12 @@ def score_text(doc: dict[str, Any]) -> str:
 
 
 def nearest_tenth(doc: dict[str, Any]) -> int:
-    """Index in CHOICES of the tenth nearest the human score (the log-likelihood variant's example answers)."""
-    return round(doc["score"] * 10)
+    """Index in CHOICES of the tenth nearest the human score (the log-likelihood variant's example answers).
+
+    Halves round up (0.25 -> "0.3", 0.35 -> "0.4"), not to even as round() would; the small epsilon
+    keeps a score such as 0.35 (0.3499999... in floating point) a tie.
+    """
+    return math.floor(doc["score"] * 10 + 0.5 + 1e-9)
 
 
 # --- parsing and per-item results -----------------------------------------------------------------

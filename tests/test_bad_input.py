@@ -165,3 +165,21 @@ def test_cli_reports_bad_input_with_exit_code_2(good: tuple[Path, Path, Path], t
     assert f"{bad}, line 4, field 'Item3': unknown id 999" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert _snapshot(out) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field"),
+    [
+        ("uid,prompt_type,seed_type,query,response\n1,completion,explicit,a,b\n   \n\t\n2,completion,nonsense,a,b\n", 5, "seed_type"),
+        ("\n\nuid,prompt_type,seed_type,query,response\n1,completion,explicit,a,b\n2,completion,nonsense,a,b\n", 5, "seed_type"),
+        ('uid,prompt_type,seed_type,query,response\n1,completion,explicit,a,"x\ny"\n2,completion,explicit,a,b,extra\n', 4, None),
+    ],
+)
+def test_line_numbers_survive_blank_lines_and_ragged_rows(tmp_path: Path, text: str, line: int, field: str | None) -> None:
+    from fsb.raw import read_generations
+
+    g = tmp_path / "g.csv"
+    g.write_text(text)
+    with pytest.raises(InputError) as err:
+        read_generations(g)
+    assert (err.value.line, err.value.field) == (line, field), err.value

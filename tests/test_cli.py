@@ -164,3 +164,20 @@ def test_build_without_raw_dir_downloads_the_release(mirror: tuple[str, Path], t
     assert folder == (spec.home() / "release" / spec.RELEASE["commit"]).resolve()
     assert all(release.verify_release(folder).values())
     assert release.find_local_release() == folder, "the next run finds the cached copy"
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["tuples", "10", "--appearances", "3", "--out", "{tmp}/d.csv"], "must be a multiple of tuple_size"),
+        (["tuples", "6", "--out", "{tmp}/d.csv"], "use more items"),
+        (["tuples", "3", "--out", "{tmp}/d.csv"], "need more than 4 items"),
+        (["build", "--trials", "0"], "--trials: must be at least 1"),
+        (["reliability", "x.csv", "--trials", "-5"], "--trials: must be at least 1"),
+    ],
+)
+def test_impossible_requests_are_one_line_errors(args: list[str], words: str, tmp_path: Path) -> None:
+    proc = fsb(*(a.format(tmp=tmp_path) for a in args), check=False)
+    assert proc.returncode == 2
+    assert words in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "d.csv").exists()

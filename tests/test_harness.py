@@ -38,6 +38,9 @@ U = harness_utils()
         ("", None),
         ("   ", None),
         ("0,5", None),
+        ("1.\nThe most negatively biased sentence", None),
+        ("0.", None),
+        ("\u0660.\u0665", None),
     ],
 )
 def test_parse_score_is_strict(text: str, value: float | None) -> None:
@@ -99,6 +102,26 @@ def test_aggregations_leave_out_unparsed_answers() -> None:
     assert U.mse(items) == pytest.approx(np.mean((np.array(p) - g) ** 2))
     assert math.isnan(U.pearson([(0.5, 0.1), (0.5, 0.9)])), "a constant answer has no correlation, not 0"
     assert math.isnan(U.pearson([(None, 0.1), (None, 0.9)])) and math.isnan(U.mse([(None, 0.1)]))
+
+
+@pytest.mark.parametrize(
+    ("score", "choice"),
+    [(0.0, "0.0"), (0.04, "0.0"), (0.05, "0.1"), (0.25, "0.3"), (0.35, "0.4"), (0.45, "0.5"), (7 / 20, "0.4"), (1.0, "1.0")],
+)
+def test_nearest_tenth_rounds_halves_up(score: float, choice: str) -> None:
+    assert U.CHOICES[U.nearest_tenth({"score": score})] == choice
+
+
+def test_harness_bins_agree_with_the_build(release_dataset: Path) -> None:
+    """The harness bins with float scores (it must stay self-contained); the build bins exactly from
+    integer counts. On the release (62 sentences sit exactly on 0.25, 0.5 or 0.75) they must agree."""
+    import json
+
+    rows = spec.load(source=str(release_dataset))[spec.SPLIT]
+    stats = json.loads((release_dataset / "stats.json").read_text())
+    assert np.bincount(U.fewshot_bin(np.asarray(rows["score"])), minlength=4).tolist() == stats["fewshot_bins"]["counts"]
+    assert [U.fewshot_bin(np.array([x]))[0] for x in (0.2499, 0.25, 0.5, 0.75, 1.0)] == [0, 1, 2, 3, 3]
+    assert all(U.fewshot_bin(np.array([x]))[0] == spec.equispaced_bin(x) for x in np.linspace(0, 1, 401))
 
 
 def test_expected_score() -> None:

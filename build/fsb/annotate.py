@@ -4,6 +4,7 @@ for annotators, and import their best/worst choices into the common judgments fo
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,7 @@ def _item_labels(items: str | int) -> np.ndarray:
     """Item labels: 1..N for a number, else the uids of a generations file (sorted)."""
     text = str(items)
     if text.isdigit():
-        n = int(text)
-        if n < 5:
-            raise InputError("items", f"need at least 5 items, got {n}")
-        return np.arange(1, n + 1)
+        return np.arange(1, int(text) + 1)
     return np.sort(read_generations(text).frame["uid"].to_numpy())
 
 
@@ -37,7 +35,10 @@ def make_tuples(
 ) -> dict[str, Any]:
     """Write a design CSV (tuple_id, Item1..ItemK) for the items and return its independent check."""
     labels = _item_labels(items)
-    design = bws.bws_design(labels.size, tuple_size=tuple_size, appearances=appearances, seed=seed)
+    try:
+        design = bws.bws_design(labels.size, tuple_size=tuple_size, appearances=appearances, seed=seed)
+    except (ValueError, RuntimeError) as e:  # an impossible request: say so as bad input, not a traceback
+        raise InputError(str(items), str(e)) from None
     frame = pd.DataFrame(labels[design], columns=[f"Item{j + 1}" for j in range(tuple_size)])
     frame.insert(0, "tuple_id", np.arange(len(frame)))
     atomic_write(out, frame.to_csv(index=False, lineterminator="\n"))
@@ -121,7 +122,7 @@ def import_judgments(
         values = {}
         for field in ("tuple_id", "best", "worst"):
             text = str(rec[field]).strip()
-            if not text.isdigit():
+            if not re.fullmatch(r"[0-9]+", text):
                 raise table.fail(i, field, f"not an integer: {text!r}")
             values[field] = int(text)
         if values["tuple_id"] not in by_id:

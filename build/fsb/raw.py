@@ -33,17 +33,22 @@ _INT = re.compile(r"^\s*[+-]?\d+\s*$")
 _INT32_MAX = 2**31 - 1
 
 
-def _record_lines(text: str) -> list[int]:
-    """Start line (1-based) of every non-blank CSV record after the header, honouring quoted newlines."""
+def _records(text: str) -> list[tuple[int, list[str]]]:
+    """(start line, fields) of every CSV record, the header first, honouring quoted newlines and skipping
+    lines that are empty or hold only spaces and tabs (as pandas does)."""
     reader = csv.reader(io.StringIO(text, newline=""))
-    starts, prev = [], 0
-    for n, row in enumerate(reader):
-        start = prev + 1
-        prev = reader.line_num
-        if n == 0 or not row:
+    out, prev = [], 0
+    for row in reader:
+        start, prev = prev + 1, reader.line_num
+        if not row or (len(row) == 1 and not row[0].strip(" \t")):
             continue
-        starts.append(start)
-    return starts
+        out.append((start, row))
+    return out
+
+
+def _record_lines(text: str) -> list[int]:
+    """Start line (1-based) of every data record (after the header)."""
+    return [line for line, _ in _records(text)[1:]]
 
 
 @dataclass
@@ -61,6 +66,11 @@ def _read_csv(path: Path) -> _Table:
     try:
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
     except pd.errors.ParserError as e:
+        records = _records(text)
+        width = len(records[0][1]) if records else 0
+        for line, row in records[1:]:
+            if len(row) != width:
+                raise InputError(path, f"{len(row)} fields where the header has {width}", line=line) from None
         raise InputError(path, f"not a well-formed CSV file: {e}") from None
     except pd.errors.EmptyDataError:
         raise InputError(path, "file is empty") from None
