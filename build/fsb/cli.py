@@ -136,7 +136,7 @@ def _fetch_release(args: argparse.Namespace) -> int:
 @_command("eval")
 def _eval(args: argparse.Namespace) -> int:
     from .evaluate import run_eval
-    from .report import format_report, load_run
+    from .report import format_report, load_runs
 
     run_eval(
         args.model,
@@ -153,15 +153,15 @@ def _eval(args: argparse.Namespace) -> int:
         gen_kwargs=args.gen_kwargs,
         seed=args.seed,
     )
-    print(format_report([load_run(args.output_path)], dataset=args.dataset))
+    print(format_report(load_runs(args.output_path), dataset=args.dataset))
     return 0
 
 
 @_command("report")
 def _report(args: argparse.Namespace) -> int:
-    from .report import format_report, load_run, summarize
+    from .report import format_report, load_runs, summarize
 
-    runs = [load_run(p) for p in args.results]
+    runs = load_runs(args.results)
     if args.json:
         _print_json({str(r.path): summarize(r, n_boot=args.bootstrap) for r in runs})
     else:

@@ -91,7 +91,7 @@ def main_job_eval(dataset: Path, results_dir: Path, per_bin: int | None = None) 
     import logging
 
     from .models import smollm2_model
-    from .report import format_report, load_run
+    from .report import format_report, load_runs
 
     per_bin = 8 if per_bin is None else per_bin
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on a hub
@@ -117,7 +117,7 @@ def main_job_eval(dataset: Path, results_dir: Path, per_bin: int | None = None) 
         )
         timings[task] = time.monotonic() - t0
         print(f"{task} took {timings[task]:.0f} s", flush=True)
-    runs = [load_run(results_dir / task) for task in ("fsb", "fsb_ll")]
+    runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll")])
     print()
     print(format_report(runs, dataset=str(dataset), timings=timings, model_note="SmolLM2-135M-Instruct (plain prompt, greedy)"))
     (results_dir / "timings.json").write_text(json.dumps(timings, indent=2) + "\n", encoding="utf-8")

@@ -23,9 +23,9 @@ import numpy as np
 import fifty_shades_of_bias as spec
 
 from . import resources
-from ._io import InputError
+from ._io import InputError, iter_jsonl
 
-__all__ = ["Run", "TaskSamples", "bootstrap", "format_report", "load_run", "summarize"]
+__all__ = ["Run", "TaskSamples", "bootstrap", "format_report", "load_run", "load_runs", "summarize"]
 
 METRICS = ("pearson", "spearman", "mse", "parse_rate")
 
@@ -75,14 +75,21 @@ class Run:
         return f"{cfg.get('model', '?')} {cfg.get('model_args', '')}".strip()
 
 
+def _results_files(path: Path) -> list[Path]:
+    """The results file itself, or the newest results_*.json in each folder under `path`."""
+    if path.is_file():
+        return [path]
+    newest: dict[Path, Path] = {}
+    for f in sorted(path.rglob("results_*.json"), key=lambda f: f.name):
+        newest[f.parent] = f
+    if not newest:
+        raise InputError(path, "no lm-eval results_*.json here; run lm_eval with --output_path and --log_samples")
+    return [newest[d] for d in sorted(newest)]
+
+
 def load_run(path: str | Path) -> Run:
-    """Load a results JSON (or the newest one under a folder) and its samples_*.jsonl files."""
-    p = Path(path)
-    if p.is_dir():
-        found = sorted(p.rglob("results_*.json"), key=lambda f: f.name)
-        if not found:
-            raise InputError(p, "no lm-eval results_*.json here; run lm_eval with --output_path and --log_samples")
-        p = found[-1]
+    """Load one lm-eval run: a results JSON (or the newest one under a folder) and its samples_*.jsonl."""
+    p = _results_files(Path(path))[-1] if Path(path).is_dir() else Path(path)
     try:
         results = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -94,10 +101,7 @@ def load_run(path: str | Path) -> Run:
         if not sample_file.is_file():
             raise InputError(sample_file, "missing: the run was not made with --log_samples")
         ids, preds, golds = [], [], []
-        for n, line in enumerate(sample_file.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            rec = json.loads(line)
+        for n, rec in iter_jsonl(sample_file):  # lm-eval writes these with ensure_ascii=False
             if "pearson" not in rec:
                 raise InputError(sample_file, "not a Fifty Shades of Bias sample (no pearson pair)", line=n)
             pred, gold = rec["pearson"]
@@ -110,37 +114,81 @@ def load_run(path: str | Path) -> Run:
     return Run(p, results, tasks, groups)
 
 
-def _metrics(samples: list[TaskSamples], idx: np.ndarray | None = None) -> dict[str, float]:
-    """Each metric averaged over the variants (one variant for a leaf task), on the rows `idx`."""
+def load_runs(paths: list[str | Path] | str | Path) -> list[Run]:
+    """Every run under the given paths: each results file, or the newest results file of every folder
+    below a given folder (so `results/main`, with one run per task, gives them all)."""
+    items = [paths] if isinstance(paths, (str, Path)) else paths
+    return [load_run(f) for p in items for f in _results_files(Path(p))]
+
+
+def _metrics(samples: list[TaskSamples]) -> dict[str, float]:
+    """Each metric averaged over the variants (one variant for a leaf task), with the harness's own
+    functions, so the values equal what lm-eval reported."""
     u = harness_utils()
-    out = {m: [] for m in METRICS}
+    out: dict[str, list[float]] = {m: [] for m in METRICS}
     for s in samples:
-        items = s.items(idx)
+        items = s.items()
         out["pearson"].append(u.pearson(items))
         out["spearman"].append(u.spearman(items))
         out["mse"].append(u.mse(items))
-        out["parse_rate"].append(float(np.mean([p is not None for p, _ in items])) if items else math.nan)
+        out["parse_rate"].append(float(s.parsed.mean()) if s.ids.size else math.nan)
     return {m: float(np.mean(v)) for m, v in out.items()}
 
 
-def bootstrap(samples: list[TaskSamples], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, tuple[float, float]]:
-    """Percentile interval of each metric, resampling sentences with replacement (the same resample for
-    every variant, which all score the same sentences)."""
+def _masked_pearson(x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Row-wise Pearson r over the `valid` entries of each row; NaN where fewer than 2 or either side is constant."""
+    m = valid.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.where(valid, x, 0.0).sum(axis=1) / m
+        my = np.where(valid, y, 0.0).sum(axis=1) / m
+        dx = np.where(valid, x - mx[:, None], 0.0)
+        dy = np.where(valid, y - my[:, None], 0.0)
+        r = (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+    constant = lambda a: np.where(valid, a, np.inf).min(axis=1) == np.where(valid, a, -np.inf).max(axis=1)  # noqa: E731
+    return np.where((m >= 2) & ~constant(x) & ~constant(y), r, np.nan)
+
+
+def _draws(s: TaskSamples, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """Every metric on every resample (rows of `idx`), vectorised; the same definitions as the harness."""
+    import scipy.stats
+
+    p, g = s.preds[idx], s.golds[idx]
+    valid = ~np.isnan(p)
+    n_valid = valid.sum(axis=1)
+    gv = np.where(valid, g, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mse = np.where(valid, (p - g) ** 2, 0.0).sum(axis=1) / n_valid
+    ranks_p = scipy.stats.rankdata(p, axis=1, nan_policy="omit")
+    ranks_g = scipy.stats.rankdata(gv, axis=1, nan_policy="omit")
+    pearson = _masked_pearson(p, g, valid)
+    return {
+        "pearson": pearson,
+        "spearman": np.where(np.isnan(pearson), np.nan, _masked_pearson(ranks_p, ranks_g, valid)),
+        "mse": np.where(n_valid > 0, mse, np.nan),
+        "parse_rate": valid.mean(axis=1),
+    }
+
+
+def bootstrap(samples: list[TaskSamples], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict[str, Any]]:
+    """Percentile interval of each metric, resampling sentences with replacement: the same resamples for
+    every variant (they all score the same sentences), a group's value being the mean over variants.
+
+    A resample on which a correlation is undefined (constant answers) is left out; `defined` is the
+    share of resamples that count, and below one half no interval is given.
+    """
     n = samples[0].ids.size
     if any(not np.array_equal(s.ids, samples[0].ids) for s in samples):
         raise ValueError("the variants of a group must score the same sentences")
-    rng = np.random.default_rng(seed)
-    draws = {m: [] for m in METRICS}
-    for _ in range(n_boot):
-        values = _metrics(samples, rng.integers(0, n, size=n))
-        for m in METRICS:
-            draws[m].append(values[m])
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    per_variant = [_draws(s, idx) for s in samples]
     alpha = (1 - level) / 2
     out = {}
     for m in METRICS:
-        d = np.asarray(draws[m])
-        d = d[~np.isnan(d)]
-        out[m] = (float(np.quantile(d, alpha)), float(np.quantile(d, 1 - alpha))) if d.size >= n_boot // 2 else (math.nan, math.nan)
+        d = np.mean([v[m] for v in per_variant], axis=0)  # NaN in any variant makes the group's draw NaN
+        ok = d[~np.isnan(d)]
+        share = ok.size / n_boot
+        lo, hi = (float(np.quantile(ok, alpha)), float(np.quantile(ok, 1 - alpha))) if share >= 0.5 else (math.nan, math.nan)
+        out[m] = {"low": lo, "high": hi, "defined": share}
     return out
 
 
@@ -171,20 +219,34 @@ def summarize(run: Run, n_boot: int = 1000, seed: int = 0) -> dict[str, dict[str
     return out
 
 
-def _fmt(value: float, lo: float, hi: float) -> str:
+def _fmt(value: float, ci: dict[str, Any]) -> str:
     if math.isnan(value):
         return "n/a"
-    ci = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
-    return f"{value:.3f}{ci}"
+    if math.isnan(ci["low"]):
+        return f"{value:.3f}"
+    mark = "" if ci["defined"] == 1.0 else "*"
+    return f"{value:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]{mark}"
 
 
-def _ceiling(dataset: str | None) -> dict[str, Any] | None:
+def _ceiling(dataset: str | None, runs: list[Run]) -> tuple[dict[str, Any] | None, str]:
+    """The split-half reliability of the dataset the runs scored, and a note when it cannot be shown.
+
+    The dataset found (argument, $FSB_DATASET, last build) is used only if its scores are the gold
+    scores the runs logged, so a ceiling is never shown for another dataset."""
     try:
-        where = Path(spec.locate(dataset))
+        where = spec.locate(dataset)
     except spec.DatasetNotFound:
-        return None
-    stats = where / "stats.json"
-    return json.loads(stats.read_text(encoding="utf-8")) if stats.is_file() else None
+        return None, "no dataset found to read the ceiling from (give --dataset)"
+    stats_path = Path(where) / "stats.json"
+    if not stats_path.is_file():
+        return None, f"{where} has no stats.json (a Hub dataset? give the local build with --dataset)"
+    rows = spec.load(source=where)[spec.SPLIT]
+    score = dict(zip(rows["id"], rows["score"]))
+    for run in runs:
+        for s in run.tasks.values():
+            if any(abs(score.get(int(i), math.inf) - g) > 1e-9 for i, g in zip(s.ids, s.golds)):
+                return None, f"the scores in {where} are not the ones this run was scored against (give --dataset)"
+    return json.loads(stats_path.read_text(encoding="utf-8")), str(where)
 
 
 def format_report(
@@ -201,7 +263,7 @@ def format_report(
     lines += ["", header, "-" * len(header)]
 
     def row(name: str, s: dict[str, Any], extra: str = "") -> str:
-        cells = [f"{_fmt(s['values'][m], *s['ci95'][m]):<26}" for m in METRICS]
+        cells = [f"{_fmt(s['values'][m], s['ci95'][m]):<26}" for m in METRICS]
         return f"{name:<12} {s['sentences']:>5} {s['variants']:>4} {s['distinct_answers']:>8}  " + "  ".join(cells) + extra
 
     for run in runs:
@@ -213,12 +275,15 @@ def format_report(
         "",
         "Correlations and MSE are over the answers that parse (a bare number in [0, 1] on the first line);",
         "parse_rate is the share that did. A group is the mean over its 5 few-shot sets; a correlation is n/a",
-        "(undefined) when a set's answers are constant (distinct = 1). Intervals: bootstrap over sentences.",
+        "(undefined) when a set's answers are constant (distinct = 1). Intervals: bootstrap over sentences;",
+        "* marks an interval over the resamples on which the correlation was defined (not all of them).",
         "",
         "Reference points (NOT this model):",
     ]
-    stats = _ceiling(dataset)
-    if stats is not None:
+    stats, where = _ceiling(dataset, runs)
+    if stats is None:
+        lines.append(f"  human split-half reliability (the ceiling): not shown: {where}")
+    else:
         shr = stats["shr"]
         lines.append(
             "  human split-half reliability (the ceiling), this dataset: "
