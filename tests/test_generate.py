@@ -668,3 +668,49 @@ def test_explain_from_a_built_dataset(release: Path, tmp_path: Path) -> None:
     assert proc.stdout.count(f"[system] {REASONING_INSTRUCTION}") == 12
     assert "dry run: 12 requests to send" in proc.stdout
     assert not out.exists()
+
+
+def test_collect_records_the_base_url_without_secrets(tmp_path: Path, release: Path) -> None:
+    seeds = write_seed_file(tmp_path / "seeds.jsonl")
+    plan = G.build_generation_plan(read_seeds([str(seeds)])[0], load_prompt_set(release), ["completion"], "m", G.Sampling(0.0))
+    req = plan.requests[0]
+    body = {
+        "id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "A sentence."}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }  # fmt: skip
+    results = tmp_path / "batch_output.jsonl"
+    results.write_text(json.dumps({"id": "b1", "custom_id": req.request_id, "response": {"status_code": 200, "body": body}}) + "\n")
+    out = tmp_path / "gens.jsonl"
+    G.collect_batch(plan, out, results, base_url="https://user:SECRETPASS@api.example.test/v1?api-key=SECRETKEY")
+    written = out.read_text() + G.journal_path(out).read_text()
+    assert "SECRETPASS" not in written and "SECRETKEY" not in written
+    assert read_jsonl(out)[0]["base_url"] == "https://api.example.test/v1"
+
+
+def test_journal_writer_survives_a_cancelled_worker(tmp_path: Path) -> None:
+    """Ctrl-C cancels workers whose finished results still wait for the journal: those results are still
+    written, and the writer thread keeps going (it used to die on set_result of a cancelled future)."""
+    import threading
+
+    entered, gate, written = threading.Event(), threading.Event(), []
+
+    class SlowJournal:
+        def append_many(self, events: list[dict[str, Any]]) -> None:
+            entered.set()
+            gate.wait(5)
+            written.extend(events)
+
+    writer = G._GroupCommit(SlowJournal())  # type: ignore[arg-type]
+    first = writer.submit({"n": 1})
+    assert entered.wait(5)  # the thread took event 1 and is writing it
+    second, third = writer.submit({"n": 2}), writer.submit({"n": 3})
+    assert second.cancel()  # the worker waiting for event 2 was cancelled
+    gate.set()
+    first.result(5)
+    third.result(5)
+    fourth = writer.submit({"n": 4})
+    fourth.result(5)
+    writer.close()
+    assert [e["n"] for e in written] == [1, 2, 3, 4]
+    assert writer.thread.is_alive() is False

@@ -799,13 +799,17 @@ class _GroupCommit:
                 if not self.pending:
                     return
                 batch, self.pending = self.pending, []
+            # A worker cancelled while its result waited here (Ctrl-C, SIGTERM) no longer listens, but
+            # its result is still written: it is a finished, paid-for request. Marking the futures
+            # running first means none can be cancelled between the write and set_result.
+            listening = [future for _, future in batch if future.set_running_or_notify_cancel()]
             try:
                 self.journal.append_many([event for event, _ in batch])
             except BaseException as e:  # a full disk: every waiting worker hears of it
-                for _, future in batch:
+                for future in listening:
                     future.set_exception(e)
             else:
-                for _, future in batch:
+                for future in listening:
                     future.set_result(None)
 
     def close(self) -> None:
@@ -1086,7 +1090,11 @@ def collect_batch(
     csv_path: str | os.PathLike[str] | None = None,
     base_url: str | None = None,
 ) -> RunResult:
-    """Merge an OpenAI Batch API output (or error) file into the journal and rewrite the output files."""
+    """Merge an OpenAI Batch API output (or error) file into the journal and rewrite the output files.
+
+    `base_url` is recorded without user info or query string, as in every other row: no secret reaches a file.
+    """
+    base_url = Endpoint(base_url).public_url if base_url else None
     out = _check_out(out)
     src = Path(batch_output)
     by_id = {r.request_id: r for r in plan.requests}
