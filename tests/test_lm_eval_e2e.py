@@ -103,8 +103,8 @@ def test_fsb_report_reads_the_cli_output(cli_run: dict[str, Path]) -> None:
     for name in ("fsb", "fsb_ll", "fsb_0shot"):
         for m in ("pearson", "mse"):
             assert summary[name]["values"][m] == pytest.approx(results[name][f"{m},none"], nan_ok=True)
-        lo, hi = summary[name]["ci95"]["mse"]
-        assert lo <= summary[name]["values"]["mse"] <= hi
+        ci = summary[name]["ci95"]["mse"]
+        assert ci["low"] <= summary[name]["values"]["mse"] <= ci["high"] and ci["defined"] == 1.0
     text = _run([str(BIN / "fsb"), "report", str(cli_run["out"])], cwd=cli_run["cwd"], home=cli_run["home"]).stdout
     assert "human split-half reliability (the ceiling)" in text and "0.872" in text
     assert "GPT-4" in text and "0.813 / 0.024" in text and "NOT this model" in text

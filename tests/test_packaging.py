@@ -82,3 +82,20 @@ def test_the_module_is_not_a_loading_script() -> None:
     assert not list(REPO.glob("fifty_shades_of_bias/*.py"))
     with pytest.raises(RuntimeError, match="Dataset scripts are no longer supported"):
         datasets.load_dataset(str(REPO / "fifty_shades_of_bias.py"))
+
+
+def test_editable_install_exposes_only_its_own_names(tmp_path: Path) -> None:
+    """sys.path gains build/ (the fsb package) only: neither build/ nor tests/ nor harness/ is importable
+    from elsewhere, and the top-level module is the checkout's file (through a shim in site-packages)."""
+    code = (
+        "import importlib.util, json, fifty_shades_of_bias, fsb\n"
+        "print(json.dumps({'module': fifty_shades_of_bias.__file__, 'fsb': fsb.__file__,"
+        " 'others': {m: bool(importlib.util.find_spec(m)) for m in ('tests', 'harness', 'hatch_build', 'dataset_card')},"
+        " 'build': (lambda s: s.origin if s else None)(importlib.util.find_spec('build'))}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    found = __import__("json").loads(out)
+    assert found["module"] == str(REPO / "fifty_shades_of_bias.py")
+    assert found["fsb"] == str(REPO / "build" / "fsb" / "__init__.py")
+    assert found["others"] == {"tests": False, "harness": False, "hatch_build": False, "dataset_card": False}
+    assert found["build"] is None or "site-packages" in found["build"], "`build` is never this project's folder"

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "atomic_dir", "atomic_write", "iter_jsonl", "read_utf8", "sha256_file"]
+__all__ = ["InputError", "atomic_dir", "atomic_write", "content_fingerprint", "iter_jsonl", "read_utf8", "sha256_file"]
 
 
 def _umask() -> int:
@@ -73,6 +73,12 @@ def iter_jsonl(path: str | os.PathLike[str], what: str = "JSON") -> Iterator[tup
         if not isinstance(rec, dict):
             raise InputError(path, "each line must be a JSON object", line=n)
         yield n, rec
+
+
+def content_fingerprint(file_digests: list[str]) -> str:
+    """A build's fingerprint: sha256 over the hex sha256 of its data files, in the card's config order
+    (default, then annotations). `fsb build` records it; `fsb publish` recomputes it to check the folder."""
+    return hashlib.sha256("".join(file_digests).encode()).hexdigest()
 
 
 def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:

@@ -550,8 +550,7 @@ def render_report(result: dict[str, Any]) -> str:
     if checks.get("stats_json_histogram_agrees") is False:
         out += [
             "",
-            f"The dataset's stats.json gives {checks['stats_json_histogram']}: it bins with float edges (0.1 * k), which puts "
-            "some scores that lie exactly on an edge into the bin below. The counts above bin each score exactly.",
+            f"The dataset's stats.json gives other counts ({checks['stats_json_histogram']}); the counts above bin each score exactly.",
         ]
     out += ["", "## Analysis bins: this dataset and the paper", ""]
     out += _md_table(

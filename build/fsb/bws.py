@@ -411,7 +411,7 @@ def bws_design(
 
 def design_report(tuples: ArrayLike, n_items: int | None = None) -> dict[str, Any]:
     """Check a design independently of how it was made: sizes, appearances per item, the largest
-    number of items any two tuples share, and how many item pairs co-occur more than once."""
+    number of items any two tuples share, and how many distinct item pairs meet in more than one tuple."""
     t = np.asarray(tuples, dtype=np.int64)
     if n_items is None:
         n_items = int(t.max(initial=-1)) + 1
@@ -421,10 +421,11 @@ def design_report(tuples: ArrayLike, n_items: int | None = None) -> dict[str, An
     dup_in_tuple = int((s[:, 1:] == s[:, :-1]).any(axis=1).sum())
 
     def repeats(r: int) -> int:
+        """How many distinct r-subsets of items occur in more than one tuple."""
         if r > k:
             return 0
-        codes = np.sort(_combination_codes(s, r, n_items).ravel())
-        return int(np.count_nonzero(codes[1:] == codes[:-1]))
+        _, counts = np.unique(_combination_codes(s, r, n_items).ravel(), return_counts=True)
+        return int(np.count_nonzero(counts > 1))
 
     max_shared = 1
     for r in range(2, k + 1):

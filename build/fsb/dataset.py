@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import fifty_shades_of_bias as spec
 
 from . import __version__, bws, card, scoring
-from ._io import InputError, atomic_dir, atomic_write, sha256_file
+from ._io import InputError, atomic_dir, atomic_write, content_fingerprint, sha256_file
 from .raw import Annotations, Generations, check_coverage, read_annotations, read_generations
 
 __all__ = ["BuildResult", "ScoredDataset", "build_dataset", "score_dataset", "write_last_build"]
@@ -154,7 +154,7 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
         },
         "fewshot_bins": {"edges": list(spec.FEWSHOT_BIN_EDGES), "counts": [int((fewshot == i).sum()) for i in range(4)]},
         "histogram": {"edges": [round(0.1 * i, 1) for i in range(11)], "counts": [int(c) for c in histogram]},
-        "score": {"mean": float(score.mean()), "sd": float(score.std()), "min": float(score.min()), "max": float(score.max())},
+        "score": {"mean": float(score.mean()), "sd": float(score.std(ddof=1)), "min": float(score.min()), "max": float(score.max())},
         "seed_type": {t: int((default["seed_type"] == t).sum()) for t in spec.SEED_TYPES},
         "prompt_type": {t: int((default["prompt_type"] == t).sum()) for t in spec.PROMPT_TYPES},
         "seed_type_by_prompt_type": {
@@ -215,7 +215,7 @@ def build_dataset(
         data, nbytes = _parquet_bytes(frame, _SCHEMAS[config])
         digest = hashlib.sha256(data).hexdigest()
         files[config] = (f"data/{config}/{spec.SPLIT}-{digest[:16]}.parquet", data, nbytes)
-    fingerprint = hashlib.sha256("".join(hashlib.sha256(d).hexdigest() for _, d, _ in files.values()).encode()).hexdigest()
+    fingerprint = content_fingerprint([hashlib.sha256(d).hexdigest() for _, d, _ in files.values()])
     stats = {
         **stats,
         "fingerprint": fingerprint,

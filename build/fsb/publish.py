@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from ._io import InputError
+from ._io import InputError, content_fingerprint
 
 __all__ = [
     "LocalBuild",
@@ -285,7 +285,7 @@ def check_folder(folder: str | os.PathLike[str]) -> LocalBuild:
     except (ValueError, KeyError, TypeError):
         raise InputError(stats_path, "not a stats.json written by `fsb build` (no fingerprint)", field="fingerprint") from None
     data = {rel: _local_file(root, rel) for rel in data_paths}
-    fingerprint = hashlib.sha256("".join(data[rel].sha256 for rel in data_paths).encode()).hexdigest()
+    fingerprint = content_fingerprint([data[rel].sha256 for rel in data_paths])
     if recorded != fingerprint:
         raise InputError(
             stats_path,

@@ -1,6 +1,6 @@
 """Where the project's non-code folders are: in a source checkout (editable install) they sit at the
 repository root; an installed wheel carries dataset_card/ inside the package and harness/ inside
-lm-eval's own tasks folder (see build/hatch_build.py)."""
+lm-eval's own tasks folder (see hatch_build.py)."""
 
 from __future__ import annotations
 
