@@ -9,6 +9,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InputError", "atomic_dir", "atomic_write", "content_fingerprint", "iter_jsonl", "read_utf8", "sha256_file"]
+__all__ = ["InputError", "atomic_dir", "atomic_write", "content_fingerprint", "iter_jsonl", "read_utf8", "read_word_list", "sha256_file"]
 
 
 def _umask() -> int:
@@ -73,6 +74,20 @@ def iter_jsonl(path: str | os.PathLike[str], what: str = "JSON") -> Iterator[tup
         if not isinstance(rec, dict):
             raise InputError(path, "each line must be a JSON object", line=n)
         yield n, rec
+
+
+def read_word_list(path: str | os.PathLike[str], word: re.Pattern[str]) -> frozenset[str]:
+    """A word list file: one word a line (lower-cased), blank lines and "# comments" ignored; a line that
+    is not a single `word` is refused with its line number."""
+    words = set()
+    for n, line in enumerate(read_utf8(path).split("\n"), start=1):
+        text = line.split("#", 1)[0].strip().lower()
+        if not text:
+            continue
+        if not word.fullmatch(text):
+            raise InputError(path, f"not a single word: {text!r} (one lower-case word a line; # starts a comment)", line=n)
+        words.add(text)
+    return frozenset(words)
 
 
 def content_fingerprint(file_digests: list[str]) -> str:

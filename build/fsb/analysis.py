@@ -28,7 +28,7 @@ import pandas as pd
 import fifty_shades_of_bias as spec
 
 from . import __version__
-from ._io import InputError, atomic_dir, read_utf8
+from ._io import InputError, atomic_dir, read_utf8, read_word_list
 
 __all__ = [
     "FIGURES",
@@ -99,16 +99,7 @@ def ngrams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
 
 def load_stopwords(path: str | os.PathLike[str] | None = None) -> frozenset[str]:
     """A stopword list: one lower-case word a line, # starts a comment (default: the project's list)."""
-    p = Path(path) if path is not None else STOPWORDS
-    words = set()
-    for n, line in enumerate(read_utf8(p).splitlines(), start=1):
-        word = line.split("#", 1)[0].strip().lower()
-        if not word:
-            continue
-        if not _TOKEN.fullmatch(word):
-            raise InputError(p, f"not a single word: {word!r} (one lower-case word a line; # starts a comment)", line=n)
-        words.add(word)
-    return frozenset(words)
+    return read_word_list(Path(path) if path is not None else STOPWORDS, _TOKEN)
 
 
 def term_counts(texts: Iterable[str], n: int = 1, stopwords: frozenset[str] = frozenset()) -> Counter[str]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import fifty_shades_of_bias as spec
 
-from ._io import InputError, atomic_write, iter_jsonl, read_utf8, sha256_file
+from ._io import InputError, atomic_write, iter_jsonl, read_utf8, read_word_list, sha256_file
 
 __all__ = [
     "DEFAULT_COUNTS",
@@ -86,17 +86,10 @@ class WordList:
 def load_wordlist(path: str | os.PathLike[str] | None = None, *, name: str = "gendered") -> WordList:
     """Read a word list: `path`, or the project's own `wordlists/<name>_words.txt`."""
     p = Path(path) if path is not None else WORDLISTS / f"{name}_words.txt"
-    words = set()
-    for n, line in enumerate(read_utf8(p).splitlines(), start=1):
-        text = line.split("#", 1)[0].strip().lower()
-        if not text:
-            continue
-        if not _WORD.fullmatch(text):
-            raise InputError(p, f"not a single word: {text!r} (one lower-case word a line; # starts a comment)", line=n)
-        words.add(text)
+    words = read_word_list(p, _WORD)
     if not words:
         raise InputError(p, "the word list holds no words")
-    return WordList(frozenset(words), str(p), sha256_file(p))
+    return WordList(words, str(p), sha256_file(p))
 
 
 def _words(text: str) -> list[str]:
