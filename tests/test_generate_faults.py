@@ -157,8 +157,15 @@ def test_killed_midway_resumes_to_the_same_final_set(tiny_server: str, tiny_mode
         proxy.hold_after(6)  # exactly 6 requests can finish; later ones wait, unanswered, until the kill
         args = ["generate", "--seeds", seeds, "--out", out, "--model", tiny_model, "--base-url", proxy.url, "--concurrency", "2", *TINY]
         env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
+        # A shell starts background jobs with SIGINT ignored, and a child inherits that (Python then never
+        # raises KeyboardInterrupt): give the run the default disposition, as a terminal would.
         run = subprocess.Popen(
-            [sys.executable, "-m", "fsb", *map(str, args)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, "-m", "fsb", *map(str, args)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         journal = G.journal_path(out)
         _wait_for(lambda: journal.exists() and journal.read_bytes().count(b'"event":"ok"') >= 6)
