@@ -27,8 +27,11 @@ RELEASE = REPO.parent / "shared" / "data" / "fsb-upstream"
 
 @pytest.fixture(autouse=True)
 def _fsb_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own per-user state folder and starts in an empty working folder, so neither
+    the user's last build nor a ./fifty_shades_of_bias left in the checkout (by `make main`) is found."""
     home = tmp_path_factory.mktemp("fsb-home")
     monkeypatch.setenv("FSB_HOME", str(home))
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
     return home
 
 

@@ -49,3 +49,6 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert (model / "config.json").is_file() and json.loads((model / "config.json").read_text())["num_hidden_layers"] == 30
     timings = json.loads((tmp_path / "results" / "timings.json").read_text())
     assert set(timings) == {"fsb", "fsb_ll"}
+    assert "NOT a result" in out and f"dataset: {tmp_path / 'fifty_shades_of_bias'}" in out
+    saved = (tmp_path / "results" / "report.txt").read_text()
+    assert "pearson [95% CI]" in saved and "NOT a result" in saved

@@ -36,7 +36,8 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for name, n, seed in (("v1", 12, 0), ("v2", 16, 1)):
         g, a = make_raw(root / f"raw-{name}", n=n, seed=seed)
-        out[name] = build_dataset(g, a, root / name / "fifty_shades_of_bias", record=False).out
+        hub_id = REPO if name == "v2" else None  # v1's card names the local folder: publish warns about it
+        out[name] = build_dataset(g, a, root / name / "fifty_shades_of_bias", record=False, hub_id=hub_id).out
     return out
 
 
@@ -168,6 +169,7 @@ def test_publish_two_versions_and_load_each_revision(hub: FakeHub, builds: dict[
     dry = fsb_publish(hub, tmp_path, str(v1), "--repo-id", REPO, "--version", "1.0.0", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "create dataset repo" in dry.stdout and "dry run: nothing was written" in dry.stdout
+    assert f"warning: the card's loading examples do not name {REPO}" in dry.stderr
     assert all(f"add     {p}" in dry.stdout for p in folder_files(v1))
     assert hub.writes() == [] and hub.repos == {}
 
@@ -188,6 +190,7 @@ def test_publish_two_versions_and_load_each_revision(hub: FakeHub, builds: dict[
     old_parquet = sorted(p for p in folder_files(v1) if p.endswith(".parquet"))
     assert all(f"delete  {p}" in dry2.stdout for p in old_parquet), dry2.stdout
     assert "latest release: v1.0.0" in dry2.stdout
+    assert "warning" not in dry2.stderr, "v2 was built with --hub-id"
 
     n_writes = len(hub.writes())
     second = fsb_publish(hub, tmp_path, str(v2), "--repo-id", REPO, "--version", "1.1.0")

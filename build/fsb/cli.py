@@ -68,6 +68,8 @@ def _build(args: argparse.Namespace) -> int:
         f"Spearman {shr['spearman']['mean']:.4f} ± {shr['spearman']['sd']:.4f}"
     )
     print(f"  fingerprint {s['fingerprint']}")
+    if not args.no_record:
+        print("  loaders and the lm-eval task now read this folder (fsb build --no-record leaves the previous one in place)")
     return 0
 
 
@@ -240,7 +242,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--dataset", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)")
     e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
     e.add_argument("--batch-size", default=1, help="lm-eval batch size (int or auto)")
-    e.add_argument("--device", help="e.g. cpu")
+    e.add_argument("--device", help="cpu, cuda, ... (default: cuda if torch sees a GPU, else cpu)")
     e.add_argument("--apply-chat-template", action="store_true")
     e.add_argument("--fewshot-as-multiturn", action="store_true")
     e.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0")
@@ -280,6 +282,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fsb {args.command}: error: {e}", file=sys.stderr)
         return 2
     except DatasetNotFound as e:  # the message says how to build or point to a dataset
+        print(f"fsb {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except ConnectionError as e:  # e.g. datasets cannot reach a Hub repo (offline, or no such repo)
         print(f"fsb {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

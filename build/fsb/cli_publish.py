@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 
 def _publish(args: argparse.Namespace) -> int:
@@ -27,6 +28,13 @@ def _publish(args: argparse.Namespace) -> int:
             args.folder, args.repo_id, args.version, private=args.private, endpoint=args.endpoint, require_token=not args.dry_run
         )
         print("\n".join(plan.lines()), flush=True)
+        card = (Path(args.folder) / "README.md").read_text(encoding="utf-8")
+        if f'load_dataset("{args.repo_id}"' not in card:
+            print(
+                f"warning: the card's loading examples do not name {args.repo_id}; for a card that does, rebuild with "
+                f"`fsb build --hub-id {args.repo_id}` (same data files)",
+                file=sys.stderr,
+            )
         if args.dry_run:
             print("dry run: nothing was written to the Hub")
             return 0

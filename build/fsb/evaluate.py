@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import resources
+from ._io import atomic_write
 
 __all__ = ["main_job_eval", "run_eval", "task_manager"]
 
@@ -52,6 +53,11 @@ def run_eval(
     `dataset` is a folder or Hub repo id (default: what loaders find)."""
     import lm_eval
     from lm_eval.loggers import EvaluationTracker
+
+    if device is None and isinstance(model, str) and model in _TORCH_BACKENDS:
+        import torch  # the backend loads it anyway
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"  # lm-eval's own default is cuda
 
     metadata: dict[str, Any] = {}
     if per_bin is not None:
@@ -118,7 +124,14 @@ def main_job_eval(dataset: Path, results_dir: Path, per_bin: int | None = None) 
         timings[task] = time.monotonic() - t0
         print(f"{task} took {timings[task]:.0f} s", flush=True)
     runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll")])
+    note = (
+        f"SmolLM2-135M-Instruct (plain prompt, greedy) on a stratified sample of {4 * per_bin} sentences: a check that "
+        "the whole pipeline runs on a real model, NOT a result (a 135M model cannot do this task)"
+    )
+    report = format_report(runs, dataset=str(dataset), timings=timings, model_note=note)
     print()
-    print(format_report(runs, dataset=str(dataset), timings=timings, model_note="SmolLM2-135M-Instruct (plain prompt, greedy)"))
-    (results_dir / "timings.json").write_text(json.dumps(timings, indent=2) + "\n", encoding="utf-8")
+    print(report)
+    atomic_write(results_dir / "report.txt", report + "\n")
+    atomic_write(results_dir / "timings.json", json.dumps(timings, indent=2) + "\n")
+    print(f"\nreport saved to {results_dir / 'report.txt'}")
     return 0

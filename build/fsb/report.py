@@ -275,7 +275,8 @@ def format_report(
         "",
         "Correlations and MSE are over the answers that parse (a bare number in [0, 1] on the first line);",
         "parse_rate is the share that did. A group is the mean over its 5 few-shot sets; a correlation is n/a",
-        "(undefined) when a set's answers are constant (distinct = 1). Intervals: bootstrap over sentences;",
+        "(undefined) when a set's answers are constant. distinct: the number of different answers (for a",
+        "group, the fewest over its sets). Intervals: bootstrap over sentences;",
         "* marks an interval over the resamples on which the correlation was defined (not all of them).",
         "",
         "Reference points (NOT this model):",
@@ -285,6 +286,7 @@ def format_report(
         lines.append(f"  human split-half reliability (the ceiling): not shown: {where}")
     else:
         shr = stats["shr"]
+        lines.insert(1, f"dataset: {where} ({stats['n_items']} sentences, fingerprint {stats['fingerprint'][:16]})")
         lines.append(
             "  human split-half reliability (the ceiling), this dataset: "
             f"Pearson {shr['pearson']['mean']:.3f} ± {shr['pearson']['sd']:.3f}, "
