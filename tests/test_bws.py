@@ -87,17 +87,17 @@ def test_split_half_is_one_for_noiseless_judges_and_reproducible() -> None:
 
 
 def test_split_half_halves_follow_the_reference_rule() -> None:
-    """With 3 judgments per tuple, half 1 gets 1 or 2 of them (about equally often), never 0 or 3."""
-    _, ti, _, _, _ = _simulated(400, 3, noise=1.0)
-    order = np.argsort(ti, kind="stable")
-    g = ti[order]
-    size = np.bincount(g)
-    rng = np.random.default_rng(0)
-    rank = bws._ranks_within_groups(g, rng.random(g.size), 3)
-    take = size // 2 + ((size % 2).astype(bool) & (rng.random(size.size) < 0.5))
-    first = np.bincount(g[rank < take[g]], minlength=size.size)
-    assert set(np.unique(first).tolist()) == {1, 2}
-    assert 0.4 < np.mean(first == 2) < 0.6
+    """The draw split_half_reliability uses: of 3 judgments, half 1 gets 1 or 2 (about equally often);
+    of 2, exactly 1; of 1, 0 or 1; of 4, exactly 2. Never all of a tuple to one side when n >= 2."""
+    sizes = np.array([3] * 400 + [2] * 100 + [1] * 100 + [4] * 100)
+    g = np.repeat(np.arange(sizes.size), sizes)
+    first = bws._first_half(g, sizes, 4, np.random.default_rng(0))
+    got = np.bincount(g[first], minlength=sizes.size)
+    assert set(np.unique(got[:400]).tolist()) == {1, 2}
+    assert 0.4 < np.mean(got[:400] == 2) < 0.6
+    assert set(got[400:500].tolist()) == {1}
+    assert set(got[500:600].tolist()) == {0, 1}
+    assert set(got[600:].tolist()) == {2}
 
 
 def test_split_half_matches_a_plain_reimplementation() -> None:
@@ -108,7 +108,7 @@ def test_split_half_matches_a_plain_reimplementation() -> None:
     order = np.argsort(ti, kind="stable")
     g = ti[order]
     size = np.bincount(g)
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(11)  # the same RNG calls, in the same order, as bws._first_half
     keys = rng.random(g.size)
     coin = rng.random(size.size) < 0.5
     half_of = {}

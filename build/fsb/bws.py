@@ -177,6 +177,15 @@ def _ranks_within_groups(group: NDArray[np.integer], keys: NDArray[np.float64], 
     return rank
 
 
+def _first_half(group: NDArray[np.integer], size: NDArray[np.integer], max_size: int, rng: np.random.Generator) -> NDArray[np.bool_]:
+    """One split-half draw: which judgments go to half 1. Rows of a group (tuple) are contiguous; each
+    group's n judgments are shuffled and the first floor(n/2) go to half 1, plus one more with
+    probability 1/2 when n is odd (the reference tool's rule)."""
+    rank = _ranks_within_groups(group, rng.random(group.size), max_size)
+    take = size // 2 + ((size % 2).astype(bool) & (rng.random(size.size) < 0.5))
+    return rank < take[group]
+
+
 def _rank_average(x: NDArray[np.float64]) -> NDArray[np.float64]:
     """Ranks with ties averaged (as `scipy.stats.rankdata(method="average")`), for Spearman's rho."""
     order = np.argsort(x, kind="stable")
@@ -229,11 +238,8 @@ def split_half_reliability(
     rng = np.random.default_rng(seed)
     pearson = np.empty(trials)
     spearman = np.empty(trials)
-    odd = (size % 2).astype(bool)
     for trial in range(trials):
-        rank = _ranks_within_groups(g, rng.random(g.size), max_size)
-        take = size // 2 + (odd & (rng.random(n_tuples) < 0.5))
-        first = rank < take[g]
+        first = _first_half(g, size, max_size, rng)
         half1 = np.bincount(g[first], minlength=n_tuples)
         halves = []
         for mask, per_tuple in ((first, half1), (~first, size - half1)):
