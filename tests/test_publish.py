@@ -437,3 +437,11 @@ def test_python_api_takes_the_token_argument_and_endpoint(hub: FakeHub, builds: 
     }
     assert repo.commits[result["oid"]].title == "first release"
     assert all(r.token == TOKEN for r in hub.writes())
+
+
+def test_release_tags_order_like_semantic_versions() -> None:
+    from fsb.publish import _version_of_tag
+
+    assert _version_of_tag("v2.0.0-rc1") < _version_of_tag("v2.0.0") < _version_of_tag("v2.0.1") < _version_of_tag("v10.0.0")
+    assert _version_of_tag("v1.2") == (1, 2, 0, 1)
+    assert _version_of_tag("latest") is None and _version_of_tag("v1.0.0+local") is None

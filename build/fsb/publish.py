@@ -59,7 +59,7 @@ BRANCH = "main"
 # Remote files a publish never deletes: the Hub's own .gitattributes (it routes large files to LFS/Xet).
 KEEP_REMOTE = frozenset({".gitattributes"})
 _VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
-_V_TAG = re.compile(r"^v(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+_V_TAG = re.compile(r"^v(\d+)(?:\.(\d+))?(?:\.(\d+))?(-[0-9A-Za-z.-]+)?$")
 _GLOB = re.compile(r"[*?\[\]{}]")
 _NOISE = re.compile(r" ?For more information check: \S+")  # the client's pointer to MDN's page on the status
 _TAG_ATTEMPTS = 3
@@ -351,9 +351,11 @@ def _same(local: LocalFile, remote: Any) -> bool:
     return remote.blob_id == local.git_oid
 
 
-def _version_of_tag(tag: str) -> tuple[int, int, int] | None:
+def _version_of_tag(tag: str) -> tuple[int, int, int, int] | None:
+    """(major, minor, patch, 1) of a release tag vX.Y.Z; a pre-release (v2.0.0-rc1) ends in 0, so the
+    release 2.0.0 counts as newer than it, as in semantic versioning. Other tags: None."""
     m = _V_TAG.match(tag)
-    return (int(m[1]), int(m[2] or 0), int(m[3] or 0)) if m else None
+    return (int(m[1]), int(m[2] or 0), int(m[3] or 0), 0 if m[4] else 1) if m else None
 
 
 def _check_namespace(api: Any, repo_id: str, token: str) -> None:
@@ -432,7 +434,7 @@ def plan_publish(
         raise PublishError(f"{repo_id} already has {tag}; releases are immutable, publish a greater version; nothing was changed")
     released = sorted((v, t.name) for t in refs.tags if (v := _version_of_tag(t.name)) is not None)
     latest = released[-1][1] if released else None
-    if released and parse_version(version) <= released[-1][0]:
+    if released and (*parse_version(version), 1) <= released[-1][0]:
         raise PublishError(f"{tag} is not greater than the latest release {latest} of {repo_id}; nothing was changed")
     head = info.sha
     remote = _read(f"listing the files of {repo_id}", lambda: _remote_tree(api, repo_id, head), token)
