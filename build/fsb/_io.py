@@ -10,20 +10,35 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
 import sys
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = ["InputError", "atomic_dir", "atomic_write", "content_fingerprint", "iter_jsonl", "read_utf8", "read_word_list", "sha256_file"]
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+_T = TypeVar("_T")
+
+
+def _fresh_sibling(parent: Path, prefix: str, suffix: str, make: Callable[[Path], _T]) -> tuple[Path, _T]:
+    """Create an unused path in `parent` with `make` (which fails with FileExistsError if it is taken);
+    return the path and what `make` returned.
+
+    Unlike tempfile's mkstemp/mkdtemp (modes 0600/0700), the callers create with the modes open() and
+    mkdir() give, the umask applied by the OS: nothing reads or changes the process-wide umask."""
+    while True:
+        path = parent / f"{prefix}{secrets.token_hex(6)}{suffix}"
+        try:
+            return path, make(path)
+        except FileExistsError:
+            continue
+
+
+def _new_file(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
 
 
 class InputError(ValueError):
@@ -110,13 +125,12 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    tmp, fd = _fresh_sibling(p.parent, f".{p.name}.", ".tmp", _new_file)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the mode open() would
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -155,8 +169,7 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     target = Path(path).absolute()
     target.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{target.name}.staging-", dir=target.parent))
-    os.chmod(stage, 0o777 & ~_umask())  # mkdtemp makes 0700; give the folder the mode mkdir would
+    stage, _ = _fresh_sibling(target.parent, f".{target.name}.staging-", "", os.mkdir)
     try:
         yield stage
     except BaseException:
@@ -170,7 +183,7 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         if _exchange(stage, target):
             shutil.rmtree(stage, ignore_errors=True)  # the stage path now holds the old folder
             return
-        old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+        old, _ = _fresh_sibling(target.parent, f".{target.name}.old-", "", os.mkdir)  # reserve a name
         os.rmdir(old)
         os.replace(target, old)
     try:

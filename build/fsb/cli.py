@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
+from ._argtypes import pos_int
 
 __all__ = ["main"]
 
@@ -22,17 +23,6 @@ def _command(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Calla
         return fn
 
     return register
-
-
-def _positive(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _print_json(obj: object) -> None:
@@ -194,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--generations", help="a generations file (the release's CSV, or `fsb generate` JSONL) instead of --raw-dir")
     b.add_argument("--annotations", help="a judgments file (Item1..Item4,BestItem,WorstItem) instead of --raw-dir")
     b.add_argument("--out", default="fifty_shades_of_bias", help="output folder (default: ./fifty_shades_of_bias)")
-    b.add_argument("--trials", type=_positive, default=100, help="split-half reliability trials (default 100)")
+    b.add_argument("--trials", type=pos_int, default=100, help="split-half reliability trials (default 100)")
     b.add_argument("--seed", type=int, default=0, help="split-half reliability seed (default 0)")
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
     b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
@@ -205,15 +195,15 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("reliability", help="split-half reliability of a judgments file")
     r.add_argument("annotations")
-    r.add_argument("--trials", type=_positive, default=100)
+    r.add_argument("--trials", type=pos_int, default=100)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed}")
 
     t = sub.add_parser("tuples", help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items")
     t.add_argument("items", help="a number of items, or a generations file whose uids are the items")
     t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
-    t.add_argument("--size", type=_positive, default=4, help="items per tuple (default 4)")
-    t.add_argument("--appearances", type=_positive, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
+    t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
+    t.add_argument("--appearances", type=pos_int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
     t.add_argument("--seed", type=int, default=0)
 
     a = sub.add_parser("annotate", help="export tuples for annotators; import their best/worst answers as judgments")
@@ -238,7 +228,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--model-args", default="", help="lm-eval model_args, e.g. pretrained=PATH,dtype=float32")
     e.add_argument("--tasks", default="fsb", help="comma-separated: fsb, fsb_ll, fsb_0shot, or single variants (default fsb)")
     e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
-    e.add_argument("--per-bin", type=_positive, help="a stratified sample: this many sentences per equispaced score bin")
+    e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
     e.add_argument("--dataset", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)")
     e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
     e.add_argument("--batch-size", default=1, help="lm-eval batch size (int or auto)")
@@ -251,14 +241,14 @@ def _parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="metrics with 95%% bootstrap intervals from lm-eval output, beside the human ceiling")
     rp.add_argument("results", nargs="+", help="lm-eval --output_path folders (or results_*.json files), made with --log_samples")
     rp.add_argument("--dataset", help="dataset whose stats.json gives the human ceiling (default: what loaders find)")
-    rp.add_argument("--bootstrap", type=_positive, default=1000, help="bootstrap resamples (default 1000)")
+    rp.add_argument("--bootstrap", type=pos_int, default=1000, help="bootstrap resamples (default 1000)")
     rp.add_argument("--json", action="store_true")
 
     m = sub.add_parser("main", help="the main job: build from the release, load it back, evaluate the default model, report")
     m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
     m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
     m.add_argument("--skip-eval", action="store_true", help="build and load only")
-    m.add_argument("--per-bin", type=_positive, default=None, help="sentences per equispaced score bin in the evaluation sample")
+    m.add_argument("--per-bin", type=pos_int, default=None, help="sentences per equispaced score bin in the evaluation sample")
     m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
 
     # Stages that own their command lines: each module's add_commands(sub, handlers) adds its subcommands.

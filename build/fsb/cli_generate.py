@@ -13,6 +13,7 @@ from typing import Any
 
 from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
 
+from ._argtypes import nonneg_int, pos_float, pos_int
 from .seeds import DEFAULT_COUNTS  # stdlib-only module: cheap to import
 
 
@@ -33,27 +34,6 @@ def _ic(text: str) -> tuple[str, str]:
     return key, path
 
 
-def _nonneg_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
-def _pos_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _pos_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
-
-
 def _add_endpoint_options(p: argparse.ArgumentParser, max_tokens_help: str) -> None:
     g = p.add_argument_group("endpoint and sampling")
     g.add_argument("--model", required=True, help="model name as the endpoint knows it (recorded in every row)")
@@ -63,18 +43,18 @@ def _add_endpoint_options(p: argparse.ArgumentParser, max_tokens_help: str) -> N
         "The key is read from $OPENAI_API_KEY only; a local server may need none",
     )
     g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0, as the release's script)")
-    g.add_argument("--max-tokens", type=_pos_int, help=max_tokens_help)
+    g.add_argument("--max-tokens", type=pos_int, help=max_tokens_help)
     g.add_argument("--top-p", type=float, help="nucleus sampling (default: the server's)")
     g.add_argument("--frequency-penalty", type=float, help="default: the server's")
     g.add_argument("--presence-penalty", type=float, help="default: the server's")
     g.add_argument("--api-seed", type=int, help="the request's `seed` field, for servers that honour it")
     g.add_argument("--stop", action="append", default=[], help="a stop sequence (repeatable)")
     r = p.add_argument_group("running")
-    r.add_argument("--concurrency", type=_pos_int, default=8, help="requests in flight at once (default 8)")
-    r.add_argument("--retries", type=_nonneg_int, default=5, help="retries per request on 429, 5xx, timeouts and bad answers (default 5)")
-    r.add_argument("--timeout", type=_pos_float, default=60.0, help="seconds before a request times out (default 60)")
-    r.add_argument("--backoff", type=_pos_float, default=1.0, help="first retry delay in seconds, doubled each retry up to 60 (default 1)")
-    r.add_argument("--limit", type=_nonneg_int, help="send at most this many unfinished requests in this run")
+    r.add_argument("--concurrency", type=pos_int, default=8, help="requests in flight at once (default 8)")
+    r.add_argument("--retries", type=nonneg_int, default=5, help="retries per request on 429, 5xx, timeouts and bad answers (default 5)")
+    r.add_argument("--timeout", type=pos_float, default=60.0, help="seconds before a request times out (default 60)")
+    r.add_argument("--backoff", type=pos_float, default=1.0, help="first retry delay in seconds, doubled each retry up to 60 (default 1)")
+    r.add_argument("--limit", type=nonneg_int, help="send at most this many unfinished requests in this run")
     r.add_argument("--dry-run", action="store_true", help="print the requests and a token estimate; send nothing, write nothing")
     r.add_argument("--no-progress", action="store_true", help="no progress bar (a summary line is still printed)")
 
@@ -248,7 +228,7 @@ def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[
     for seed_type in SEED_TYPES:
         s.add_argument(
             f"--{seed_type}",
-            type=_nonneg_int,
+            type=nonneg_int,
             default=DEFAULT_COUNTS[seed_type],
             help=f"{seed_type} seeds (default {DEFAULT_COUNTS[seed_type]})",
         )
@@ -280,7 +260,7 @@ def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[
     g.add_argument(
         "--ic", type=_ic, action="append", default=[], metavar="[SEED_TYPE:]FORMAT=FILE", help="your own in-context examples (repeatable)"
     )
-    g.add_argument("--shots", type=_nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
+    g.add_argument("--shots", type=nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
     g.add_argument("--seed", type=int, default=0, help="seed for choosing in-context examples (default 0)")
     g.add_argument("--csv", help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here")
     g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
@@ -298,7 +278,7 @@ def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[
     e.add_argument("--generations", help="sentences: the release's FSB_text.csv or `fsb generate` output (with --scores)")
     e.add_argument("--scores", help="CSV with id (or uid/item) and a score in [0, 1], e.g. a model's scores (with --generations)")
     e.add_argument("--score-column", help="the score column (default: score_normalized if present, else score)")
-    e.add_argument("--per-bin", type=_nonneg_int, default=10, help="sentences per bin (default 10)")
+    e.add_argument("--per-bin", type=nonneg_int, default=10, help="sentences per bin (default 10)")
     e.add_argument(
         "--bins", choices=("analysis", "equispaced"), default="analysis", help="the paper's 3 analysis bins or 4 equispaced bins"
     )
