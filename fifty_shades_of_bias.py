@@ -19,6 +19,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fsb.errors import FsbError
+
 if TYPE_CHECKING:  # importing datasets costs about a second; only the functions that need it do
     import datasets
 
@@ -126,7 +128,7 @@ PAPER: dict[str, Any] = {
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
-class DatasetNotFound(LookupError):
+class DatasetNotFound(FsbError, LookupError):
     """No built dataset folder or Hub repo could be found; the message says how to get one."""
 
 

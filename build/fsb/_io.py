@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .errors import FsbError
+
 __all__ = ["InputError", "atomic_dir", "atomic_write", "content_fingerprint", "iter_jsonl", "read_utf8", "read_word_list", "sha256_file"]
 
 
@@ -41,7 +43,7 @@ def _new_file(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
 
 
-class InputError(ValueError):
+class InputError(FsbError, ValueError):
     """Bad input, located: the file, and where known the line (1-based, header = line 1) and field."""
 
     def __init__(self, path: str | os.PathLike[str], message: str, *, line: int | None = None, field: str | None = None):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import __version__
 from ._argtypes import pos_int
+from .errors import FsbError
 
 __all__ = ["main"]
 
@@ -39,7 +40,7 @@ def _build(args: argparse.Namespace) -> int:
 
     if args.generations or args.annotations:
         if not (args.generations and args.annotations) or args.raw_dir:
-            raise SystemExit("fsb build: give --raw-dir, or both --generations and --annotations")
+            raise FsbError("give --raw-dir, or both --generations and --annotations")
         generations, annotations = Path(args.generations), Path(args.annotations)
     else:
         folder = release_dir(args.raw_dir)
@@ -260,26 +261,37 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `fsb` console script."""
-    from fifty_shades_of_bias import DatasetNotFound
-
-    from ._io import InputError
+    """Entry point of the `fsb` console script: every expected failure is one line and exit code 2."""
+    import os
 
     args = _parser().parse_args(argv)
     try:
         return _HANDLERS[args.command](args)
-    except InputError as e:
-        print(f"fsb {args.command}: error: {e}", file=sys.stderr)
-        return 2
-    except DatasetNotFound as e:  # the message says how to build or point to a dataset
-        print(f"fsb {args.command}: error: {e}", file=sys.stderr)
-        return 2
-    except ConnectionError as e:  # e.g. datasets cannot reach a Hub repo (offline, or no such repo)
-        print(f"fsb {args.command}: error: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print(f"fsb {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:
+        message = _expected_failure(e)
+        if message is None or os.environ.get("FSB_DEBUG") == "1":
+            raise
+        print(f"fsb {args.command}: error: {message}", file=sys.stderr)
+        return 2
+
+
+def _expected_failure(e: BaseException) -> str | None:
+    """The one-line message of an expected failure (fsb's own errors, the operating system's refusals,
+    an unreachable network), or None for a bug, which keeps its traceback."""
+    if isinstance(e, FsbError):
+        return " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, OSError) and not isinstance(e, ConnectionError):
+        import os
+
+        cause = e.strerror or str(e) or type(e).__name__
+        paths = [os.fspath(p) for p in (e.filename, e.filename2) if p is not None]
+        return f"{' -> '.join(paths)}: {cause}" if paths else cause
+    if isinstance(e, ConnectionError):  # e.g. datasets cannot reach a Hub repo (offline, or no such repo)
+        return " ".join(str(e).split()) or "connection failed"
+    return None
 
 
 if __name__ == "__main__":

