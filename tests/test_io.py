@@ -10,12 +10,16 @@ import pytest
 from fsb._io import InputError, _exchange, atomic_dir, atomic_write, read_utf8
 
 
+def _ours(folder: Path) -> bool:
+    return (folder / "a.txt").is_file()
+
+
 def test_atomic_dir_replaces_whole_and_cleans_up(tmp_path: Path) -> None:
     target = tmp_path / "out"
-    with atomic_dir(target) as stage:
+    with atomic_dir(target, owned=_ours, kind="a test output") as stage:
         (stage / "a.txt").write_text("one")
         (stage / "old-only.txt").write_text("x")
-    with atomic_dir(target) as stage:
+    with atomic_dir(target, owned=_ours, kind="a test output") as stage:
         (stage / "a.txt").write_text("two")
     assert sorted(p.name for p in target.iterdir()) == ["a.txt"]
     assert (target / "a.txt").read_text() == "two"
@@ -24,9 +28,9 @@ def test_atomic_dir_replaces_whole_and_cleans_up(tmp_path: Path) -> None:
 
 def test_atomic_dir_keeps_the_old_folder_on_failure(tmp_path: Path) -> None:
     target = tmp_path / "out"
-    with atomic_dir(target) as stage:
+    with atomic_dir(target, owned=_ours, kind="a test output") as stage:
         (stage / "a.txt").write_text("good")
-    with pytest.raises(RuntimeError), atomic_dir(target) as stage:
+    with pytest.raises(RuntimeError), atomic_dir(target, owned=_ours, kind="a test output") as stage:
         (stage / "a.txt").write_text("half")
         raise RuntimeError("killed midway")
     assert (target / "a.txt").read_text() == "good"
@@ -35,7 +39,7 @@ def test_atomic_dir_keeps_the_old_folder_on_failure(tmp_path: Path) -> None:
 
 def test_atomic_dir_refuses_to_replace_a_file(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("not a folder")
-    with pytest.raises(InputError, match="not a folder"), atomic_dir(tmp_path / "out"):
+    with pytest.raises(InputError, match="not a folder"), atomic_dir(tmp_path / "out", owned=_ours, kind="a test output"):
         pass
     assert (tmp_path / "out").read_text() == "not a folder"
 
@@ -70,7 +74,7 @@ def test_outputs_get_ordinary_permissions(tmp_path: Path) -> None:
     mask = os.umask(0o022)
     try:
         atomic_write(tmp_path / "f.txt", "x")
-        with atomic_dir(tmp_path / "d") as stage:
+        with atomic_dir(tmp_path / "d", owned=_ours, kind="a test output") as stage:
             (stage / "a").write_text("x")
     finally:
         os.umask(mask)

@@ -13,13 +13,27 @@ import re
 import secrets
 import shutil
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import FsbError
 
-__all__ = ["InputError", "atomic_dir", "atomic_write", "content_fingerprint", "iter_jsonl", "read_utf8", "read_word_list", "sha256_file"]
+__all__ = [
+    "InputError",
+    "atomic_dir",
+    "atomic_write",
+    "check_replaceable_dir",
+    "check_replaceable_file",
+    "content_fingerprint",
+    "first_line_matches",
+    "iter_jsonl",
+    "read_utf8",
+    "read_word_list",
+    "sha256_file",
+    "sweep_stale_stages",
+    "write_file",
+]
 
 
 _T = TypeVar("_T")
@@ -122,24 +136,6 @@ def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
-    """Write a file by writing a temporary sibling, fsyncing it, then renaming it over `path`."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp, fd = _fresh_sibling(p.parent, f".{p.name}.", ".tmp", _new_file)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
 _RENAME_EXCHANGE = 2  # linux/fs.h
 
 
@@ -161,39 +157,288 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
+def _named(e: OSError, path: Path) -> OSError:
+    """`e` with `path` as its file name when the OS gave none (a write that hits ENOSPC or EFBIG names no
+    file), so the CLI's one line says which output failed."""
+    if e.filename is None:
+        return type(e)(e.errno, e.strerror or str(e), os.fspath(path))
+    return e
+
+
+def first_line_matches(pattern: str | re.Pattern[str]) -> Callable[[Path], bool]:
+    """A `replace_if` predicate: the existing file's first line (a CSV header, say) fully matches `pattern`,
+    i.e. the file is an earlier output of the same kind. Binary or unreadable files do not match."""
+    regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+
+    def matches(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                head = f.readline(1 << 16)
+            line = head.decode("utf-8-sig").rstrip("\r\n")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return regex.fullmatch(line) is not None
+
+    return matches
+
+
+def check_replaceable_file(
+    path: str | os.PathLike[str],
+    *,
+    replace_if: Callable[[Path], bool] | None = None,
+    kind: str = "an output of this command",
+    hint: str = "",
+) -> Path:
+    """Refuse (InputError naming `path`) an output file path that is a folder, or an existing file that
+    `replace_if` does not recognise as `kind`; return the path. With `replace_if=None` any file may be
+    replaced (for the project's own state files). `hint` ends the message, e.g. "or pass --force"."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(p, "is a folder; give a file path")
+    if p.parent.exists() and not p.parent.is_dir():
+        raise InputError(p.parent, "is not a folder, so it cannot hold the output")
+    if replace_if is not None and (p.exists() or p.is_symlink()) and not replace_if(p):
+        raise InputError(p, f"exists and is not {kind}; refusing to replace it: choose another path{hint}")
+    return p
+
+
+def atomic_write(
+    path: str | os.PathLike[str],
+    data: bytes | str,
+    *,
+    replace_if: Callable[[Path], bool] | None = None,
+    kind: str = "an output of this command",
+    hint: str = "",
+) -> None:
+    """Write a file by writing a temporary sibling, fsyncing it, then renaming it over `path`.
+
+    A folder at `path` is refused; an existing file is replaced only if `replace_if(path)` is true (when
+    given): commands writing a user-named output pass a predicate such as `first_line_matches(header)`.
+    An OS error (ENOSPC, EFBIG, EACCES) names `path` and leaves no temporary file.
+    """
+    p = check_replaceable_file(path, replace_if=replace_if, kind=kind, hint=hint)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp, fd = _fresh_sibling(p.parent, f".{p.name}.", ".tmp", _new_file)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+        _fsync_dir(p.parent)
+    except OSError as e:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise _named(e, p) from e
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_file(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Write a new file inside a staging folder (atomic_dir fsyncs it before the swap); an OS error names the path."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "xb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+    except OSError as e:
+        raise _named(e, p) from e
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as e:  # some filesystems refuse fsync on a folder; the rename is still atomic
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    """fsync every file and folder under `root` (files first, then their folders, then `root`)."""
+    for folder, _dirs, files in os.walk(root, topdown=False):
+        for name in files:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(Path(folder))
+
+
+# --- folders the project replaces ----------------------------------------------------------------
+
+
+def _is_within(inner: Path, outer: Path) -> bool:
+    return inner == outer or outer in inner.parents
+
+
+def check_replaceable_dir(
+    path: str | os.PathLike[str],
+    *,
+    owned: Callable[[Path], bool],
+    kind: str,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+    option: str = "--out",
+) -> Path:
+    """The one rule for every folder the project replaces: `path` may be replaced only if it is absent, an
+    empty folder, or a folder `owned(path)` recognises as `kind` (what the project itself wrote).
+
+    Never valid, whatever they hold: `/`, the home folder, the current folder or one of its ancestors, a
+    folder holding one of `inputs`, a symbolic link, a file. Refused with an InputError naming `path`;
+    nothing is changed. Returns the absolute path."""
+    target = Path(path).absolute()
+    real = Path(os.path.realpath(target))
+    refuse = f"refusing to replace it: choose another {option}"
+    if target.is_symlink():
+        raise InputError(target, f"is a symbolic link; {refuse}")
+    if real == Path(real.anchor):
+        raise InputError(target, f"is the filesystem root; {refuse}")
+    with contextlib.suppress(RuntimeError, KeyError):
+        if real == Path(os.path.realpath(Path.home())):
+            raise InputError(target, f"is your home folder; {refuse}")
+    cwd = Path(os.path.realpath(os.getcwd()))
+    if _is_within(cwd, real):
+        raise InputError(target, f"{'is' if cwd == real else 'contains'} the current folder; {refuse}")
+    for item in inputs:
+        source = Path(os.path.realpath(item))
+        if _is_within(source, real):
+            raise InputError(target, f"holds the input {os.fspath(item)}; {refuse}")
+    if not (target.exists() or target.is_symlink()):
+        return target
+    if not target.is_dir():
+        raise InputError(target, f"exists and is not a folder; {refuse}")
+    try:
+        entries = sorted(p.name for p in target.iterdir())
+    except OSError as e:
+        raise _named(e, target) from e
+    if entries and not owned(target):
+        shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
+        raise InputError(target, f"is a folder that is not {kind} (it holds {shown}); {refuse}, or empty it yourself")
+    return target
+
+
+_HEX = "[0-9a-f]{12}"
+
+
+def _stage_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"\.{re.escape(name)}\.(?:staging|old)-{_HEX}")
+
+
+def _try_lock(fd: int, *, block: bool) -> bool:
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+        return True
+    except BlockingIOError:
+        return False
+
+
+def _locked_stage(parent: Path, name: str) -> tuple[Path, int]:
+    """A new staging folder `.NAME.staging-XXXX` and an fd holding an exclusive lock on it for as long as
+    this process runs: a concurrent or later build sweeps only stages whose owner is gone."""
+    while True:
+        stage, _ = _fresh_sibling(parent, f".{name}.staging-", "", os.mkdir)
+        try:
+            fd = os.open(stage, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except FileNotFoundError:  # swept between mkdir and open by a build that saw it unlocked
+            continue
+        _try_lock(fd, block=True)
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(stage).st_ino == os.fstat(fd).st_ino and os.fstat(fd).st_nlink > 0:
+                return stage, fd
+        os.close(fd)  # swept before we locked it: take another name
+
+
+def sweep_stale_stages(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove the `.NAME.staging-*` and `.NAME.old-*` folders of target `path` that no live process holds
+    (left by a kill); a stage another build is writing is locked and kept. Returns what was removed."""
+    target = Path(path).absolute()
+    pattern = _stage_pattern(target.name)
+    removed = []
+    try:
+        candidates = [p for p in target.parent.iterdir() if pattern.fullmatch(p.name)]
+    except OSError:
+        return removed
+    for stage in candidates:
+        if stage.is_symlink() or not stage.is_dir():
+            continue
+        try:
+            fd = os.open(stage, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
+            continue
+        try:
+            if _try_lock(fd, block=False):
+                shutil.rmtree(stage, ignore_errors=True)
+                removed.append(stage)
+        finally:
+            os.close(fd)
+    return removed
+
+
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_dir(
+    path: str | os.PathLike[str],
+    *,
+    owned: Callable[[Path], bool],
+    kind: str,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+    option: str = "--out",
+) -> Iterator[Path]:
     """Yield an empty staging folder beside `path`; on success it replaces `path`, on any error it is removed.
 
-    On Linux the old and new folders are swapped in one atomic renameat2(RENAME_EXCHANGE), so `path`
-    always names a complete folder; elsewhere the old one is moved aside first and deleted only after
-    the new one is in place. Either way a failure leaves the previous good folder or the new one.
+    `path` must pass check_replaceable_dir (checked on entry and again just before the swap). Stale
+    stages of the same target left by a kill are swept first. The staged files and folders are fsync'd,
+    then on Linux the old and new folders are swapped in one atomic renameat2(RENAME_EXCHANGE), so
+    `path` always names a complete folder; elsewhere the old one is moved aside first and deleted only
+    after the new one is in place. Either way a failure leaves the previous folder and no stage.
     """
-    target = Path(path).absolute()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    stage, _ = _fresh_sibling(target.parent, f".{target.name}.staging-", "", os.mkdir)
+    target = check_replaceable_dir(path, owned=owned, kind=kind, inputs=inputs, option=option)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _named(e, target.parent) from e
+    sweep_stale_stages(target)
+    try:
+        stage, lock = _locked_stage(target.parent, target.name)
+    except OSError as e:
+        raise _named(e, target.parent) from e
     try:
         yield stage
+        _fsync_tree(stage)
+        check_replaceable_dir(target, owned=owned, kind=kind, inputs=inputs, option=option)
+        _swap_in(stage, target)
+        _fsync_dir(target.parent)
+    except OSError as e:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise _named(e, target) from e
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    old = None
-    if target.exists() or target.is_symlink():
-        if not target.is_dir() or target.is_symlink():
-            shutil.rmtree(stage, ignore_errors=True)
-            raise InputError(target, "exists and is not a folder; refusing to replace it")
-        if _exchange(stage, target):
-            shutil.rmtree(stage, ignore_errors=True)  # the stage path now holds the old folder
-            return
-        old, _ = _fresh_sibling(target.parent, f".{target.name}.old-", "", os.mkdir)  # reserve a name
-        os.rmdir(old)
-        os.replace(target, old)
+    finally:
+        os.close(lock)
+
+
+def _swap_in(stage: Path, target: Path) -> None:
+    """Put the folder `stage` at `target`; whatever was at `target` is removed. On failure `target` is unchanged."""
+    if not target.exists():
+        os.replace(stage, target)
+        return
+    if _exchange(stage, target):
+        shutil.rmtree(stage, ignore_errors=True)  # the stage path now holds the old folder
+        return
+    old, _ = _fresh_sibling(target.parent, f".{target.name}.old-", "", os.mkdir)  # reserve a name
+    os.rmdir(old)
+    os.replace(target, old)
     try:
         os.replace(stage, target)
     except BaseException:
-        if old is not None:
-            os.replace(old, target)
-        shutil.rmtree(stage, ignore_errors=True)
+        os.replace(old, target)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)

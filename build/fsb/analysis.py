@@ -28,7 +28,7 @@ import pandas as pd
 import fifty_shades_of_bias as spec
 
 from . import __version__
-from ._io import InputError, atomic_dir, read_utf8, read_word_list
+from ._io import InputError, atomic_dir, check_replaceable_dir, read_utf8, read_word_list
 
 __all__ = [
     "FIGURES",
@@ -709,6 +709,19 @@ def plot_score_by_seed_type(sentences: Sentences, result: dict[str, Any], path: 
         _save(fig, path)
 
 
+ANALYSIS_KIND = "an earlier `fsb analyse` output (figures, report.md, analysis.json)"
+
+
+def is_analysis_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether `folder` holds an earlier analysis and nothing else: analysis.json plus files write_analysis writes."""
+    root = Path(folder)
+    try:
+        names = {p.name for p in root.iterdir()}
+        return "analysis.json" in names and names <= {*FIGURES, "report.md", "analysis.json"} and all(p.is_file() for p in root.iterdir())
+    except OSError:
+        return False
+
+
 def write_analysis(
     sentences: Sentences,
     out: str | os.PathLike[str],
@@ -720,17 +733,13 @@ def write_analysis(
 ) -> dict[str, Any]:
     """Analyse and write OUT in one rename: the figures (FIGURES), report.md and analysis.json.
 
-    OUT is replaced only if it does not exist, is empty, or holds an earlier analysis (analysis.json):
-    never a folder of other files.
+    OUT is replaced only if it does not exist, is empty, or holds an earlier analysis and nothing else
+    (`is_analysis_folder`): never a folder of other files, the current folder or the dataset's folder.
     """
-    target = Path(out)
-    if target.exists():
-        if not target.is_dir():
-            raise InputError(target, "exists and is not a folder; refusing to replace it")
-        if any(target.iterdir()) and not (target / "analysis.json").is_file():
-            raise InputError(target, "is a folder that holds other files (no analysis.json); refusing to replace it: choose another --out")
+    inputs = [sentences.source] if Path(str(sentences.source)).exists() else []
+    target = check_replaceable_dir(out, owned=is_analysis_folder, kind=ANALYSIS_KIND, inputs=inputs)
     result = analyse(sentences, top=top, min_count=min_count, stopwords=stopwords, prior_scale=prior_scale)
-    with atomic_dir(target) as stage:
+    with atomic_dir(target, owned=is_analysis_folder, kind=ANALYSIS_KIND, inputs=inputs) as stage:
         plot_histogram(result, stage / "score_histogram.png")
         plot_seed_type_by_bin(result, stage / "seed_type_by_bin.png")
         plot_prompt_type_by_bin(result, stage / "prompt_type_by_bin.png")

@@ -1,39 +1,68 @@
 """`fsb`: a thin command line over the stage modules. Each subcommand parses arguments, calls one
-importable function, and prints; heavy imports happen inside the handlers so `fsb --help` is fast."""
+importable function with keyword arguments, and prints; heavy imports happen inside the handlers so
+`fsb --help` is fast. Every module registers its subcommands the same way (fsb._commands.Commands)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
 from ._argtypes import pos_int
+from ._commands import Commands, Handler
 from .errors import FsbError
 
-__all__ = ["main"]
+__all__ = ["commands", "main"]
 
-_HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {}
+commands = Commands()
 
-
-def _command(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
-    def register(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-        _HANDLERS[name] = fn
-        return fn
-
-    return register
+# The first line of each CSV a command writes: an existing --out is replaced only if it matches (or with --force).
+SCORES_HEADER = r"item,score_raw,score,n,best,worst"
+DESIGN_HEADER = r"tuple_id(,Item\d+)+"
+FORMS_HEADER = r"tuple_id(,Item\d+)+(,Text\d+)+"
+JUDGMENTS_HEADER = r"Item\d+(,Item\d+)*,BestItem,WorstItem(,Annotator)?"
 
 
 def _print_json(obj: object) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True))
 
 
+def _output_file(path: str, header: str, kind: str, *, force: bool) -> Path:
+    """Refuse, before any work, an --out that is a folder or a file that is not an earlier `kind` output."""
+    from ._io import check_replaceable_file, first_line_matches
+
+    return check_replaceable_file(path, replace_if=None if force else first_line_matches(header), kind=kind, hint=", or pass --force")
+
+
+def _force(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--force", action="store_true", help="replace --out even if it is not an earlier output of this command")
+
+
 # --- build and scoring --------------------------------------------------------------------------
 
 
-@_command("build")
+def _build_arguments(b: argparse.ArgumentParser) -> None:
+    b.add_argument(
+        "--raw-dir",
+        help="a release folder (FSB/FSB_text.csv, FSB/fsb-tuples-annotations.csv); default: a local copy, else the pinned download",
+    )
+    b.add_argument("--generations", help="a generations file (the release's CSV, or `fsb generate` JSONL) instead of --raw-dir")
+    b.add_argument("--annotations", help="a judgments file (Item1..Item4,BestItem,WorstItem) instead of --raw-dir")
+    b.add_argument(
+        "--out",
+        default="fifty_shades_of_bias",
+        help="output folder (default: ./fifty_shades_of_bias); replaced only if absent, empty or an unchanged earlier build",
+    )
+    b.add_argument("--trials", type=pos_int, default=100, help="split-half reliability trials (default 100)")
+    b.add_argument("--seed", type=int, default=0, help="split-half reliability seed (default 0)")
+    b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
+    b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
+
+
+@commands.add("build", arguments=_build_arguments, help="build the Hugging Face dataset folder from raw generations and judgments")
 def _build(args: argparse.Namespace) -> int:
     from .dataset import build_dataset
     from .release import ANNOTATIONS, GENERATIONS, release_dir
@@ -43,10 +72,16 @@ def _build(args: argparse.Namespace) -> int:
             raise FsbError("give --raw-dir, or both --generations and --annotations")
         generations, annotations = Path(args.generations), Path(args.annotations)
     else:
-        folder = release_dir(args.raw_dir)
+        folder = release_dir(raw_dir=args.raw_dir)
         generations, annotations = folder / GENERATIONS, folder / ANNOTATIONS
     result = build_dataset(
-        generations, annotations, args.out, trials=args.trials, seed=args.seed, record=not args.no_record, hub_id=args.hub_id
+        generations=generations,
+        annotations=annotations,
+        out=args.out,
+        trials=args.trials,
+        seed=args.seed,
+        record=not args.no_record,
+        hub_id=args.hub_id,
     )
     s = result.stats
     shr = s["shr"]
@@ -59,28 +94,52 @@ def _build(args: argparse.Namespace) -> int:
         f"Spearman {shr['spearman']['mean']:.4f} ± {shr['spearman']['sd']:.4f}"
     )
     print(f"  fingerprint {s['fingerprint']}")
-    if not args.no_record:
+    for warning in result.warnings:
+        print(f"fsb build: warning: {warning}", file=sys.stderr)
+    if not args.no_record and not result.warnings:
         print("  loaders and the lm-eval task now read this folder (fsb build --no-record leaves the previous one in place)")
     return 0
 
 
-@_command("score")
+def _score_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque)")
+    s.add_argument("--out", help="output CSV (item,score_raw,score,n,best,worst); default: standard output")
+    _force(s)
+
+
+@commands.add("score", arguments=_score_arguments, help="score a best-worst judgments file by counting")
 def _score(args: argparse.Namespace) -> int:
-    from ._io import atomic_write
+    from ._io import atomic_write, first_line_matches
     from .raw import read_annotations
     from .scoring import score_table
 
+    to_file = args.out not in (None, "-")
+    if to_file:
+        _output_file(args.out, SCORES_HEADER, "a scores file from `fsb score`", force=args.force)
     table = score_table(read_annotations(args.annotations))
     text = table.to_csv(index=False, float_format="%.6f", lineterminator="\n")
-    if args.out in (None, "-"):
+    if not to_file:
         sys.stdout.write(text)
     else:
-        atomic_write(args.out, text)
+        atomic_write(
+            args.out,
+            text,
+            replace_if=None if args.force else first_line_matches(SCORES_HEADER),
+            kind="a scores file from `fsb score`",
+            hint=", or pass --force",
+        )
         print(f"scored {len(table)} items -> {args.out}", file=sys.stderr)
     return 0
 
 
-@_command("reliability")
+def _reliability_arguments(r: argparse.ArgumentParser) -> None:
+    r.add_argument("annotations")
+    r.add_argument("--trials", type=pos_int, default=100)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed}")
+
+
+@commands.add("reliability", arguments=_reliability_arguments, help="split-half reliability of a judgments file")
 def _reliability(args: argparse.Namespace) -> int:
     from .raw import read_annotations
     from .scoring import reliability
@@ -95,38 +154,96 @@ def _reliability(args: argparse.Namespace) -> int:
     return 0
 
 
-@_command("tuples")
+def _tuples_arguments(t: argparse.ArgumentParser) -> None:
+    t.add_argument("items", help="a number of items, or a generations file whose uids are the items")
+    t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
+    t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
+    t.add_argument("--appearances", type=pos_int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
+    t.add_argument("--seed", type=int, default=0)
+    _force(t)
+
+
+@commands.add(
+    "tuples",
+    arguments=_tuples_arguments,
+    help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items",
+)
 def _tuples(args: argparse.Namespace) -> int:
     from . import annotate
 
+    _output_file(args.out, DESIGN_HEADER, "a design from `fsb tuples`", force=args.force)
     design = annotate.make_tuples(args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed)
     _print_json(design)
     return 0
 
 
-@_command("annotate")
+def _annotate_arguments(a: argparse.ArgumentParser) -> None:
+    asub = a.add_subparsers(dest="action", required=True)
+    ex = asub.add_parser("export", help="one form per tuple: tuple_id, Item1..K ids and Text1..K sentences (order shuffled)")
+    ex.add_argument("design", help="design CSV from `fsb tuples`")
+    ex.add_argument("--generations", required=True, help="the sentences (release CSV or `fsb generate` JSONL)")
+    ex.add_argument("--out", required=True)
+    ex.add_argument("--seed", type=int, default=0, help="seed of the per-tuple display order")
+    _force(ex)
+    im = asub.add_parser("import", help="answers (tuple_id,best,worst[,annotator]) -> Item1..K,BestItem,WorstItem[,Annotator]")
+    im.add_argument("responses", help="CSV of answers")
+    im.add_argument("--tuples", required=True, help="the exported forms (keeps the order annotators saw) or the design CSV")
+    im.add_argument("--out", required=True)
+    im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
+    _force(im)
+
+
+@commands.add("annotate", arguments=_annotate_arguments, help="export tuples for annotators; import their best/worst answers as judgments")
 def _annotate(args: argparse.Namespace) -> int:
     from . import annotate
 
     if args.action == "export":
+        _output_file(args.out, FORMS_HEADER, "annotation forms from `fsb annotate export`", force=args.force)
         n = annotate.export_forms(args.design, args.generations, args.out, seed=args.seed)
         print(f"wrote {n} annotation forms -> {args.out}")
     else:
+        _output_file(args.out, JUDGMENTS_HEADER, "a judgments file from `fsb annotate import`", force=args.force)
         _print_json(annotate.import_judgments(args.responses, args.tuples, args.out, positions=args.positions))
     return 0
 
 
-@_command("fetch-release")
+def _fetch_release_arguments(f: argparse.ArgumentParser) -> None:
+    f.add_argument("--dest", help="folder (default: the cache, $FSB_HOME/release/<commit>)")
+    f.add_argument("--url", help="mirror URL template with {commit} and {path}")
+
+
+@commands.add("fetch-release", arguments=_fetch_release_arguments, help="download the pinned upstream release and check every sha256")
 def _fetch_release(args: argparse.Namespace) -> int:
-    from .release import fetch_release, verify_release
+    from .release import check_release, fetch_release
 
-    folder = fetch_release(args.dest, url=args.url)
-    bad = [rel for rel, ok in verify_release(folder).items() if not ok]
+    folder = fetch_release(dest=args.dest, url=args.url)
+    check_release(folder)
     print(folder)
-    return 1 if bad else 0
+    return 0
 
 
-@_command("eval")
+# --- evaluation ---------------------------------------------------------------------------------
+
+
+def _eval_arguments(e: argparse.ArgumentParser) -> None:
+    e.add_argument("--model", default="hf", help="lm-eval model type (hf, local-completions, local-chat-completions, ...)")
+    e.add_argument("--model-args", default="", help="lm-eval model_args, e.g. pretrained=PATH,dtype=float32")
+    e.add_argument("--tasks", default="fsb", help="comma-separated: fsb, fsb_ll, fsb_0shot, or single variants (default fsb)")
+    e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
+    e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
+    e.add_argument("--dataset", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)")
+    e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
+    e.add_argument("--batch-size", default=1, help="lm-eval batch size (int or auto)")
+    e.add_argument("--device", help="cpu, cuda, ... (default: cuda if torch sees a GPU, else cpu)")
+    e.add_argument("--apply-chat-template", action="store_true")
+    e.add_argument("--fewshot-as-multiturn", action="store_true")
+    e.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0")
+    e.add_argument("--seed", type=int, default=0)
+
+
+@commands.add(
+    "eval", arguments=_eval_arguments, help="run the lm-eval tasks through lm-eval's Python API (fast start), then print the report"
+)
 def _eval(args: argparse.Namespace) -> int:
     from .evaluate import run_eval
     from .report import format_report, load_runs
@@ -150,7 +267,16 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-@_command("report")
+def _report_arguments(rp: argparse.ArgumentParser) -> None:
+    rp.add_argument("results", nargs="+", help="lm-eval --output_path folders (or results_*.json files), made with --log_samples")
+    rp.add_argument("--dataset", help="dataset whose stats.json gives the human ceiling (default: what loaders find)")
+    rp.add_argument("--bootstrap", type=pos_int, default=1000, help="bootstrap resamples (default 1000)")
+    rp.add_argument("--json", action="store_true")
+
+
+@commands.add(
+    "report", arguments=_report_arguments, help="metrics with 95%% bootstrap intervals from lm-eval output, beside the human ceiling"
+)
 def _report(args: argparse.Namespace) -> int:
     from .report import format_report, load_runs, summarize
 
@@ -162,7 +288,17 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-@_command("main")
+def _main_arguments(m: argparse.ArgumentParser) -> None:
+    m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
+    m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
+    m.add_argument("--skip-eval", action="store_true", help="build and load only")
+    m.add_argument("--per-bin", type=pos_int, default=None, help="sentences per equispaced score bin in the evaluation sample")
+    m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
+
+
+@commands.add(
+    "main", arguments=_main_arguments, help="the main job: build from the release, load it back, evaluate the default model, report"
+)
 def _main_job(args: argparse.Namespace) -> int:
     from .mainjob import run
 
@@ -172,101 +308,32 @@ def _main_job(args: argparse.Namespace) -> int:
 # --- argument parsing ---------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     p = argparse.ArgumentParser(prog="fsb", description="Fifty Shades of Bias: build, score, evaluate and publish the dataset.")
     p.add_argument("--version", action="version", version=f"fsb {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    handlers: dict[str, Handler] = {}
+    commands.install(sub, handlers)
 
-    b = sub.add_parser("build", help="build the Hugging Face dataset folder from raw generations and judgments")
-    b.add_argument(
-        "--raw-dir",
-        help="a release folder (FSB/FSB_text.csv, FSB/fsb-tuples-annotations.csv); default: a local copy, else the pinned download",
-    )
-    b.add_argument("--generations", help="a generations file (the release's CSV, or `fsb generate` JSONL) instead of --raw-dir")
-    b.add_argument("--annotations", help="a judgments file (Item1..Item4,BestItem,WorstItem) instead of --raw-dir")
-    b.add_argument("--out", default="fifty_shades_of_bias", help="output folder (default: ./fifty_shades_of_bias)")
-    b.add_argument("--trials", type=pos_int, default=100, help="split-half reliability trials (default 100)")
-    b.add_argument("--seed", type=int, default=0, help="split-half reliability seed (default 0)")
-    b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
-    b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
-
-    s = sub.add_parser("score", help="score a best-worst judgments file by counting")
-    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque)")
-    s.add_argument("--out", help="output CSV (item,score_raw,score,n,best,worst); default: standard output")
-
-    r = sub.add_parser("reliability", help="split-half reliability of a judgments file")
-    r.add_argument("annotations")
-    r.add_argument("--trials", type=pos_int, default=100)
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed}")
-
-    t = sub.add_parser("tuples", help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items")
-    t.add_argument("items", help="a number of items, or a generations file whose uids are the items")
-    t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
-    t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
-    t.add_argument("--appearances", type=pos_int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
-    t.add_argument("--seed", type=int, default=0)
-
-    a = sub.add_parser("annotate", help="export tuples for annotators; import their best/worst answers as judgments")
-    asub = a.add_subparsers(dest="action", required=True)
-    ex = asub.add_parser("export", help="one form per tuple: tuple_id, Item1..K ids and Text1..K sentences (order shuffled)")
-    ex.add_argument("design", help="design CSV from `fsb tuples`")
-    ex.add_argument("--generations", required=True, help="the sentences (release CSV or `fsb generate` JSONL)")
-    ex.add_argument("--out", required=True)
-    ex.add_argument("--seed", type=int, default=0, help="seed of the per-tuple display order")
-    im = asub.add_parser("import", help="answers (tuple_id,best,worst[,annotator]) -> Item1..K,BestItem,WorstItem[,Annotator]")
-    im.add_argument("responses", help="CSV of answers")
-    im.add_argument("--tuples", required=True, help="the exported forms (keeps the order annotators saw) or the design CSV")
-    im.add_argument("--out", required=True)
-    im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
-
-    f = sub.add_parser("fetch-release", help="download the pinned upstream release and check every sha256")
-    f.add_argument("--dest", help="folder (default: the cache, $FSB_HOME/release/<commit>)")
-    f.add_argument("--url", help="mirror URL template with {commit} and {path}")
-
-    e = sub.add_parser("eval", help="run the lm-eval tasks through lm-eval's Python API (fast start), then print the report")
-    e.add_argument("--model", default="hf", help="lm-eval model type (hf, local-completions, local-chat-completions, ...)")
-    e.add_argument("--model-args", default="", help="lm-eval model_args, e.g. pretrained=PATH,dtype=float32")
-    e.add_argument("--tasks", default="fsb", help="comma-separated: fsb, fsb_ll, fsb_0shot, or single variants (default fsb)")
-    e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
-    e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
-    e.add_argument("--dataset", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)")
-    e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
-    e.add_argument("--batch-size", default=1, help="lm-eval batch size (int or auto)")
-    e.add_argument("--device", help="cpu, cuda, ... (default: cuda if torch sees a GPU, else cpu)")
-    e.add_argument("--apply-chat-template", action="store_true")
-    e.add_argument("--fewshot-as-multiturn", action="store_true")
-    e.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0")
-    e.add_argument("--seed", type=int, default=0)
-
-    rp = sub.add_parser("report", help="metrics with 95%% bootstrap intervals from lm-eval output, beside the human ceiling")
-    rp.add_argument("results", nargs="+", help="lm-eval --output_path folders (or results_*.json files), made with --log_samples")
-    rp.add_argument("--dataset", help="dataset whose stats.json gives the human ceiling (default: what loaders find)")
-    rp.add_argument("--bootstrap", type=pos_int, default=1000, help="bootstrap resamples (default 1000)")
-    rp.add_argument("--json", action="store_true")
-
-    m = sub.add_parser("main", help="the main job: build from the release, load it back, evaluate the default model, report")
-    m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
-    m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
-    m.add_argument("--skip-eval", action="store_true", help="build and load only")
-    m.add_argument("--per-bin", type=pos_int, default=None, help="sentences per equispaced score bin in the evaluation sample")
-    m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
-
-    # Stages that own their command lines: each module's add_commands(sub, handlers) adds its subcommands.
     from . import cli_analysis, cli_generate, cli_publish
 
     for stage in (cli_generate, cli_publish, cli_analysis):
-        stage.add_commands(sub, _HANDLERS)
-    return p
+        registry = getattr(stage, "commands", None)
+        if isinstance(registry, Commands):
+            registry.install(sub, handlers)
+        else:  # a module still on the old pattern: add_commands(sub, handlers)
+            stage.add_commands(sub, handlers)
+    return p, handlers
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `fsb` console script: every expected failure is one line and exit code 2."""
     import os
 
-    args = _parser().parse_args(argv)
+    parser, handlers = _parser()
+    args = parser.parse_args(argv)
     try:
-        return _HANDLERS[args.command](args)
+        return handlers[args.command](args)
     except KeyboardInterrupt:
         print(f"fsb {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -288,7 +355,7 @@ def _expected_failure(e: BaseException) -> str | None:
 
         cause = e.strerror or str(e) or type(e).__name__
         paths = [os.fspath(p) for p in (e.filename, e.filename2) if p is not None]
-        return f"{' -> '.join(paths)}: {cause}" if paths else cause
+        return " ".join((f"{' -> '.join(paths)}: {cause}" if paths else cause).split())
     if isinstance(e, ConnectionError):  # e.g. datasets cannot reach a Hub repo (offline, or no such repo)
         return " ".join(str(e).split()) or "connection failed"
     return None

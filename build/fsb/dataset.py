@@ -27,10 +27,10 @@ import pyarrow.parquet as pq
 import fifty_shades_of_bias as spec
 
 from . import __version__, bws, card, scoring
-from ._io import InputError, atomic_dir, atomic_write, content_fingerprint, sha256_file
+from ._io import InputError, atomic_dir, atomic_write, check_replaceable_dir, content_fingerprint, sha256_file, write_file
 from .raw import Annotations, Generations, check_coverage, read_annotations, read_generations
 
-__all__ = ["BuildResult", "ScoredDataset", "build_dataset", "score_dataset", "write_last_build"]
+__all__ = ["BuildResult", "ScoredDataset", "build_dataset", "is_build_folder", "score_dataset", "write_last_build"]
 
 DEFAULT_OUT = Path(spec.NAME)
 
@@ -73,8 +73,12 @@ class ScoredDataset:
 
 @dataclass(frozen=True)
 class BuildResult:
+    """The folder written and its figures; `warnings` are one-line notes about a build that succeeded
+    (e.g. its record for the loaders could not be written)."""
+
     out: Path
     stats: dict[str, Any]
+    warnings: tuple[str, ...] = ()
 
 
 def _exact_bins(num: np.ndarray, den: np.ndarray, edges: list[float] | tuple[float, ...]) -> np.ndarray:
@@ -184,10 +188,47 @@ def _inputs(paths: dict[str, Path]) -> dict[str, Any]:
     return out
 
 
+_CONFIGS = ("default", "annotations")  # the card's config order, which the fingerprint follows
+BUILD_KIND = "a dataset folder written by `fsb build`"
+
+
+def is_build_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether `folder` is exactly what `fsb build` writes, unchanged: README.md, stats.json and one
+    data/<config>/*.parquet per config, nothing else, and stats.json's fingerprint matches the data files.
+
+    The test a build applies before replacing its --out: a folder failing it may hold a user's files."""
+    root = Path(folder)
+    try:
+        names = {p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir() or p.is_symlink()}
+        data = [sorted(names & {f"data/{c}/{p.name}" for p in (root / "data" / c).glob("*.parquet")}) for c in _CONFIGS]
+        if any(len(files) != 1 for files in data) or names != {"README.md", "stats.json", *(f[0] for f in data)}:
+            return False
+        if any(p.is_symlink() for p in root.rglob("*")):
+            return False
+        recorded = json.loads((root / "stats.json").read_text(encoding="utf-8"))["fingerprint"]
+        return recorded == content_fingerprint([sha256_file(root / f[0]) for f in data])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def write_last_build(out: Path, fingerprint: str) -> None:
     """Remember where the newest build went, so that `fifty_shades_of_bias.load()` and the lm-eval task find it."""
     record = {"path": str(out.resolve()), "fingerprint": fingerprint}
     atomic_write(spec.home() / "last_build.json", json.dumps(record, indent=2) + "\n")
+
+
+def _check_record_writable() -> None:
+    """Before any folder is replaced: refuse a build whose last-build record could not be written, so a
+    failure is reported while nothing has changed (`--no-record` builds without it)."""
+    home = spec.home()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        probe = home / f".last_build.probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        cause = e.strerror or type(e).__name__
+        raise InputError(home, f"cannot record the build here ({cause}); set FSB_HOME to a writable folder or pass --no-record") from None
 
 
 def build_dataset(
@@ -202,10 +243,17 @@ def build_dataset(
 ) -> BuildResult:
     """Build the dataset folder OUT from a generations file and a judgments file.
 
-    Nothing is written unless every check passes, and OUT is replaced in one rename: a failed build
-    leaves the previous folder as it was. With `record`, the build becomes the one that loaders find.
-    `hub_id` (org/name) makes the card's loading examples name that Hub repo instead of the local folder.
+    OUT is replaced only if it is absent, empty or an unchanged earlier build (`is_build_folder`; never
+    the current folder, an ancestor of it or of an input, home or /). Nothing is written unless every
+    check passes, and OUT is replaced in one rename: a failed build leaves the previous folder as it
+    was. With `record`, the build becomes the one that loaders find; if that record cannot be written
+    after the swap, the build stands and the result carries a warning. `hub_id` (org/name) makes the
+    card's loading examples name that Hub repo instead of the local folder.
     """
+    inputs = (generations, annotations)
+    target = check_replaceable_dir(out, owned=is_build_folder, kind=BUILD_KIND, inputs=inputs)
+    if record:
+        _check_record_writable()
     gens = read_generations(generations)
     ann = read_annotations(annotations, integer_ids=True)
     scored = score_dataset(gens, ann, trials=trials, seed=seed)
@@ -224,17 +272,23 @@ def build_dataset(
         "built_with": {"fsb": __version__, "scoring": "counting", "shr_procedure": "Kiritchenko & Mohammad split-half, no Spearman-Brown"},
         "paper": {k: spec.PAPER[k] for k in ("n_annotations", "shr", "bin_counts")},
     }
-    target = Path(out)
-    with atomic_dir(target) as stage:
+    with atomic_dir(target, owned=is_build_folder, kind=BUILD_KIND, inputs=inputs) as stage:
         for rel, data, _ in files.values():
-            (stage / rel).parent.mkdir(parents=True, exist_ok=True)
-            (stage / rel).write_bytes(data)
+            write_file(stage / rel, data)
         layout = {
             config: {"path": rel, "num_bytes": nbytes, "num_examples": len(frame), "download_size": len(data)}
             for (config, (rel, data, nbytes)), frame in zip(files.items(), (scored.default, scored.annotations))
         }
-        (stage / "README.md").write_text(card.render(stats, layout, load_name=hub_id or spec.NAME), encoding="utf-8")
-        (stage / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_file(stage / "README.md", card.render(stats, layout, load_name=hub_id or spec.NAME))
+        write_file(stage / "stats.json", json.dumps(stats, indent=2, sort_keys=True) + "\n")
+    warnings: list[str] = []
     if record:
-        write_last_build(target, fingerprint)
-    return BuildResult(target.resolve(), stats)
+        try:
+            write_last_build(target, fingerprint)
+        except (OSError, InputError) as e:
+            where = getattr(e, "filename", None) or spec.home() / "last_build.json"
+            warnings.append(
+                f"built {target}, but could not record it in {where} ({getattr(e, 'strerror', None) or e}): "
+                "loaders still find the previous build; pass its path explicitly"
+            )
+    return BuildResult(target.resolve(), stats, tuple(warnings))

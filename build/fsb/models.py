@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import fifty_shades_of_bias as spec
 
+from ._io import atomic_dir
 from .errors import FsbError
 
 __all__ = ["SMOLLM2_GGUF", "SMOLLM2_PIP", "ModelNotInstalled", "smollm2_gguf", "smollm2_model"]
@@ -43,8 +42,9 @@ def smollm2_gguf() -> Path:
 def smollm2_model(dest: str | os.PathLike[str] | None = None) -> Path:
     """An ordinary checkpoint folder of SmolLM2-135M-Instruct (float32), converted from the GGUF once.
 
-    Written to a staging folder and renamed into place, so an interrupted conversion is redone, never
-    half-used. Default location: $FSB_HOME/models/SmolLM2-135M-Instruct.
+    Written to a staging folder (ordinary file modes, like every other output) and renamed into place,
+    so an interrupted conversion is redone, never half-used; a non-empty folder that is not a finished
+    conversion is refused, not replaced. Default location: $FSB_HOME/models/SmolLM2-135M-Instruct.
     """
     folder = Path(dest) if dest is not None else spec.home() / "models" / "SmolLM2-135M-Instruct"
     if (folder / "config.json").is_file() and any(folder.glob("*.safetensors")):
@@ -53,9 +53,8 @@ def smollm2_model(dest: str | os.PathLike[str] | None = None) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
+    # A finished conversion returned above; a folder here that is not empty is someone else's, so it is refused.
+    with atomic_dir(folder, owned=lambda _: False, kind="a converted SmolLM2 checkpoint", inputs=[gguf], option="model folder") as stage:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
         # Saved as a plain float32 checkpoint: the weights are already dequantized.
@@ -64,10 +63,4 @@ def smollm2_model(dest: str | os.PathLike[str] | None = None) -> Path:
             del model.config.quantization_config
         model.save_pretrained(stage)
         tokenizer.save_pretrained(stage)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(stage, folder)
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
     return folder

@@ -19,7 +19,7 @@ import fifty_shades_of_bias as spec
 from . import resources
 from ._io import InputError, atomic_write, sha256_file
 
-__all__ = ["ANNOTATIONS", "GENERATIONS", "fetch_release", "find_local_release", "release_dir", "verify_release"]
+__all__ = ["ANNOTATIONS", "GENERATIONS", "check_release", "fetch_release", "find_local_release", "release_dir", "verify_release"]
 
 GENERATIONS = "FSB/FSB_text.csv"
 ANNOTATIONS = "FSB/fsb-tuples-annotations.csv"
@@ -71,7 +71,8 @@ def fetch_release(dest: str | os.PathLike[str] | None = None, url: str | None = 
     """Download every pinned file into `dest` (default: the cache), checking each sha256 before it lands.
 
     `url` (or $FSB_RELEASE_URL) is a template with {commit} and {path}, for a mirror. Files already
-    present with the right hash are not fetched again; a wrong hash is an error and nothing is kept.
+    present with the right hash are not fetched again; a wrong hash is an error and nothing is kept; a
+    file already present with other content is refused, never overwritten.
     """
     folder = Path(dest) if dest is not None else spec.home() / "release" / spec.RELEASE["commit"]
     template = url or os.environ.get("FSB_RELEASE_URL") or spec.RELEASE["url"]
@@ -79,6 +80,8 @@ def fetch_release(dest: str | os.PathLike[str] | None = None, url: str | None = 
         target = folder / rel
         if target.is_file() and (digest is None or sha256_file(target) == digest):
             continue
+        if target.exists() or target.is_symlink():  # an edited copy or anything else: never replaced
+            raise InputError(target, "differs from the pinned release; refusing to replace it: move it away or use another --dest")
         source = template.format(commit=spec.RELEASE["commit"], path=rel)
         try:
             data = _download(source, timeout)
@@ -102,3 +105,10 @@ def release_dir(raw_dir: str | os.PathLike[str] | None = None) -> Path:
                 raise InputError(folder / rel, "file not found in the release folder")
         return folder.resolve()
     return find_local_release() or fetch_release()
+
+
+def check_release(folder: str | os.PathLike[str]) -> None:
+    """Raise InputError naming the first pinned file of `folder` that is missing or fails its sha256."""
+    for rel, ok in verify_release(folder).items():
+        if not ok:
+            raise InputError(Path(folder) / rel, "missing or its sha256 differs from the pinned release")
