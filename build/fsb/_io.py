@@ -157,10 +157,11 @@ def _exchange(a: Path, b: Path) -> bool:
     raise OSError(err, os.strerror(err), str(b))
 
 
-def _named(e: OSError, path: Path) -> OSError:
+def _named(e: OSError, path: Path, *, always: bool = False) -> OSError:
     """`e` with `path` as its file name when the OS gave none (a write that hits ENOSPC or EFBIG names no
-    file), so the CLI's one line says which output failed."""
-    if e.filename is None:
+    file), or `always` (a temporary sibling's name means nothing to the user), so the CLI's one line
+    says which output failed."""
+    if e.filename is None or always:
         return type(e)(e.errno, e.strerror or str(e), os.fspath(path))
     return e
 
@@ -217,9 +218,12 @@ def atomic_write(
     An OS error (ENOSPC, EFBIG, EACCES) names `path` and leaves no temporary file.
     """
     p = check_replaceable_file(path, replace_if=replace_if, kind=kind, hint=hint)
-    p.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    tmp, fd = _fresh_sibling(p.parent, f".{p.name}.", ".tmp", _new_file)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp, fd = _fresh_sibling(p.parent, f".{p.name}.", ".tmp", _new_file)
+    except OSError as e:
+        raise _named(e, p, always=True) from e
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
@@ -230,7 +234,7 @@ def atomic_write(
     except OSError as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        raise _named(e, p) from e
+        raise _named(e, p, always=e.filename == os.fspath(tmp)) from e
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -402,13 +406,10 @@ def atomic_dir(
     target = check_replaceable_dir(path, owned=owned, kind=kind, inputs=inputs, option=option)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise _named(e, target.parent) from e
-    sweep_stale_stages(target)
-    try:
+        sweep_stale_stages(target)
         stage, lock = _locked_stage(target.parent, target.name)
     except OSError as e:
-        raise _named(e, target.parent) from e
+        raise _named(e, target, always=True) from e
     try:
         yield stage
         _fsync_tree(stage)
@@ -417,7 +418,7 @@ def atomic_dir(
         _fsync_dir(target.parent)
     except OSError as e:
         shutil.rmtree(stage, ignore_errors=True)
-        raise _named(e, target) from e
+        raise _named(e, target, always=e.filename is not None and os.fspath(e.filename).startswith(os.fspath(stage))) from e
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise

