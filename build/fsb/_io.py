@@ -27,6 +27,7 @@ __all__ = [
     "check_replaceable_file",
     "content_fingerprint",
     "first_line_matches",
+    "give_ordinary_modes",
     "iter_jsonl",
     "read_utf8",
     "read_word_list",
@@ -275,6 +276,24 @@ def _fsync_tree(root: Path) -> None:
         _fsync_dir(Path(folder))
 
 
+def give_ordinary_modes(root: str | os.PathLike[str]) -> None:
+    """Give every file under `root` the mode a new file gets (0666 minus the umask, as open() applies it):
+    for folders written by libraries that create files 0600 (safetensors does). The umask is not read
+    or changed process-wide: a probe file created in `root` shows the mode."""
+    top = Path(root)
+    probe, fd = _fresh_sibling(top, ".mode-probe-", "", _new_file)
+    try:
+        mode = os.fstat(fd).st_mode & 0o777
+    finally:
+        os.close(fd)
+        os.unlink(probe)
+    for folder, _dirs, files in os.walk(top):
+        for name in files:
+            path = os.path.join(folder, name)
+            if not os.path.islink(path):
+                os.chmod(path, mode)
+
+
 # --- folders the project replaces ----------------------------------------------------------------
 
 
@@ -314,6 +333,9 @@ def check_replaceable_dir(
         if _is_within(source, real):
             raise InputError(target, f"holds the input {os.fspath(item)}; {refuse}")
     if not (target.exists() or target.is_symlink()):
+        parent = next((a for a in target.parents if a.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise InputError(parent, "is not a folder, so it cannot hold the output")
         return target
     if not target.is_dir():
         raise InputError(target, f"exists and is not a folder; {refuse}")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -223,9 +224,8 @@ def _check_record_writable() -> None:
     home = spec.home()
     try:
         home.mkdir(parents=True, exist_ok=True)
-        probe = home / f".last_build.probe-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        with tempfile.TemporaryFile(dir=home):  # unlinked at once: nothing is left even if killed here
+            pass
     except OSError as e:
         cause = e.strerror or type(e).__name__
         raise InputError(home, f"cannot record the build here ({cause}); set FSB_HOME to a writable folder or pass --no-record") from None

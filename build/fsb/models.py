@@ -15,7 +15,7 @@ from pathlib import Path
 
 import fifty_shades_of_bias as spec
 
-from ._io import atomic_dir
+from ._io import atomic_dir, give_ordinary_modes
 from .errors import FsbError
 
 __all__ = ["SMOLLM2_GGUF", "SMOLLM2_PIP", "ModelNotInstalled", "smollm2_gguf", "smollm2_model"]
@@ -63,4 +63,5 @@ def smollm2_model(dest: str | os.PathLike[str] | None = None) -> Path:
             del model.config.quantization_config
         model.save_pretrained(stage)
         tokenizer.save_pretrained(stage)
+        give_ordinary_modes(stage)  # safetensors writes its file 0600
     return folder
