@@ -174,6 +174,8 @@ def test_build_without_raw_dir_downloads_the_release(mirror: tuple[str, Path], t
         (["tuples", "3", "--out", "{tmp}/d.csv"], "need more than 4 items"),
         (["build", "--trials", "0"], "--trials: must be at least 1"),
         (["reliability", "x.csv", "--trials", "-5"], "--trials: must be at least 1"),
+        (["eval", "--batch-size", "0"], "--batch-size: not an integer >= 1, auto or auto:N"),
+        (["eval", "--batch-size", "auto:x"], "--batch-size: not an integer >= 1, auto or auto:N"),
     ],
 )
 def test_impossible_requests_are_one_line_errors(args: list[str], words: str, tmp_path: Path) -> None:

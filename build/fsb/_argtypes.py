@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["nonneg_int", "pos_float", "pos_int"]
+__all__ = ["batch_size", "nonneg_int", "pos_float", "pos_int"]
 
 
 def _number(text: str, kind: type[int] | type[float]) -> int | float:
@@ -37,3 +37,13 @@ def pos_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
     return value
+
+
+def batch_size(text: str) -> int | str:
+    """lm-eval's batch size: an integer >= 1, `auto`, or `auto:N` (N >= 1 recomputations)."""
+    if text == "auto" or (text.startswith("auto:") and text[5:].isascii() and text[5:].isdigit() and int(text[5:]) >= 1):
+        return text
+    try:
+        return pos_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"not an integer >= 1, auto or auto:N: {text!r}") from None

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from ._argtypes import pos_int
+from ._argtypes import batch_size, pos_int
 from ._commands import Commands, Handler
 from .errors import FsbError
 
@@ -116,7 +116,7 @@ def _score(args: argparse.Namespace) -> int:
     to_file = args.out not in (None, "-")
     if to_file:
         _output_file(args.out, SCORES_HEADER, "a scores file from `fsb score`", force=args.force)
-    table = score_table(read_annotations(args.annotations))
+    table = score_table(ann=read_annotations(path=args.annotations))
     text = table.to_csv(index=False, float_format="%.6f", lineterminator="\n")
     if not to_file:
         sys.stdout.write(text)
@@ -144,7 +144,7 @@ def _reliability(args: argparse.Namespace) -> int:
     from .raw import read_annotations
     from .scoring import reliability
 
-    result = reliability(read_annotations(args.annotations), trials=args.trials, seed=args.seed).summary()
+    result = reliability(ann=read_annotations(path=args.annotations), trials=args.trials, seed=args.seed).summary()
     if args.json:
         _print_json(result)
     else:
@@ -172,7 +172,7 @@ def _tuples(args: argparse.Namespace) -> int:
     from . import annotate
 
     _output_file(args.out, DESIGN_HEADER, "a design from `fsb tuples`", force=args.force)
-    design = annotate.make_tuples(args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed)
+    design = annotate.make_tuples(items=args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed)
     _print_json(design)
     return 0
 
@@ -199,11 +199,12 @@ def _annotate(args: argparse.Namespace) -> int:
 
     if args.action == "export":
         _output_file(args.out, FORMS_HEADER, "annotation forms from `fsb annotate export`", force=args.force)
-        n = annotate.export_forms(args.design, args.generations, args.out, seed=args.seed)
+        n = annotate.export_forms(design_csv=args.design, generations=args.generations, out=args.out, seed=args.seed)
         print(f"wrote {n} annotation forms -> {args.out}")
     else:
         _output_file(args.out, JUDGMENTS_HEADER, "a judgments file from `fsb annotate import`", force=args.force)
-        _print_json(annotate.import_judgments(args.responses, args.tuples, args.out, positions=args.positions))
+        result = annotate.import_judgments(responses_csv=args.responses, design_csv=args.tuples, out=args.out, positions=args.positions)
+        _print_json(result)
     return 0
 
 
@@ -233,7 +234,7 @@ def _eval_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
     e.add_argument("--dataset", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)")
     e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
-    e.add_argument("--batch-size", default=1, help="lm-eval batch size (int or auto)")
+    e.add_argument("--batch-size", type=batch_size, default=1, help="lm-eval batch size (int, auto or auto:N)")
     e.add_argument("--device", help="cpu, cuda, ... (default: cuda if torch sees a GPU, else cpu)")
     e.add_argument("--apply-chat-template", action="store_true")
     e.add_argument("--fewshot-as-multiturn", action="store_true")
@@ -249,21 +250,21 @@ def _eval(args: argparse.Namespace) -> int:
     from .report import format_report, load_runs
 
     run_eval(
-        args.model,
-        args.model_args,
-        [t.strip() for t in args.tasks.split(",") if t.strip()],
+        model=args.model,
+        model_args=args.model_args,
+        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()],
         output_path=args.output_path,
         limit=args.limit,
         per_bin=args.per_bin,
         dataset=args.dataset,
-        batch_size=int(args.batch_size) if str(args.batch_size).isdigit() else args.batch_size,
+        batch_size=args.batch_size,
         device=args.device,
         apply_chat_template=args.apply_chat_template,
         fewshot_as_multiturn=args.fewshot_as_multiturn,
         gen_kwargs=args.gen_kwargs,
         seed=args.seed,
     )
-    print(format_report(load_runs(args.output_path), dataset=args.dataset))
+    print(format_report(runs=load_runs(paths=args.output_path), dataset=args.dataset))
     return 0
 
 
@@ -280,11 +281,11 @@ def _report_arguments(rp: argparse.ArgumentParser) -> None:
 def _report(args: argparse.Namespace) -> int:
     from .report import format_report, load_runs, summarize
 
-    runs = load_runs(args.results)
+    runs = load_runs(paths=args.results)
     if args.json:
-        _print_json({str(r.path): summarize(r, n_boot=args.bootstrap) for r in runs})
+        _print_json({str(r.path): summarize(run=r, n_boot=args.bootstrap) for r in runs})
     else:
-        print(format_report(runs, dataset=args.dataset, n_boot=args.bootstrap))
+        print(format_report(runs=runs, dataset=args.dataset, n_boot=args.bootstrap))
     return 0
 
 
