@@ -482,3 +482,36 @@ def test_the_converted_model_gets_ordinary_modes(tmp_path: Path) -> None:
     assert dest.stat().st_mode & 0o777 == 0o755
     assert {p.name: p.stat().st_mode & 0o777 for p in dest.iterdir()} == {p.name: 0o644 for p in dest.iterdir()}
     assert stages(tmp_path) == []
+
+
+def test_fsb_debug_shows_the_traceback(release: Path, tmp_path: Path) -> None:
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "x").write_text("x")
+    proc = build(release, tmp_path / "mine", env={"FSB_DEBUG": "1"})
+    assert proc.returncode != 0 and "Traceback" in proc.stderr and "refusing to replace it" in proc.stderr
+    assert (tmp_path / "mine" / "x").read_text() == "x"
+
+
+def test_analyse_without_matplotlib_is_one_line_exit_2(tmp_path: Path) -> None:
+    """Was `raise SystemExit("...")`: exit code 1."""
+    code = """
+import sys
+sys.modules["matplotlib"] = None
+from fsb.cli import main
+sys.exit(main(["analyse", "--out", "a"]))
+"""
+    proc = run_python(code, cwd=tmp_path)
+    assert_one_line(proc, "analyse", "the figures need matplotlib")
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_release_copy_failing_its_checksum_is_an_error_not_exit_1(release: Path, tmp_path: Path) -> None:
+    """fetch-release used to print the folder and exit 1 when a file failed verification."""
+    from fsb.release import check_release
+
+    copy = tmp_path / "rel"
+    shutil.copytree(release, copy)
+    check_release(copy)
+    (copy / ANN).write_bytes((copy / ANN).read_bytes() + b"\n")
+    with pytest.raises(InputError, match="sha256 differs from the pinned release"):
+        check_release(copy)
