@@ -231,7 +231,6 @@ def atomic_write(
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)
-        _fsync_dir(p.parent)
     except OSError as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -240,6 +239,14 @@ def atomic_write(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    _durable_rename(p.parent)
+
+
+def _durable_rename(folder: Path) -> None:
+    """Best-effort fsync of the folder after a rename: the change is made, so a failure here must not
+    turn a completed write into a reported failure (the file itself was fsync'd before the rename)."""
+    with contextlib.suppress(OSError):
+        _fsync_dir(folder)
 
 
 def write_file(path: str | os.PathLike[str], data: bytes | str) -> None:
@@ -437,7 +444,6 @@ def atomic_dir(
         _fsync_tree(stage)
         check_replaceable_dir(target, owned=owned, kind=kind, inputs=inputs, option=option)
         _swap_in(stage, target)
-        _fsync_dir(target.parent)
     except OSError as e:
         shutil.rmtree(stage, ignore_errors=True)
         raise _named(e, target, always=e.filename is not None and os.fspath(e.filename).startswith(os.fspath(stage))) from e
@@ -446,6 +452,7 @@ def atomic_dir(
         raise
     finally:
         os.close(lock)
+    _durable_rename(target.parent)
 
 
 def _swap_in(stage: Path, target: Path) -> None:
