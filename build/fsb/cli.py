@@ -46,10 +46,20 @@ def _build(args: argparse.Namespace) -> int:
         folder = release_dir(args.raw_dir)
         generations, annotations = folder / GENERATIONS, folder / ANNOTATIONS
     result = build_dataset(
-        generations, annotations, args.out, trials=args.trials, seed=args.seed, record=not args.no_record, hub_id=args.hub_id
+        generations,
+        annotations,
+        args.out,
+        trials=args.trials,
+        seed=args.seed,
+        record=not args.no_record,
+        hub_id=args.hub_id,
+        invalid=args.invalid,
     )
     s = result.stats
     shr = s["shr"]
+    if "invalid" in s:
+        kinds = ", ".join(f"{v['rows']} with {k} (first on line {v['first_line']})" for k, v in s["invalid"]["irregular"].items())
+        print(f"irregular judgments ({s['invalid']['policy']}): {kinds}", file=sys.stderr)
     print(f"built {result.out}")
     print(f"  {s['n_items']} sentences, {s['n_tuples']} tuples, {s['n_annotations']} judgments")
     print(f"  bins (low/medium/high): {' / '.join(str(v) for v in s['bins']['counts'].values())}")
@@ -67,25 +77,31 @@ def _build(args: argparse.Namespace) -> int:
 @_command("score")
 def _score(args: argparse.Namespace) -> int:
     from ._io import atomic_write
-    from .raw import read_annotations
-    from .scoring import score_table
+    from .raw import describe_irregular, read_annotations
+    from .scoring import format_csv, score_columns
 
-    table = score_table(read_annotations(args.annotations))
-    text = table.to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    ann = read_annotations(args.annotations, invalid=args.invalid)
+    if note := describe_irregular(ann):
+        print(note, file=sys.stderr)
+    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
+    text = format_csv(cols)
     if args.out in (None, "-"):
         sys.stdout.write(text)
     else:
         atomic_write(args.out, text)
-        print(f"scored {len(table)} items -> {args.out}", file=sys.stderr)
+        print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
     return 0
 
 
 @_command("reliability")
 def _reliability(args: argparse.Namespace) -> int:
-    from .raw import read_annotations
+    from .raw import describe_irregular, read_annotations
     from .scoring import reliability
 
-    result = reliability(read_annotations(args.annotations), trials=args.trials, seed=args.seed).summary()
+    ann = read_annotations(args.annotations, invalid=args.invalid)
+    if note := describe_irregular(ann):
+        print(note, file=sys.stderr)
+    result = reliability(ann, trials=args.trials, seed=args.seed).summary()
     if args.json:
         _print_json(result)
     else:
@@ -171,6 +187,12 @@ def _main_job(args: argparse.Namespace) -> int:
 
 # --- argument parsing ---------------------------------------------------------------------------
 
+_INVALID_HELP = (
+    "rows whose tuple repeats an item or whose best = worst (quality-control rows): refuse (default) stops at the first; "
+    "count scores them as the NRC Perl counting script does (an item counts once per slot, best = worst counts both ways); "
+    "drop leaves them out. Either way the number of such rows is printed, by kind, with the first line of each"
+)
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="fsb", description="Fifty Shades of Bias: build, score, evaluate and publish the dataset.")
@@ -188,17 +210,30 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--trials", type=pos_int, default=100, help="split-half reliability trials (default 100)")
     b.add_argument("--seed", type=int, default=0, help="split-half reliability seed (default 0)")
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
+    b.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
     b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
 
-    s = sub.add_parser("score", help="score a best-worst judgments file by counting")
-    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque)")
-    s.add_argument("--out", help="output CSV (item,score_raw,score,n,best,worst); default: standard output")
+    s = sub.add_parser("score", help="score a best-worst judgments file by counting or by a MaxDiff (best-worst logit) fit")
+    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque; all-digit labels are integer ids)")
+    s.add_argument("--out", help="output CSV (counting: item,score_raw,score,n,best,worst); default: standard output")
+    s.add_argument(
+        "--method",
+        choices=("counting", "maxdiff"),
+        default="counting",
+        help="counting: score = ((B - W) / n + 1) / 2 in [0, 1]; maxdiff: score = the fitted best-worst multinomial logit "
+        "utility (logit scale, centred to mean 0), plus its standard error se",
+    )
+    s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% percentile intervals of score by bootstrap over tuples")
+    s.add_argument("--bootstrap", type=pos_int, default=200, help="bootstrap resamples for --ci (default 200)")
+    s.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    s.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
 
     r = sub.add_parser("reliability", help="split-half reliability of a judgments file")
     r.add_argument("annotations")
     r.add_argument("--trials", type=pos_int, default=100)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed}")
+    r.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
 
     t = sub.add_parser("tuples", help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items")
     t.add_argument("items", help="a number of items, or a generations file whose uids are the items")
