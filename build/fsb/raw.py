@@ -301,7 +301,7 @@ class Annotations:
 
 @dataclass
 class _Cells:
-    """The label columns of an annotation file, factorised: `cells[i, j]` indexes `uniques` (stripped
+    """The label columns of an annotation file, factorised: `cells[j, i]` (column j, row i) indexes `uniques` (stripped
     strings, or int64 values when pyarrow read every label as an integer in range)."""
 
     cells: np.ndarray
@@ -323,15 +323,17 @@ def _lazy_lines(path: Path, text: str | None = None) -> Callable[[int], int]:
 
 
 def _header_of(path: Path, data: bytes) -> tuple[list[str], int] | None:
-    """The header and the byte offset of the data when the first line is a plain header (no quotes), else None."""
+    """The header and the byte offset of the data when the first line is the whole header record (quoted
+    names allowed, no newline inside quotes), else None (then Python's reader handles the file)."""
     end = data.find(b"\n")
     first = data[: end if end >= 0 else len(data)]
-    if b'"' in first or not first.strip():
+    if first.count(b'"') % 2 or not first.strip():
         return None
     try:
-        names = first.decode("utf-8").rstrip("\r").split(",")
+        line = first.decode("utf-8").rstrip("\r")
     except UnicodeDecodeError:
         return None
+    names = next(csv.reader([line]))
     return _check_header(path, names), (end + 1 if end >= 0 else len(data))
 
 
@@ -382,7 +384,7 @@ def _fast_cells(path: Path, data: bytes, fields: list[str], annotator: str | Non
         raise InputError(path, "file holds a header but no rows")
     chunks = [chunk for c in columns for chunk in c.chunks]
     encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=columns[0].type))
-    indices = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks]).reshape(len(fields), n).T
+    indices = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks]).reshape(len(fields), n)
     dictionary = encoded.chunks[0].dictionary
     uniques = dictionary.to_numpy() if pa.types.is_integer(dictionary.type) else dictionary.to_pylist()
     ann = table[annotator].to_numpy() if annotator else None
@@ -396,10 +398,10 @@ def _slow_cells(path: Path, fields: list[str], annotator: str | None) -> _Cells:
     if not parsed.rows:
         raise InputError(path, "file holds a header but no rows")
     memo: dict[str, int] = {}
-    cells = np.empty((len(parsed.rows), len(fields)), dtype=np.int64)
+    cells = np.empty((len(fields), len(parsed.rows)), dtype=np.int64)
     for j, name in enumerate(fields):
         idx = parsed.header.index(name)
-        cells[:, j] = [memo.setdefault(r[idx].strip(), len(memo)) for r in parsed.rows]
+        cells[j] = [memo.setdefault(r[idx].strip(), len(memo)) for r in parsed.rows]
     ann = np.asarray(parsed.column(annotator), dtype=object) if annotator else None
     lines = parsed.lines
     return _Cells(cells, list(memo), ann, lambda i: lines[i])
@@ -442,7 +444,7 @@ def read_annotations(path: str | Path, *, integer_ids: bool = False, invalid: In
         raise InputError(p, "file not found") from None
     except IsADirectoryError:
         raise InputError(p, "is a folder, expected a file") from None
-    if not data.strip():
+    if not data or data.isspace():
         raise InputError(p, "file is empty")
     high = INT32_MAX if integer_ids else INT64_MAX
     fields, annotator = _label_fields(p, _peek_header(p, data))
@@ -472,18 +474,20 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
     bad_label = np.array([q is not None for q in problems], dtype=bool)
     if bad_label.any():
         cell_bad = bad_label[cells]
-        row = _first(cell_bad.any(axis=1))
-        col = int(np.flatnonzero(cell_bad[row])[0])
-        candidates.append((row, 0, fields[col], str(problems[int(cells[row, col])])))
+        row = _first(cell_bad.any(axis=0))
+        col = int(np.flatnonzero(cell_bad[:, row])[0])
+        candidates.append((row, 0, fields[col], str(problems[int(cells[col, row])])))
     labels, code_of_unique = np.unique(values, return_inverse=True)
     code_of_unique = code_of_unique.reshape(-1).astype(np.int32 if labels.size < 2**31 else np.int64)
-    codes = code_of_unique[cells]
+    items = np.empty((cells.shape[1], k), dtype=code_of_unique.dtype)
+    for j in range(k):
+        items[:, j] = code_of_unique[cells[j]]
+    best, worst = code_of_unique[cells[k]], code_of_unique[cells[k + 1]]
     del cells
-    items, best, worst = np.ascontiguousarray(codes[:, :k]), codes[:, k].copy(), codes[:, k + 1].copy()
-    del codes
-    s = np.sort(items, axis=1)
-    repeat = (s[:, 1:] == s[:, :-1]).any(axis=1)
-    del s
+    repeat = np.zeros(best.size, dtype=bool)
+    for a in range(1, k):
+        for b in range(a):
+            repeat |= items[:, a] == items[:, b]
     same = best == worst
     irregular: dict[str, dict[str, int]] = {}
     for kind, mask in zip(IRREGULAR_KINDS, (repeat, same)):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -40,22 +41,36 @@ class Coded:
         return int(self.labels.size)
 
 
+def first_appearance_codes(key: np.ndarray) -> np.ndarray:
+    """Code equal values 0, 1, ... in order of first appearance. A hash pass (pyarrow's dictionary_encode)
+    when pyarrow is already loaded (large files), else a stable sort (`np.unique`); same codes either way."""
+    if "pyarrow" in sys.modules and key.size > 100_000:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        return pc.dictionary_encode(pa.array(key)).indices.to_numpy().astype(np.int64)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
+
+
 def tuple_ids(items: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
     """Identify each row's tuple by its item set: (tuple_index numbered by first appearance, the row
-    where each tuple first appears). The sorted row is folded into one int64 key, compacting the key
-    with `np.unique` whenever the next fold could overflow, so no (M, k) structured sort is needed."""
+    where each tuple first appears, in tuple order). The sorted row is folded into one int64 key,
+    re-coding the key whenever the next fold could overflow; no (M, k) structured sort is needed."""
     s = np.sort(items, axis=1).astype(np.int64)
     key = s[:, 0].copy()
     base = max(int(n_items), 1)
     for j in range(1, s.shape[1]):
         if key.size and int(key.max()) >= (2**62) // base:
-            key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+            key = first_appearance_codes(key)
         key = key * base + s[:, j]
     del s
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return rank[inverse.reshape(-1)], np.sort(first)
+    codes = first_appearance_codes(key)
+    # Codes are numbered by first appearance, so a tuple first appears where its code exceeds all before it.
+    seen = np.maximum.accumulate(np.concatenate([[-1], codes[:-1]]))
+    return codes, np.flatnonzero(codes > seen)
 
 
 def encode(ann: Annotations, labels: np.ndarray | None = None) -> Coded:
@@ -110,7 +125,24 @@ def score_table(ann: Annotations, *, method: Method = "counting", ci: bool = Fal
 
 
 def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
-    """The columns as CSV text: floats with `decimals` places (NaN as an empty field), labels quoted as needed."""
+    """The columns as CSV text: floats with `decimals` places (as "%.6f"; NaN as an empty field), labels
+    quoted as needed. Integer-labelled tables of 1e5 rows or more are formatted by pyarrow (a float to
+    decimal cast formats exactly as "%.6f" does), the rest by Python's csv module."""
+    rows = next(iter(cols.values())).size
+    numeric = all(v.dtype.kind in "iuf" for v in cols.values())
+    if numeric and rows >= 100_000 and not any(np.isnan(v).any() for v in cols.values() if v.dtype.kind == "f"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+
+        arrays = [
+            pc.cast(pc.cast(pa.array(v), pa.decimal128(38, decimals), safe=False), pa.string()) if v.dtype.kind == "f" else pa.array(v)
+            for v in cols.values()
+        ]
+        sink = pa.BufferOutputStream()
+        options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+        pacsv.write_csv(pa.table(arrays, names=list(cols)), sink, write_options=options)
+        return ",".join(cols) + "\n" + sink.getvalue().to_pybytes().decode()
     out = []
     for values in cols.values():
         if values.dtype.kind == "f":
