@@ -523,6 +523,12 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
         if kept.size == 0:
             raise InputError(path, "every row is irregular (a repeated item or best = worst); nothing is left to score")
         line_of = lambda i: got.line_of(int(kept[i]))  # noqa: E731
+        used = np.zeros(labels.size, dtype=bool)
+        for codes in (items.ravel(), best, worst):
+            used[codes] = True
+        if not used.all():  # labels seen only in dropped rows are gone with them
+            remap = (np.cumsum(used) - 1).astype(items.dtype)
+            labels, items, best, worst = labels[used], remap[items], remap[best], remap[worst]
     return Annotations(path, labels, items, best, worst, annotator, line_of, invalid, irregular, dropped)
 
 
