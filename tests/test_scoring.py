@@ -182,3 +182,35 @@ def test_fast_and_plain_formatting_and_tuple_coding_agree(monkeypatch: pytest.Mo
     plain_ti, plain_first = scoring.tuple_ids(items, 10**6)
     assert np.array_equal(fast_ti, plain_ti) and np.array_equal(fast_first, plain_first)
     assert np.array_equal(np.sort(items[fast_first[fast_ti]], axis=1), np.sort(items, axis=1))
+
+
+def test_annotator_agreement_flags_a_random_clicker(tmp_path: Path) -> None:
+    """Six careful annotators judge from one truth; a seventh clicks at random. Its leave-one-out agreement
+    is near chance (1/4 per choice for 4-tuples) and flagged; the careful ones are well above it."""
+    from fsb import bws
+    from tests._support import simulate_bws
+
+    n = 120
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=n) * 2
+    design = bws.bws_design(n, seed=0)
+    ti, best, worst = simulate_bws(design, truth, 7, seed=1)
+    who = np.tile(np.arange(7), design.shape[0])
+    clicker = who == 6
+    shown = design[ti]
+    pick = rng.integers(0, 4, size=(clicker.sum(), 2))
+    pick[:, 1] = (pick[:, 0] + 1 + rng.integers(0, 3, size=pick.shape[0])) % 4
+    best[clicker], worst[clicker] = shown[clicker, pick[:, 0]], shown[clicker, pick[:, 1]]
+    rows = [[*shown[j].tolist(), int(best[j]), int(worst[j]), f"a{who[j]}"] for j in range(ti.size)]
+    path = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem", "Annotator"], rows)
+    result = scoring.annotator_agreement(raw.read_annotations(path))
+    assert result is not None
+    by = {r["annotator"]: r for r in result}
+    assert by["a6"]["outlier"] and not any(by[f"a{i}"]["outlier"] for i in range(6))
+    assert 0.15 < by["a6"]["agreement"] < 0.35
+    assert min(by[f"a{i}"]["agreement"] for i in range(6)) > 0.5
+    assert all(r["judgments"] == design.shape[0] for r in result)
+    proc = fsb("reliability", str(path), "--trials", "5", "--spearman-brown")
+    assert "a6" in proc.stdout and "*" in proc.stdout and "Spearman-Brown" in proc.stdout
+    no_ids = write_csv(tmp_path / "b.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], [r[:6] for r in rows])
+    assert scoring.annotator_agreement(raw.read_annotations(no_ids)) is None

@@ -96,18 +96,34 @@ def _score(args: argparse.Namespace) -> int:
 @_command("reliability")
 def _reliability(args: argparse.Namespace) -> int:
     from .raw import describe_irregular, read_annotations
-    from .scoring import reliability
+    from .scoring import annotator_agreement, reliability
 
     ann = read_annotations(args.annotations, invalid=args.invalid)
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
     result = reliability(ann, trials=args.trials, seed=args.seed).summary()
+    if args.spearman_brown:  # the full panel's reliability from the half-panel correlation: 2r / (1 + r)
+        result["spearman_brown"] = {k: 2 * result[k]["mean"] / (1 + result[k]["mean"]) for k in ("pearson", "spearman")}
+    agreement = annotator_agreement(ann)
+    if agreement is not None:
+        result["annotators"] = agreement
     if args.json:
         _print_json(result)
-    else:
-        print(f"split-half reliability over {result['trials']} trials (seed {result['seed']}):")
-        for name in ("pearson", "spearman"):
-            print(f"  {name:8s} {result[name]['mean']:.4f} ± {result[name]['sd']:.4f}")
+        return 0
+    print(f"split-half reliability over {result['trials']} trials (seed {result['seed']}), mean ± sd over trials:")
+    for name in ("pearson", "spearman"):
+        print(f"  {name:8s} {result[name]['mean']:.4f} ± {result[name]['sd']:.4f}")
+    if "spearman_brown" in result:
+        sb = result["spearman_brown"]
+        print(f"  Spearman-Brown corrected (full panel, 2r/(1+r) of the means): pearson {sb['pearson']:.4f}, spearman {sb['spearman']:.4f}")
+    if agreement is not None:
+        print("annotators: agreement with the leave-one-out consensus of the others (best, worst, mean); * = outlier")
+        for r in agreement:
+            flag = " *" if r["outlier"] else ""
+            print(
+                f"  {r['annotator']!s:>16} {r['judgments']:>7} judgments  "
+                f"{r['best_agreement']:.3f} {r['worst_agreement']:.3f} {r['agreement']:.3f}{flag}"
+            )
     return 0
 
 
@@ -232,7 +248,10 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("annotations")
     r.add_argument("--trials", type=pos_int, default=100)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed}")
+    r.add_argument(
+        "--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed[, spearman_brown, annotators]}"
+    )
+    r.add_argument("--spearman-brown", action="store_true", help="also print the Spearman-Brown corrected (full-panel) reliability")
     r.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
 
     t = sub.add_parser("tuples", help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items")

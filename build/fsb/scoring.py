@@ -18,7 +18,18 @@ from .raw import Annotations
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["METHODS", "Coded", "encode", "format_csv", "reliability", "score_columns", "score_table", "tuple_ids"]
+__all__ = [
+    "METHODS",
+    "Coded",
+    "annotator_agreement",
+    "encode",
+    "first_appearance_codes",
+    "format_csv",
+    "reliability",
+    "score_columns",
+    "score_table",
+    "tuple_ids",
+]
 
 METHODS = ("counting", "maxdiff")
 Method = Literal["counting", "maxdiff"]
@@ -161,3 +172,59 @@ def reliability(ann: Annotations, trials: int = 100, seed: int = 0) -> bws.Split
     """Split-half reliability of the counting scores, judgments grouped by tuple (item set)."""
     coded = encode(ann)
     return bws.split_half_reliability(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, trials, seed)
+
+
+def annotator_agreement(ann: Annotations, *, outlier_z: float = 3.0) -> list[dict[str, object]] | None:
+    """Each annotator's agreement with the leave-one-out consensus of the others, or None without annotator ids.
+
+    The consensus is the counting score from everyone else's judgments (B - W) / n with the annotator's
+    own removed. For each of the annotator's judgments, the best choice agrees when the chosen item has
+    the highest consensus score in its tuple (ties count as agreement), the worst when it has the lowest;
+    tuples holding an item nobody else judged are skipped. `agreement` is the mean of the two shares.
+    An annotator is flagged `outlier` when the agreement lies more than `outlier_z` robust standard
+    deviations (1.4826 x the median absolute deviation) below the annotators' median."""
+    if ann.annotator is None:
+        return None
+    ids = np.array([str(a).strip() for a in ann.annotator], dtype=object)
+    present = ids != ""
+    if len(set(ids[present].tolist())) < 2:
+        return None
+    coded = encode(ann)
+    n = coded.n_items
+    shown = coded.items
+    b_all = np.bincount(coded.best, minlength=n)
+    w_all = np.bincount(coded.worst, minlength=n)
+    n_all = np.bincount(shown.ravel(), minlength=n)
+    names, which = np.unique(ids[present], return_inverse=True)
+    rows_present = np.flatnonzero(present)
+    out: list[dict[str, object]] = []
+    for a, name in enumerate(names.tolist()):
+        rows = rows_present[which == a]
+        own_items = shown[rows]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            loo = (b_all - np.bincount(coded.best[rows], minlength=n) - w_all + np.bincount(coded.worst[rows], minlength=n)) / (
+                n_all - np.bincount(own_items.ravel(), minlength=n)
+            )
+        s = loo[own_items]
+        usable = ~np.isnan(s).any(axis=1)
+        best_ok = loo[coded.best[rows]] >= s.max(axis=1)
+        worst_ok = loo[coded.worst[rows]] <= s.min(axis=1)
+        k = int(usable.sum())
+        best_share = float(best_ok[usable].mean()) if k else float("nan")
+        worst_share = float(worst_ok[usable].mean()) if k else float("nan")
+        out.append(
+            {
+                "annotator": name,
+                "judgments": int(rows.size),
+                "compared": k,
+                "best_agreement": best_share,
+                "worst_agreement": worst_share,
+                "agreement": (best_share + worst_share) / 2,
+            }
+        )
+    scores = np.array([r["agreement"] for r in out], dtype=float)
+    median = float(np.nanmedian(scores))
+    mad = 1.4826 * float(np.nanmedian(np.abs(scores - median)))
+    for r in out:
+        r["outlier"] = bool(mad > 0 and (median - float(r["agreement"])) > outlier_z * mad)  # type: ignore[arg-type]
+    return out
