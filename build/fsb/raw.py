@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -384,11 +384,25 @@ def _fast_cells(path: Path, data: bytes, fields: list[str], annotator: str | Non
         raise InputError(path, "file holds a header but no rows")
     chunks = [chunk for c in columns for chunk in c.chunks]
     encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=columns[0].type))
-    indices = np.concatenate([chunk.indices.to_numpy() for chunk in encoded.chunks]).reshape(len(fields), n)
+    indices = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(len(fields), n)
     dictionary = encoded.chunks[0].dictionary
-    uniques = dictionary.to_numpy() if pa.types.is_integer(dictionary.type) else dictionary.to_pylist()
-    ann = table[annotator].to_numpy() if annotator else None
+    uniques = arrow_to_numpy(dictionary) if pa.types.is_integer(dictionary.type) else dictionary.to_pylist()
+    ann = np.array(table[annotator].to_pylist(), dtype=object) if annotator else None
     return _Cells(indices, uniques, ann, _lazy_lines(path))
+
+
+def arrow_to_numpy(array: Any) -> np.ndarray:
+    """A null-free primitive pyarrow Array as a numpy view of its buffer (Array.to_numpy imports pandas: 0.6 s)."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+def numpy_to_arrow(values: np.ndarray) -> Any:
+    """A 1-D numeric numpy array as a pyarrow Array over the same memory (pa.array imports pandas)."""
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size, [None, pa.py_buffer(values)])
 
 
 def _slow_cells(path: Path, fields: list[str], annotator: str | None) -> _Cells:

@@ -56,10 +56,11 @@ def first_appearance_codes(key: np.ndarray) -> np.ndarray:
     """Code equal values 0, 1, ... in order of first appearance. A hash pass (pyarrow's dictionary_encode)
     when pyarrow is already loaded (large files), else a stable sort (`np.unique`); same codes either way."""
     if "pyarrow" in sys.modules and key.size > 100_000:
-        import pyarrow as pa
         import pyarrow.compute as pc
 
-        return pc.dictionary_encode(pa.array(key)).indices.to_numpy().astype(np.int64)
+        from .raw import arrow_to_numpy, numpy_to_arrow
+
+        return arrow_to_numpy(pc.dictionary_encode(numpy_to_arrow(key)).indices).astype(np.int64)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     rank = np.empty(first.size, dtype=np.int64)
     rank[np.argsort(first, kind="stable")] = np.arange(first.size)
@@ -146,8 +147,12 @@ def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
         import pyarrow.compute as pc
         import pyarrow.csv as pacsv
 
+        from .raw import numpy_to_arrow
+
         arrays = [
-            pc.cast(pc.cast(pa.array(v), pa.decimal128(38, decimals), safe=False), pa.string()) if v.dtype.kind == "f" else pa.array(v)
+            pc.cast(pc.cast(numpy_to_arrow(v), pa.decimal128(38, decimals), safe=False), pa.string())
+            if v.dtype.kind == "f"
+            else numpy_to_arrow(v)
             for v in cols.values()
         ]
         sink = pa.BufferOutputStream()
