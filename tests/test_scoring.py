@@ -214,3 +214,25 @@ def test_annotator_agreement_flags_a_random_clicker(tmp_path: Path) -> None:
     assert "a6" in proc.stdout and "*" in proc.stdout and "Spearman-Brown" in proc.stdout
     no_ids = write_csv(tmp_path / "b.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], [r[:6] for r in rows])
     assert scoring.annotator_agreement(raw.read_annotations(no_ids)) is None
+
+
+def test_build_with_quality_control_rows(tmp_path: Path) -> None:
+    """fsb build --invalid count/drop: the check rows are counted or left out, and stats.json says how many."""
+    import json
+
+    from tests._support import make_raw
+
+    g, a = make_raw(tmp_path / "raw", n=16, seed=1)
+    text = a.read_text() + "3,3,5,3,3,3\n7,8,7,9,7,7\n"
+    a.write_text(text)
+    refused = fsb("build", "--generations", str(g), "--annotations", str(a), "--out", str(tmp_path / "r"), "--no-record", check=False)
+    assert refused.returncode == 2 and "the tuple repeats item 3" in refused.stderr
+    n_rows = len(text.strip().splitlines()) - 1
+    for policy, kept in (("count", n_rows), ("drop", n_rows - 2)):
+        out = tmp_path / policy
+        proc = fsb("build", "--generations", str(g), "--annotations", str(a), "--out", str(out), "--no-record", "--invalid", policy)
+        stats = json.loads((out / "stats.json").read_text())
+        assert stats["n_annotations"] == kept
+        assert stats["invalid"]["irregular"]["repeated item"]["rows"] == 2
+        assert stats["invalid"]["irregular"]["best = worst"] == {"rows": 2, "first_line": n_rows}
+        assert "irregular judgments" in proc.stderr
