@@ -211,8 +211,9 @@ def _rank_average(x: NDArray[np.float64]) -> NDArray[np.float64]:
 def _pearson(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
     xc = x - x.mean()
     yc = y - y.mean()
-    denom = np.sqrt(np.dot(xc, xc) * np.dot(yc, yc))
-    return float(np.dot(xc, yc) / denom) if denom > 0 else float("nan")
+    # Elementwise sums, not np.dot: BLAS threads spin on a busy machine (0.14 s for a dot of 1e5 here).
+    denom = np.sqrt(np.add.reduce(xc * xc) * np.add.reduce(yc * yc))
+    return float(np.add.reduce(xc * yc) / denom) if denom > 0 else float("nan")
 
 
 def split_half_reliability(

@@ -14,6 +14,7 @@ Res. Methods 50). Small pure functions on integer-coded arrays, like `fsb.bws`.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -82,7 +83,7 @@ def maxdiff_nll(
         ll = ll * weight
         g *= weight
     grad = np.bincount(slots.ravel(), weights=g.ravel(), minlength=u.size) + ridge * u
-    return float(ll.sum() + 0.5 * ridge * np.dot(u, u)), grad
+    return float(ll.sum() + 0.5 * ridge * np.add.reduce(u * u)), grad
 
 
 def _diag_information(
@@ -115,10 +116,28 @@ def _minimise(
     ridge: float,
     tol: float,
 ) -> tuple[NDArray[np.float64], float, int, bool]:
-    from scipy.optimize import minimize
+    import scipy.optimize  # noqa: F401  (loaded before the thread limit, so that its BLAS is limited too)
 
     u0 = np.zeros(n_items) if start is None else start.copy()
-    res = minimize(
+    with _one_blas_thread():
+        res = _run_lbfgs(u0, slots, best_mask, worst_mask, weight, ridge, tol)
+    return res.x, float(res.fun), int(res.nit), bool(res.success)
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager[object]:
+    """L-BFGS's vector products on one BLAS thread: threads that spin-wait cost more than they save on a
+    shared machine. A no-op without threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def _run_lbfgs(u0, slots, best_mask, worst_mask, weight, ridge, tol):
+    from scipy.optimize import minimize
+
+    return minimize(
         maxdiff_nll,
         u0,
         args=(slots, best_mask, worst_mask, weight, ridge),
@@ -126,7 +145,6 @@ def _minimise(
         method="L-BFGS-B",
         options={"maxiter": 2000, "gtol": tol, "ftol": 1e-10},
     )
-    return res.x, float(res.fun), int(res.nit), bool(res.success)
 
 
 def _counting_start(slots: NDArray[np.integer], best: NDArray[np.integer], worst: NDArray[np.integer], n_items: int) -> NDArray[np.float64]:
