@@ -45,3 +45,19 @@ def make_raw(folder: Path, n: int = 12, seed: int = 0, judgments_per_tuple: int 
 def read_rows(path: Path) -> list[list[str]]:
     with open(path, newline="", encoding="utf-8") as f:
         return list(csv.reader(f))
+
+
+def simulate_bws(design: np.ndarray, utility: np.ndarray, per_tuple: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Judgments drawn from the best-worst logit itself: best ~ softmax(u) over the tuple, then worst ~
+    softmax(-u) over the rest. Returns (tuple_index, best, worst) as item codes."""
+    rng = np.random.default_rng(seed)
+    ti = np.repeat(np.arange(design.shape[0]), per_tuple)
+    shown = design[ti]
+    x = utility[shown]
+    gumbel = rng.gumbel(size=x.shape)
+    rows = np.arange(ti.size)
+    b = np.argmax(x + gumbel, axis=1)
+    y = -x + rng.gumbel(size=x.shape)
+    y[rows, b] = -np.inf
+    w = np.argmax(y, axis=1)
+    return ti, shown[rows, b], shown[rows, w]

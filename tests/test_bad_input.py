@@ -183,3 +183,70 @@ def test_line_numbers_survive_blank_lines_and_ragged_rows(tmp_path: Path, text: 
     with pytest.raises(InputError) as err:
         read_generations(g)
     assert (err.value.line, err.value.field) == (line, field), err.value
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+
+
+ANN_HEADER = "Item1,Item2,Item3,Item4,BestItem,WorstItem\n"
+GEN_HEADER = "uid,prompt_type,seed_type,query,response\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        # line 3 repeats an item in Item1/Item3; line 5 in Item2: the first line of the file wins
+        (ANN_HEADER + "1,2,3,4,1,4\n5,6,5,7,5,6\n1,2,3,4,1,4\n8,9,9,1,8,1\n", 3, "Item3", "the tuple repeats item 5"),
+        # best outside the tuple on line 3 and best = worst on line 5: line 3
+        (ANN_HEADER + "1,2,3,4,1,4\n1,2,3,4,9,4\n1,2,3,4,1,4\n1,2,3,4,2,2\n", 3, "BestItem", "9 is not one of the tuple's items"),
+        # an empty label on line 4 after an outside choice on line 3, in another column
+        (ANN_HEADER + "1,2,3,4,1,4\n1,2,3,4,1,9\n,2,3,4,2,3\n", 3, "WorstItem", "9 is not one of the tuple's items"),
+        (ANN_HEADER + "1,2,3,4,1,4\n1,2,3,4,1,4,7\n1,2,3\n", 3, None, "7 fields where the header has 6"),
+        (ANN_HEADER + "1,2,3,4,1,4\n1,2,3\n", 3, None, "3 fields where the header has 6"),
+        ("Item1,Item2,Item3,Item1,BestItem,WorstItem\n1,2,3,4,1,4\n", 1, "Item1", "column name repeated"),
+        (ANN_HEADER + "1,2,3,4,1,4\n1,2,99999999999999999999,4,1,4\n", 3, "Item3", "is outside 0..9223372036854775807"),
+        (ANN_HEADER + "1,2,3,4,1,4\n1,2," + "7" * 5000 + ",4,1,4\n", 3, "Item3", "is outside 0..9223372036854775807"),
+    ],
+)
+def test_score_reports_the_first_problem_in_the_file(tmp_path: Path, text: str, line: int, field: str | None, words: str) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text(text)
+    proc = _cli("score", str(path))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    where = f"{path}, line {line}" + (f", field {field!r}" if field else "")
+    assert proc.stderr.startswith(f"fsb score: error: {where}: ") and words in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and len(proc.stderr) < 400, "one short line, even for a 5000-digit id"
+
+
+@pytest.mark.parametrize(
+    ("which", "text", "line", "field", "words"),
+    [
+        ("ann", ANN_HEADER + "1,2,3,4,1,4\n1,2,3,\u0664,1,4\n", 3, "Item4", "not an integer id: '\u0664'"),
+        ("ann", ANN_HEADER + "1,2,3,4,1,4\n1,2,3,\uff14,1,4\n", 3, "Item4", "not an integer id"),
+        ("ann", ANN_HEADER + "1,2,3,4,1,4\n1,2,3,+4,1,4\n", 3, "Item4", "not an integer id: '+4'"),
+        ("ann", ANN_HEADER + "1,2,3,4,1,4\n1,2,3,2147483648,1,4\n", 3, "Item4", "id 2147483648 is outside 0..2147483647"),
+        ("ann", ANN_HEADER + "1,2,3,4,1,4\n1,2,3," + "9" * 20 + ",1,4\n", 3, "Item4", "is outside 0..2147483647"),
+        ("gen", GEN_HEADER + "1,completion,explicit,a,b\n2147483648,completion,explicit,a,b\n", 3, "uid", "outside 0..2147483647"),
+        ("gen", GEN_HEADER + "1,completion,explicit,a,b\n" + "9" * 10**7 + ",completion,explicit,a,b\n", 3, "uid", "outside"),
+        ("gen", GEN_HEADER + '1,completion,explicit,a,"' + "x" * 10**7 + '"\n2,completion,nonsense,a,b\n', 3, "seed_type", "unknown"),
+        ("gen", "uid,prompt_type,seed_type,query,response,query\n1,completion,explicit,a,b,c\n", 1, "query", "column name repeated"),
+        ("gen", GEN_HEADER + "1,completion,explicit,a,b\n2,completion\n", 3, None, "2 fields where the header has 5"),
+        # one row, two problems: the left one (uid) is reported, whatever the kind of check
+        ("gen", GEN_HEADER + "1,completion,explicit,a,b\nx,rewrite,explicit,a,b\n", 3, "uid", "not an integer id"),
+    ],
+)
+def test_build_reports_the_first_problem_as_one_line(
+    which: str, text: str, line: int, field: str | None, words: str, good: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    g, a, out = good
+    bad = tmp_path / f"{which}.csv"
+    bad.write_text(text, encoding="utf-8")
+    g, a = (g, bad) if which == "ann" else (bad, a)
+    before = _snapshot(out)
+    proc = _cli("build", "--generations", str(g), "--annotations", str(a), "--out", str(out), "--no-record")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    where = f"{bad}, line {line}" + (f", field {field!r}" if field else "")
+    assert proc.stderr.startswith(f"fsb build: error: {where}: ") and words in proc.stderr
+    assert len(proc.stderr) < 400
+    assert _snapshot(out) == before

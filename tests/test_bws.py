@@ -100,37 +100,44 @@ def test_split_half_halves_follow_the_reference_rule() -> None:
     assert set(got[600:].tolist()) == {2}
 
 
-def test_split_half_matches_a_plain_reimplementation() -> None:
-    """The vectorised SHR equals a slow per-tuple loop given the same halves."""
+def _plain_split_half(design, ti, best, worst, n_items, trials, rng):
+    """The reference procedure written out tuple by tuple with its own random draws (random.shuffle of
+    each tuple's judgments, floor(n/2) to half 1 plus one more on a coin flip when n is odd)."""
+    by_tuple: dict[int, list[int]] = {}
+    for j, t in enumerate(ti.tolist()):
+        by_tuple.setdefault(t, []).append(j)
+    out = []
+    for _ in range(trials):
+        half_of = {}
+        for js in by_tuple.values():
+            js = js[:]
+            rng.shuffle(js)
+            take = len(js) // 2 + (len(js) % 2 == 1 and rng.random() < 0.5)
+            half_of |= {j: 0 if pos < take else 1 for pos, j in enumerate(js)}
+        scores = []
+        for h in (0, 1):
+            b, w, n = np.zeros(n_items), np.zeros(n_items), np.zeros(n_items)
+            for j in range(ti.size):
+                if half_of[j] == h:
+                    n[design[ti[j]]] += 1
+                    b[best[j]] += 1
+                    w[worst[j]] += 1
+            scores.append((b - w) / n)
+        out.append(scipy.stats.pearsonr(*scores)[0])
+    return np.array(out)
+
+
+def test_split_half_has_the_distribution_of_a_plain_reimplementation() -> None:
+    """Same procedure, independent random draws: the trial correlations must have the same mean and
+    spread (within sampling error). A property of the split, not a replay of its random-call order."""
+    import random
+
     design, ti, best, worst, _ = _simulated(60, 3, noise=0.8, seed=2)
-    result = bws.split_half_reliability(design, best, worst, ti, trials=1, seed=11)
-    # Re-derive the halves the same way (same RNG calls in the same order), then score naively.
-    order = np.argsort(ti, kind="stable")
-    g = ti[order]
-    size = np.bincount(g)
-    rng = np.random.default_rng(11)  # the same RNG calls, in the same order, as bws._first_half
-    keys = rng.random(g.size)
-    coin = rng.random(size.size) < 0.5
-    half_of = {}
-    for t in range(size.size):
-        idx = np.flatnonzero(g == t)
-        ranked = idx[np.argsort(keys[idx])]
-        take = size[t] // 2 + (size[t] % 2 == 1 and coin[t])
-        for pos, j in enumerate(ranked):
-            half_of[order[j]] = 0 if pos < take else 1
-    scores = []
-    for h in (0, 1):
-        b = np.zeros(60)
-        w = np.zeros(60)
-        n = np.zeros(60)
-        for j in range(ti.size):
-            if half_of[j] == h:
-                n[design[ti[j]]] += 1
-                b[best[j]] += 1
-                w[worst[j]] += 1
-        scores.append((b - w) / n)
-    assert result.pearson[0] == pytest.approx(scipy.stats.pearsonr(*scores)[0], abs=1e-12)
-    assert result.spearman[0] == pytest.approx(scipy.stats.spearmanr(*scores)[0], abs=1e-12)
+    ours = bws.split_half_reliability(design, best, worst, ti, trials=300, seed=11).pearson
+    plain = _plain_split_half(design, ti, best, worst, 60, 300, random.Random(5))
+    se = np.sqrt(ours.var() / ours.size + plain.var() / plain.size)
+    assert abs(ours.mean() - plain.mean()) < 4 * se, (ours.mean(), plain.mean(), se)
+    assert 0.7 < ours.std() / plain.std() < 1.4
 
 
 def _max_shared_brute_force(design: np.ndarray) -> int:

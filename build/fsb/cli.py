@@ -20,10 +20,16 @@ __all__ = ["commands", "main"]
 commands = Commands()
 
 # The first line of each CSV a command writes: an existing --out is replaced only if it matches (or with --force).
-SCORES_HEADER = r"item,score_raw,score,n,best,worst"
+SCORES_HEADER = r"item,score(_raw)?,.*"
 DESIGN_HEADER = r"tuple_id(,Item\d+)+"
 FORMS_HEADER = r"tuple_id(,Item\d+)+(,Text\d+)+"
 JUDGMENTS_HEADER = r"Item\d+(,Item\d+)*,BestItem,WorstItem(,Annotator)?"
+
+_INVALID_HELP = (
+    "rows whose tuple repeats an item or whose best = worst (quality-control rows): refuse (default) stops at the first; "
+    "count scores them as the NRC Perl counting script does (an item counts once per slot, best = worst counts both ways); "
+    "drop leaves them out. Either way the number of such rows is printed, by kind, with the first line of each"
+)
 
 
 def _print_json(obj: object) -> None:
@@ -60,6 +66,7 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--seed", type=int, default=0, help="split-half reliability seed (default 0)")
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
     b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
+    b.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
 
 
 @commands.add("build", arguments=_build_arguments, help="build the Hugging Face dataset folder from raw generations and judgments")
@@ -82,9 +89,13 @@ def _build(args: argparse.Namespace) -> int:
         seed=args.seed,
         record=not args.no_record,
         hub_id=args.hub_id,
+        invalid=args.invalid,
     )
     s = result.stats
     shr = s["shr"]
+    if "invalid" in s:
+        kinds = ", ".join(f"{v['rows']} with {k} (first on line {v['first_line']})" for k, v in s["invalid"]["irregular"].items())
+        print(f"irregular judgments ({s['invalid']['policy']}): {kinds}", file=sys.stderr)
     print(f"built {result.out}")
     print(f"  {s['n_items']} sentences, {s['n_tuples']} tuples, {s['n_annotations']} judgments")
     print(f"  bins (low/medium/high): {' / '.join(str(v) for v in s['bins']['counts'].values())}")
@@ -102,22 +113,36 @@ def _build(args: argparse.Namespace) -> int:
 
 
 def _score_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque)")
-    s.add_argument("--out", help="output CSV (item,score_raw,score,n,best,worst); default: standard output")
+    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque; all-digit labels are integer ids)")
+    s.add_argument("--out", help="output CSV (counting: item,score_raw,score,n,best,worst); default: standard output")
+    s.add_argument(
+        "--method",
+        choices=("counting", "maxdiff"),
+        default="counting",
+        help="counting: score = ((B - W) / n + 1) / 2 in [0, 1]; maxdiff: score = the fitted best-worst multinomial logit "
+        "utility (logit scale, centred to mean 0), plus its standard error se",
+    )
+    s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% intervals of score by bootstrap over tuples")
+    s.add_argument("--bootstrap", type=pos_int, default=200, help="bootstrap resamples for --ci (default 200)")
+    s.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    s.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
     _force(s)
 
 
 @commands.add("score", arguments=_score_arguments, help="score a best-worst judgments file by counting")
 def _score(args: argparse.Namespace) -> int:
     from ._io import atomic_write, first_line_matches
-    from .raw import read_annotations
-    from .scoring import score_table
+    from .raw import describe_irregular, read_annotations
+    from .scoring import format_csv, score_columns
 
     to_file = args.out not in (None, "-")
     if to_file:
         _output_file(args.out, SCORES_HEADER, "a scores file from `fsb score`", force=args.force)
-    table = score_table(ann=read_annotations(path=args.annotations))
-    text = table.to_csv(index=False, float_format="%.6f", lineterminator="\n")
+    ann = read_annotations(path=args.annotations, invalid=args.invalid)
+    if note := describe_irregular(ann):
+        print(note, file=sys.stderr)
+    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
+    text = format_csv(cols)
     if not to_file:
         sys.stdout.write(text)
     else:
@@ -128,7 +153,7 @@ def _score(args: argparse.Namespace) -> int:
             kind="a scores file from `fsb score`",
             hint=", or pass --force",
         )
-        print(f"scored {len(table)} items -> {args.out}", file=sys.stderr)
+        print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
     return 0
 
 
@@ -136,21 +161,44 @@ def _reliability_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("annotations")
     r.add_argument("--trials", type=pos_int, default=100)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed}")
+    r.add_argument(
+        "--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed[, spearman_brown, annotators]}"
+    )
+    r.add_argument("--spearman-brown", action="store_true", help="also print the Spearman-Brown corrected (full-panel) reliability")
+    r.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
 
 
 @commands.add("reliability", arguments=_reliability_arguments, help="split-half reliability of a judgments file")
 def _reliability(args: argparse.Namespace) -> int:
-    from .raw import read_annotations
-    from .scoring import reliability
+    from .raw import describe_irregular, read_annotations
+    from .scoring import annotator_agreement, reliability
 
-    result = reliability(ann=read_annotations(path=args.annotations), trials=args.trials, seed=args.seed).summary()
+    ann = read_annotations(path=args.annotations, invalid=args.invalid)
+    if note := describe_irregular(ann):
+        print(note, file=sys.stderr)
+    result = reliability(ann=ann, trials=args.trials, seed=args.seed).summary()
+    if args.spearman_brown:  # the full panel's reliability from the half-panel correlation: 2r / (1 + r)
+        result["spearman_brown"] = {k: 2 * result[k]["mean"] / (1 + result[k]["mean"]) for k in ("pearson", "spearman")}
+    agreement = annotator_agreement(ann)
+    if agreement is not None:
+        result["annotators"] = agreement
     if args.json:
         _print_json(result)
-    else:
-        print(f"split-half reliability over {result['trials']} trials (seed {result['seed']}):")
-        for name in ("pearson", "spearman"):
-            print(f"  {name:8s} {result[name]['mean']:.4f} ± {result[name]['sd']:.4f}")
+        return 0
+    print(f"split-half reliability over {result['trials']} trials (seed {result['seed']}), mean ± sd over trials:")
+    for name in ("pearson", "spearman"):
+        print(f"  {name:8s} {result[name]['mean']:.4f} ± {result[name]['sd']:.4f}")
+    if "spearman_brown" in result:
+        sb = result["spearman_brown"]
+        print(f"  Spearman-Brown corrected (full panel, 2r/(1+r) of the means): pearson {sb['pearson']:.4f}, spearman {sb['spearman']:.4f}")
+    if agreement is not None:
+        print("annotators: agreement with the leave-one-out consensus of the others (best, worst, mean); * = outlier")
+        for r in agreement:
+            flag = " *" if r["outlier"] else ""
+            print(
+                f"  {r['annotator']!s:>16} {r['judgments']:>7} judgments  "
+                f"{r['best_agreement']:.3f} {r['worst_agreement']:.3f} {r['agreement']:.3f}{flag}"
+            )
     return 0
 
 

@@ -240,6 +240,7 @@ def build_dataset(
     seed: int = 0,
     record: bool = True,
     hub_id: str | None = None,
+    invalid: str = "refuse",
 ) -> BuildResult:
     """Build the dataset folder OUT from a generations file and a judgments file.
 
@@ -255,7 +256,7 @@ def build_dataset(
     if record:
         _check_record_writable()
     gens = read_generations(generations)
-    ann = read_annotations(annotations, integer_ids=True)
+    ann = read_annotations(annotations, integer_ids=True, invalid=invalid)  # type: ignore[arg-type]
     scored = score_dataset(gens, ann, trials=trials, seed=seed)
     stats = scored.stats
     files: dict[str, tuple[str, bytes, int]] = {}
@@ -272,6 +273,8 @@ def build_dataset(
         "built_with": {"fsb": __version__, "scoring": "counting", "shr_procedure": "Kiritchenko & Mohammad split-half, no Spearman-Brown"},
         "paper": {k: spec.PAPER[k] for k in ("n_annotations", "shr", "bin_counts")},
     }
+    if ann.irregular:  # only with --invalid count/drop: how many quality-control rows were counted or left out
+        stats["invalid"] = {"policy": invalid, "irregular": ann.irregular, "dropped": ann.dropped}
     with atomic_dir(target, owned=is_build_folder, kind=BUILD_KIND, inputs=inputs) as stage:
         for rel, data, _ in files.values():
             write_file(stage / rel, data)

@@ -1,0 +1,138 @@
+"""The MaxDiff (best-worst logit) fit and the bootstrap intervals: an independent oracle (choix), an
+independent likelihood, and simulated studies with a known truth."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.optimize
+import scipy.stats
+
+from fsb import bws, maxdiff
+from fsb.scoring import Coded
+from tests._support import simulate_bws
+
+choix = pytest.importorskip("choix")
+
+
+def _random_study(n_items: int, k: int, n_tuples: int, per_tuple: int, seed: int):
+    rng = np.random.default_rng(seed)
+    design = np.array([rng.choice(n_items, size=k, replace=False) for _ in range(n_tuples)])
+    truth = rng.normal(size=n_items)
+    ti, best, worst = simulate_bws(design, truth, per_tuple, seed=seed)
+    return design, ti, best, worst, truth
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_fit_equals_choix_on_its_own_model(k: int) -> None:
+    """For pairs, best-worst is Bradley-Terry; for triples, best from S then worst from the other two is
+    a top-1 choice of b over S plus a top-1 choice of the remaining item over w. choix fits exactly
+    that likelihood with penalty alpha ||u||^2, which is our ridge/2 ||u||^2 with ridge = 2 alpha."""
+    design, ti, best, worst, _ = _random_study(15, k, 120, 2, seed=k)
+    alpha = 0.01
+    data = []
+    for t, b, w in zip(ti, best, worst):
+        items = design[t].tolist()
+        data.append((int(b), tuple(i for i in items if i != b)))
+        if k == 3:
+            other = next(i for i in items if i not in (b, w))
+            data.append((int(other), (int(w),)))
+    theirs = choix.opt_top1(15, data, alpha=alpha, tol=1e-10)
+    ours = maxdiff.fit_maxdiff(design, best, worst, ti, 15, ridge=2 * alpha, tol=1e-9)
+    assert ours.converged
+    np.testing.assert_allclose(ours.utility, theirs - theirs.mean(), atol=2e-4)
+
+
+def _plain_nll(u: np.ndarray, shown: np.ndarray, best: np.ndarray, worst: np.ndarray, ridge: float) -> float:
+    """The likelihood written out judgment by judgment, to check the vectorised one."""
+    total = 0.5 * ridge * float(u @ u)
+    for row, b, w in zip(shown, best, worst):
+        rest = [i for i in row if i != b]
+        total -= u[b] - np.log(np.sum(np.exp(u[row])))
+        total -= -u[w] - np.log(np.sum(np.exp(-u[rest])))
+    return total
+
+
+def test_four_tuples_match_a_plain_likelihood_and_its_gradient() -> None:
+    design, ti, best, worst, _ = _random_study(10, 4, 40, 3, seed=5)
+    shown = design[ti]
+    slots, bm, wm = maxdiff._layout(design, ti, best, worst)
+    u = np.random.default_rng(1).normal(size=10)
+    nll, grad = maxdiff.maxdiff_nll(u, slots, bm, wm, ridge=0.01)
+    assert nll == pytest.approx(_plain_nll(u, shown, best, worst, 0.01), rel=1e-12)
+    numeric = scipy.optimize.approx_fprime(u, _plain_nll, 1e-7, shown, best, worst, 0.01)
+    np.testing.assert_allclose(grad, numeric, atol=1e-4)
+    plain = scipy.optimize.minimize(_plain_nll, np.zeros(10), args=(shown, best, worst, 0.01), method="BFGS", options={"gtol": 1e-8})
+    fit = maxdiff.fit_maxdiff(design, best, worst, ti, 10, ridge=0.01, tol=1e-9)
+    np.testing.assert_allclose(fit.utility, plain.x - plain.x.mean(), atol=1e-4)
+    assert np.all(fit.se > 0) and np.all(np.isfinite(fit.se))
+
+
+def _counting(design: np.ndarray, ti: np.ndarray, best: np.ndarray, worst: np.ndarray, n: int) -> np.ndarray:
+    return bws.count_best_worst(design, best, worst, n, ti).score_raw
+
+
+def test_balanced_design_both_methods_recover_the_truth_about_equally() -> None:
+    n = 400
+    truth = np.random.default_rng(0).normal(size=n)
+    design = bws.bws_design(n, seed=0)
+    ti, best, worst = simulate_bws(design, truth, 3, seed=1)
+    rho_count = scipy.stats.spearmanr(_counting(design, ti, best, worst, n), truth)[0]
+    rho_fit = scipy.stats.spearmanr(maxdiff.fit_maxdiff(design, best, worst, ti, n).utility, truth)[0]
+    assert rho_count > 0.8 and rho_fit > 0.8
+    assert abs(rho_fit - rho_count) < 0.02, (rho_fit, rho_count)
+
+
+def test_unbalanced_design_the_logit_beats_counting() -> None:
+    """Tuples drawn among neighbours on a noisy ordering (items meet unequal competition: strong items
+    meet strong ones), plus a few random tuples. Counting sees only within-neighbourhood ranks; the
+    logit chains the comparisons into one scale."""
+    n = 400
+    rng = np.random.default_rng(3)
+    truth = rng.normal(size=n)
+    order = np.argsort(truth + rng.normal(0, 0.3, size=n))
+    local = [order[rng.choice(np.arange(max(0, s - 6), min(n, s + 6)), size=4, replace=False)] for s in rng.integers(0, n, size=3 * n)]
+    spread = [rng.choice(n, size=4, replace=False) for _ in range(n // 4)]
+    design = np.array(local + spread)
+    ti, best, worst = simulate_bws(design, truth, 2, seed=4)
+    seen = np.bincount(design.ravel(), minlength=n) > 0
+    rho_count = scipy.stats.spearmanr(_counting(design, ti, best, worst, n)[seen], truth[seen])[0]
+    rho_fit = scipy.stats.spearmanr(maxdiff.fit_maxdiff(design, best, worst, ti, n).utility[seen], truth[seen])[0]
+    assert rho_fit > rho_count + 0.05, (rho_fit, rho_count)
+
+
+def _coded(design: np.ndarray, ti: np.ndarray, best: np.ndarray, worst: np.ndarray, n: int) -> Coded:
+    return Coded(np.arange(n), design[ti], design, ti, best, worst)
+
+
+def _expected_counting(design: np.ndarray, utility: np.ndarray, per_tuple: int) -> np.ndarray:
+    """The counting score each item has in expectation under the model, exactly: per appearance,
+    P(best = i) - P(worst = i), averaged over the item's tuples (in [0, 1] as the table's score)."""
+    n = utility.size
+    total = np.zeros(n)
+    count = np.zeros(n)
+    for row in design:
+        x = utility[row]
+        p = np.exp(x) / np.exp(x).sum()
+        q = np.zeros(len(row))
+        for b in range(len(row)):
+            rest = [j for j in range(len(row)) if j != b]
+            e = np.exp(-x[rest])
+            q[rest] += p[b] * e / e.sum()
+        np.add.at(total, row, per_tuple * (p - q))
+        np.add.at(count, row, per_tuple)
+    return (total / count + 1) / 2
+
+
+@pytest.mark.parametrize("method", ["counting", "maxdiff"])
+def test_intervals_cover_the_truth_about_95_percent(method: str) -> None:
+    n = 160
+    truth = np.random.default_rng(7).normal(size=n)
+    design = bws.bws_design(n, seed=7)
+    ti, best, worst = simulate_bws(design, truth, 3, seed=8)
+    low, high = maxdiff.bootstrap_intervals(_coded(design, ti, best, worst, n), method=method, n_boot=150, seed=0)
+    target = _expected_counting(design, truth, 3) if method == "counting" else truth - truth.mean()
+    coverage = np.mean((low <= target) & (target <= high))
+    assert 0.88 <= coverage <= 0.995, coverage
+    again = maxdiff.bootstrap_intervals(_coded(design, ti, best, worst, n), method=method, n_boot=150, seed=0)
+    np.testing.assert_array_equal(low, again[0])
