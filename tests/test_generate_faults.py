@@ -19,7 +19,9 @@ from typing import Any
 
 import pytest
 
-from fsb import generate as G
+from fsb import engine
+from fsb.engine.journal import parse_journal
+from fsb.generate import build_generation_plan
 from fsb.prompts import load_prompt_set
 from fsb.seeds import read_seeds
 from tests._proxy import FaultProxy, first_attempts
@@ -30,15 +32,15 @@ pytestmark = pytest.mark.slow  # every test here runs the real server
 KIND = {"429": "rate_limit", "500": "server_error", "hang": "timeout", "drop": "connection", "malformed": "malformed"}
 
 
-def _plan(seeds: Path, release: Path, model: Path) -> G.Plan:
-    return G.build_generation_plan(
+def _plan(seeds: Path, release: Path, model: Path) -> engine.RequestPlan:
+    return build_generation_plan(
         read_seeds([str(seeds)])[0], load_prompt_set(release), ["conversion", "completion"], str(model), TINY_SAMPLING
     )
 
 
 def _journal_events(out: Path) -> list[dict[str, Any]]:
-    path = G.journal_path(out)
-    events, _, _ = G._parse_journal(path, path.read_bytes())
+    path = engine.journal_path(out)
+    events, _, _ = parse_journal(path, path.read_bytes())
     return events
 
 
@@ -74,7 +76,7 @@ def test_every_fault_ends_with_one_stored_generation_each(tiny_server: str, tiny
         for before, after in itertools.pairwise(mine):
             if before.fault == "429":  # Retry-After: 1 was honoured (a lower bound: a busy machine only makes it later)
                 assert after.t - before.t >= 0.98
-    assert not G.failures_path(out).exists()
+    assert not engine.failures_path(out).exists()
 
 
 def test_failures_are_recorded_with_reasons_and_retried_next_run(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:
@@ -89,7 +91,7 @@ def test_failures_are_recorded_with_reasons_and_retried_next_run(tiny_server: st
     with FaultProxy(tiny_server, faults=every_third_always_500) as proxy:
         first = fsb(*args, "--base-url", proxy.url, *TINY[:-1])  # with the progress bar
         doomed = {rid for rid, n in order.items() if n % 3 == 0}
-        failures = read_jsonl(G.failures_path(out))
+        failures = read_jsonl(engine.failures_path(out))
         finished_first = {r["request_id"] for r in read_jsonl(out)}
         proxy.faults = lambda request_id, attempt: None
         proxy.reset()
@@ -98,7 +100,7 @@ def test_failures_are_recorded_with_reasons_and_retried_next_run(tiny_server: st
     assert first.returncode == 1
     assert len(doomed) == 8
     assert "failed=8" in first.stderr and "retries=" in first.stderr and "req/s" in first.stderr  # the progress bar
-    assert f"8 requests failed (server_error 8); reasons in {G.failures_path(out)}" in first.stderr
+    assert f"8 requests failed (server_error 8); reasons in {engine.failures_path(out)}" in first.stderr
     assert {f["request_id"] for f in failures} == doomed and len(finished_first) == 16
     assert all(f["reason"] == "HTTP 500: injected server error" and f["tries"] == 2 and f["kind"] == "server_error" for f in failures)
     events = _journal_events(out)
@@ -109,7 +111,7 @@ def test_failures_are_recorded_with_reasons_and_retried_next_run(tiny_server: st
     assert resent == Counter(doomed)  # only the failed ones were sent again, once each
     rows = read_jsonl(out)
     assert len(rows) == 24 and len({r["request_id"] for r in rows}) == 24
-    assert not G.failures_path(out).exists()
+    assert not engine.failures_path(out).exists()
 
 
 def test_failures_file_lists_what_is_left(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:
@@ -120,13 +122,13 @@ def test_failures_file_lists_what_is_left(tiny_server: str, tiny_model: Path, tm
         for run, tries in ((1, 1), (2, 2)):  # the count of tries adds up across runs
             proc = fsb(*args)
             assert proc.returncode == 1, run
-            failures = read_jsonl(G.failures_path(out))
+            failures = read_jsonl(engine.failures_path(out))
             assert [f["uid"] for f in failures] == list(range(1, 9))
             assert all(f["kind"] == "server_error" and f["tries"] == tries and f["query"] and f["last_try"] for f in failures)
             assert not out.exists()  # nothing finished, nothing to feed `fsb build`
         proc = fsb(*args)
     assert proc.returncode == 0
-    assert len(read_jsonl(out)) == 8 and not G.failures_path(out).exists()
+    assert len(read_jsonl(out)) == 8 and not engine.failures_path(out).exists()
 
 
 def test_a_refused_key_stops_the_run(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:
@@ -167,7 +169,7 @@ def test_killed_midway_resumes_to_the_same_final_set(tiny_server: str, tiny_mode
             text=True,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
-        journal = G.journal_path(out)
+        journal = engine.journal_path(out)
         _wait_for(lambda: journal.exists() and journal.read_bytes().count(b'"event":"ok"') >= 6)
         run.send_signal(signal.SIGKILL if how == "SIGKILL" else signal.SIGINT)
         _, stderr = run.communicate(timeout=60)
@@ -196,4 +198,4 @@ def test_killed_midway_resumes_to_the_same_final_set(tiny_server: str, tiny_mode
     rows = read_jsonl(out)
     assert [(r["uid"], r["request_id"]) for r in rows] == [(r.uid, r.request_id) for r in plan.requests]  # the same final set
     assert sorted(_ok_ids(out)) == sorted(r.request_id for r in plan.requests)  # one record each in the journal too
-    assert json.loads(G.journal_path(out).read_text().splitlines()[0])["event"] == "plan"
+    assert json.loads(engine.journal_path(out).read_text().splitlines()[0])["event"] == "plan"

@@ -7,7 +7,9 @@ Import nothing heavy at module level: this module is imported for every `fsb` in
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -60,7 +62,7 @@ def _add_endpoint_options(p: argparse.ArgumentParser, max_tokens_help: str) -> N
 
 
 def _sampling(args: argparse.Namespace) -> Any:
-    from .generate import Sampling
+    from .engine import Sampling
 
     return Sampling(
         temperature=args.temperature,
@@ -74,16 +76,9 @@ def _sampling(args: argparse.Namespace) -> Any:
 
 
 def _run_options(args: argparse.Namespace) -> Any:
-    from .generate import RunOptions
+    from .engine import RunOptions
 
-    return RunOptions(
-        concurrency=args.concurrency,
-        retries=args.retries,
-        timeout=args.timeout,
-        backoff=args.backoff,
-        progress=not args.no_progress,
-        limit=args.limit,
-    )
+    return RunOptions(concurrency=args.concurrency, retries=args.retries, timeout=args.timeout, backoff=args.backoff, limit=args.limit)
 
 
 def _terminate_as_interrupt() -> None:
@@ -96,38 +91,114 @@ def _terminate_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def _error(command: str, message: str) -> int:
-    print(f"fsb {command}: error: {message}", file=sys.stderr)
-    return 2
+class _Bar:
+    """The engine's progress as a tqdm bar with the rate, tokens, retries and failures."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.started = time.monotonic()
+
+    def start(self, total: int, kind: str) -> None:
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, desc=kind, unit="req", file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
+        self.started = time.monotonic()
+
+    def update(self, result: Any) -> None:
+        if self.bar is None:
+            return
+        elapsed = max(1e-9, time.monotonic() - self.started)
+        tokens = result.prompt_tokens + result.completion_tokens
+        postfix = {"tok/s": f"{tokens / elapsed:.0f}", "tokens": tokens, "retries": result.retries, "failed": result.failed}
+        self.bar.set_postfix(postfix, refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _dry_run(plan: Any, out: str, limit: int | None) -> None:
+    """Print the requests a run would send (all messages) and the token estimate; send and write nothing."""
+    from .engine import estimate_tokens, finished_ids, pending
+
+    done = finished_ids(plan, out)
+    todo = pending(plan, done, limit)
+    prompt = completion = 0
+    for r in todo:
+        tokens = estimate_tokens(r.body["messages"])
+        prompt += tokens
+        completion += int(r.body.get("max_tokens") or 0)
+        label = " ".join(f"{k}={r.fields[k]}" for k in ("seed_type", "prompt_type") if k in r.fields)
+        print(f"### uid {r.uid} {label} request {r.request_id[:16]} (~{tokens} prompt tokens)")
+        for m in r.body["messages"]:
+            print(f"[{m['role']}] {m['content']}")
+        print()
+    print(
+        f"dry run: {len(todo)} requests to send ({len(done)} of {len(plan.requests)} already finished); "
+        f"about {prompt} prompt tokens (~4 characters a token) and at most {completion} completion tokens. Nothing was sent."
+    )
+
+
+def _report(result: Any, out: str) -> int:
+    """What the run repaired, the one-line summary, where the files are; the exit code."""
+    from .engine import journal_path
+
+    journal = journal_path(out)
+    if result.repaired_bytes:
+        print(f"journal {journal}: cut off a torn last line ({result.repaired_bytes} bytes) left by an interrupted run", file=sys.stderr)
+    if result.recovered:
+        print(f"journal {journal}: had lost {result.recovered} finished rows; took them back from {out}", file=sys.stderr)
+    if result.fatal:
+        print(f"stopped: {result.fatal}", file=sys.stderr)
+    print(result.summary_line(), file=sys.stderr)
+    outs = result.outputs
+    if outs.get("out"):
+        print(f"wrote {outs['rows']} rows -> {outs['out']}", file=sys.stderr)
+    if outs.get("failures_file"):
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items())) or "from earlier runs"
+        where = outs["failures_file"]
+        print(f"{outs['failures']} requests failed ({kinds}); reasons in {where}; rerun the same command to retry them", file=sys.stderr)
+    return int(result.exit_code)
+
+
+def _run(args: argparse.Namespace, plan: Any, endpoint: Any, side_outputs: list[Any]) -> int:
+    from . import engine
+
+    _terminate_as_interrupt()
+    progress = None if args.no_progress else _Bar()
+    result = engine.run(plan, args.out, endpoint, _run_options(args), side_outputs=side_outputs, progress=progress)
+    return _report(result, args.out)
 
 
 # --- fsb seeds --------------------------------------------------------------------------------------
 
 
 def _seeds(args: argparse.Namespace) -> int:
-    from . import seeds as S
+    from .marks import Marker, load_wordlist
+    from .seeds import Seed, curate, read_seeds, summarize, write_seeds
 
-    marker = S.Marker(
-        S.load_wordlist(args.gendered_words, name="gendered") if args.gendered_words else None,
-        S.load_wordlist(args.person_words, name="person") if args.person_words else None,
+    marker = Marker(
+        load_wordlist(args.gendered_words, name="gendered") if args.gendered_words else None,
+        load_wordlist(args.person_words, name="person") if args.person_words else None,
     )
     if args.mark:
-        chosen, notes = S.read_seeds(args.mark)
+        chosen, notes = read_seeds(args.mark)
         for note in notes:
             print(note, file=sys.stderr)
         marked = []
         for s in chosen:
             extra = {**s.extra, **marker.mark(s.text).fields()}
-            marked.append(S.Seed(s.text, s.seed_type, s.source, s.source_id, s.occurrence, extra))
-        S.write_seeds(args.out, marked)
+            marked.append(Seed(s.text, s.seed_type, s.source, s.source_id, s.occurrence, extra))
+        write_seeds(args.out, marked)
         manifest_path = None
     else:
         counts = {t: getattr(args, t) for t in SEED_TYPES}
-        marked, manifest = S.curate(args.copa, args.stereoset, counts, seed=args.seed, marker=marker)
-        manifest_path = S.write_seeds(args.out, marked, manifest)
+        marked, manifest = curate(args.copa, args.stereoset, counts, seed=args.seed, marker=marker)
+        manifest_path = write_seeds(args.out, marked, manifest)
     print(f"wrote {len(marked)} seeds -> {args.out}" + (f" (manifest {manifest_path})" if manifest_path else ""))
     print(f"  {'type':10s} {'seeds':>6s} {'gendered':>9s} {'person':>7s}")
-    for seed_type, row in S.summarize(marked, marker).items():
+    for seed_type, row in summarize(marked, marker).items():
         print(f"  {seed_type:10s} {row['seeds']:6d} {row['gendered']:9d} {row['person']:7d}")
     return 0
 
@@ -136,79 +207,62 @@ def _seeds(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from . import generate as G
+    from . import engine
+    from .generate import build_generation_plan, release_csv
     from .prompts import load_prompt_set
     from .release import find_local_release
     from .seeds import read_seeds
 
     modes = [m for m in ("dry_run", "batch_file", "collect") if getattr(args, m)]
     if len(modes) > 1:
-        return _error(
-            "generate", f"choose one of --dry-run, --batch-file and --collect (got {', '.join('--' + m.replace('_', '-') for m in modes)})"
-        )
-    try:
-        endpoint = None
-        if not (args.dry_run or args.batch_file or args.collect):
-            endpoint = G.resolve_endpoint(args.base_url)  # before any file work: a missing key is the first thing to know
-        seeds, notes = read_seeds(args.seeds)
-        for note in notes:
-            print(note, file=sys.stderr)
-        ic_dir = args.ic_dir or find_local_release()
-        prompts = load_prompt_set(
-            ic_dir,
-            dict(args.ic),
-            formats=args.formats,
-            seed_types=sorted({s.seed_type for s in seeds}),
-            shots=args.shots,
-            seed=args.seed,
-        )
-        plan = G.build_generation_plan(seeds, prompts, args.formats, args.model, _sampling(args))
-        if args.dry_run:
-            G.dry_run(plan, args.out, args.limit)
-            return 0
-        if args.batch_file:
-            paths = G.write_batch(plan, args.out, args.batch_file, args.limit)
-            n = sum(len(G.read_batch_ids(p)) for p in paths)
-            where = ", ".join(str(p) for p in paths) or "(nothing left to send)"
-            print(f"wrote {n} requests for the Batch API -> {where}; merge its output with --collect FILE and the same arguments")
-            return 0
-        if args.collect:
-            result = G.collect_batch(plan, args.out, args.collect, csv_path=args.csv, base_url=args.base_url)
-        else:
-            assert endpoint is not None
-            print(f"plan: {len(plan.requests)} requests ({len(seeds)} seeds x {', '.join(args.formats)}) -> {args.out}", file=sys.stderr)
-            _terminate_as_interrupt()
-            result = G.run(plan, args.out, endpoint, _run_options(args), csv_path=args.csv)
-    except G.GenerateError as e:
-        return _error("generate", str(e))
-    G.print_result(result)
-    return result.exit_code
+        got = ", ".join("--" + m.replace("_", "-") for m in modes)
+        raise engine.EngineError(f"choose one of --dry-run, --batch-file and --collect (got {got})")
+    endpoint = None
+    if not (args.dry_run or args.batch_file or args.collect):
+        endpoint = engine.resolve_endpoint(args.base_url)  # before any file work: a missing key is the first thing to know
+    seeds, notes = read_seeds(args.seeds)
+    for note in notes:
+        print(note, file=sys.stderr)
+    ic_dir = args.ic_dir or find_local_release()
+    prompts = load_prompt_set(
+        ic_dir, dict(args.ic), formats=args.formats, seed_types=sorted({s.seed_type for s in seeds}), shots=args.shots, seed=args.seed
+    )
+    plan = build_generation_plan(seeds, prompts, args.formats, args.model, _sampling(args))
+    side_outputs = [(args.csv, release_csv)] if args.csv else []
+    if args.dry_run:
+        _dry_run(plan, args.out, args.limit)
+        return 0
+    if args.batch_file:
+        written = engine.write_batch(plan, args.out, args.batch_file, args.limit)
+        where = ", ".join(str(p) for p, _ in written) or "(nothing left to send)"
+        n = sum(count for _, count in written)
+        print(f"wrote {n} requests for the Batch API -> {where}; merge its output with --collect FILE and the same arguments")
+        return 0
+    if args.collect:
+        key = os.environ.get("OPENAI_API_KEY") or None  # only to scrub it, should a batch output quote it
+        result = engine.collect_batch(plan, args.out, args.collect, side_outputs=side_outputs, base_url=args.base_url, api_key=key)
+        return _report(result, args.out)
+    print(f"plan: {len(plan.requests)} requests ({len(seeds)} seeds x {', '.join(args.formats)}) -> {args.out}", file=sys.stderr)
+    return _run(args, plan, endpoint, side_outputs)
 
 
 # --- fsb explain ------------------------------------------------------------------------------------------
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from . import explain as E
-    from . import generate as G
+    from . import engine
+    from .explain import build_explain_plan, load_items, stratified_sample
 
-    try:
-        endpoint = None if args.dry_run else G.resolve_endpoint(args.base_url)
-        items = E.load_items(dataset=args.dataset, generations=args.generations, scores=args.scores, score_column=args.score_column)
-        sample = E.stratified_sample(items, args.per_bin, seed=args.seed, scheme=args.bins)
-        plan = E.build_explain_plan(sample, args.model, _sampling(args), seed=args.seed, scheme=args.bins)
-        counts = plan.summary["per_bin"]
-        print(f"sample: {len(sample)} sentences ({', '.join(f'{k} {v}' for k, v in counts.items())}) -> {args.out}", file=sys.stderr)
-        if args.dry_run:
-            G.dry_run(plan, args.out, args.limit)
-            return 0
-        assert endpoint is not None
-        _terminate_as_interrupt()
-        result = G.run(plan, args.out, endpoint, _run_options(args))
-    except G.GenerateError as e:
-        return _error("explain", str(e))
-    G.print_result(result)
-    return result.exit_code
+    endpoint = None if args.dry_run else engine.resolve_endpoint(args.base_url)
+    items = load_items(dataset=args.dataset, generations=args.generations, scores=args.scores, score_column=args.score_column)
+    sample = stratified_sample(items, args.per_bin, seed=args.seed, scheme=args.bins)
+    plan = build_explain_plan(sample, args.model, _sampling(args), seed=args.seed, scheme=args.bins)
+    counts = plan.summary["per_bin"]
+    print(f"sample: {len(sample)} sentences ({', '.join(f'{k} {v}' for k, v in counts.items())}) -> {args.out}", file=sys.stderr)
+    if args.dry_run:
+        _dry_run(plan, args.out, args.limit)
+        return 0
+    return _run(args, plan, endpoint, [])
 
 
 # --- parsers ---------------------------------------------------------------------------------------------
