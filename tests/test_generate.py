@@ -37,14 +37,16 @@ TINY_SAMPLING = engine.Sampling(temperature=0.0, max_tokens=8, frequency_penalty
 SECRET = "sk-fsb-test-7f3a9c0e-DO-NOT-LEAK"
 
 
-def fsb(*args: str | Path, key: str | None = None, home: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def fsb(
+    *args: str | Path, key: str | None = None, home: Path | None = None, timeout: float = 300, preexec_fn: Any = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     if key is not None:
         env["OPENAI_API_KEY"] = key
     if home is not None:
         env["FSB_HOME"] = str(home)
     cmd = [sys.executable, "-m", "fsb", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False, preexec_fn=preexec_fn)
 
 
 def write_seed_file(path: Path, per_type: int = 2) -> Path:
@@ -717,3 +719,55 @@ def test_journal_writer_survives_a_cancelled_worker(tmp_path: Path) -> None:
     writer.close()
     assert [e["n"] for e in written] == [1, 2, 3, 4]
     assert writer.thread.is_alive() is False
+
+
+# --- hardening (issue 8): keys, timeouts, response size -------------------------------------------------------
+
+# No server behind these proxies: each fault answers by itself, so nothing is forwarded.
+NO_UPSTREAM = "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize(("key", "what"), [("sk-tést-key", "a non-ASCII character"), ("sk-test-key\r\n", "a line break")])
+def test_an_unusable_key_is_a_setup_error_before_anything_is_sent(tmp_path: Path, key: str, what: str) -> None:
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out = tmp_path / "gens.jsonl"
+    with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "500") as proxy:
+        proc = fsb("generate", "--seeds", seeds, "--out", out, "--model", "m", "--base-url", proxy.url, key=key, timeout=60)
+        assert proxy.entries() == []
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"fsb generate: error: OPENAI_API_KEY holds {what}") and proc.stderr.count("\n") == 1
+    assert key.strip() not in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() and not engine.journal_path(out).exists()
+    with pytest.raises(engine.EngineError, match="non-ASCII"):
+        engine.resolve_endpoint("http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": "sk-\u00a0x"})
+
+
+def test_timeout_is_a_wall_clock_limit_per_attempt(tmp_path: Path, release: Path) -> None:
+    """A server that drips one byte every 0.2 s never trips a per-read timeout; the run must still end."""
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out = tmp_path / "gens.jsonl"
+    args = ["generate", "--seeds", seeds, "--out", out, "--model", "m", "--formats", "conversion", "--no-progress", "--ic-dir", release]
+    with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "drip", drip=0.2) as proxy:
+        proc = fsb(*args, "--base-url", proxy.url, "--timeout", "2", "--retries", "1", "--backoff", "0.05", timeout=60)
+        attempts = proxy.entries()
+    assert proc.returncode == 1, proc.stderr
+    assert len(attempts) == 8  # 4 requests, 2 attempts each
+    for f in read_jsonl(engine.failures_path(out)):
+        assert (f["kind"], f["reason"], f["tries"]) == ("timeout", "timed out", 2)
+    assert "4 requests failed (timeout 4)" in proc.stderr
+
+
+def test_answers_are_read_up_to_a_cap(tmp_path: Path, release: Path) -> None:
+    seeds, _ = read_seeds([str(write_seed_file(tmp_path / "seeds.jsonl", per_type=1))])
+    plan = build_generation_plan(seeds, load_prompt_set(release), ["conversion"], "m", engine.Sampling())
+    out = tmp_path / "gens.jsonl"
+    with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "bloat", bloat=3_000_000) as proxy:
+        options = engine.RunOptions(concurrency=2, retries=0, timeout=30, max_response_bytes=1_000_000)
+        result = engine.run(plan, out, engine.Endpoint(proxy.url), options)
+    assert (result.ok, result.failed, result.failures) == (0, 4, {"too_large": 4})
+    failures = read_jsonl(engine.failures_path(out))
+    assert all(f["reason"] == "the answer is longer than 1000000 bytes (the cap on bytes read per response)" for f in failures)
+    assert engine.journal_path(out).stat().st_size < 100_000  # nothing of the answers was stored
+    with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "bloat", bloat=200_000) as proxy:  # under the cap: kept whole
+        result = engine.run(plan, out, engine.Endpoint(proxy.url), options)
+    assert result.ok == 4 and all(len(r["response"]) == 200_000 for r in read_jsonl(out))

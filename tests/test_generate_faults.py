@@ -25,7 +25,7 @@ from fsb.generate import build_generation_plan
 from fsb.prompts import load_prompt_set
 from fsb.seeds import read_seeds
 from tests._proxy import FaultProxy, first_attempts
-from tests.test_generate import TINY, TINY_SAMPLING, fsb, read_jsonl, write_seed_file
+from tests.test_generate import SECRET, TINY, TINY_SAMPLING, fsb, read_jsonl, write_seed_file
 
 pytestmark = pytest.mark.slow  # every test here runs the real server
 
@@ -52,10 +52,11 @@ def test_every_fault_ends_with_one_stored_generation_each(tiny_server: str, tiny
     seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=3)
     out = tmp_path / "gens.jsonl"
     faults = first_attempts(["429", "500", "hang", "drop", "malformed"], twice=4)  # every request fails once, some twice
+    # --timeout is a wall-clock limit per attempt: it must cover waiting in the one-at-a-time server's queue on a busy machine.
     with FaultProxy(tiny_server, faults=faults, hang=30, retry_after="1") as proxy:
         proc = fsb(
             "generate", "--seeds", seeds, "--out", out, "--model", tiny_model, "--base-url", proxy.url,
-            "--concurrency", "6", "--timeout", "3", "--backoff", "0.05", "--retries", "4", *TINY,
+            "--concurrency", "6", "--timeout", "6", "--backoff", "0.05", "--retries", "4", *TINY,
         )  # fmt: skip
         log = proxy.entries()
     assert proc.returncode == 0, proc.stderr
@@ -199,3 +200,112 @@ def test_killed_midway_resumes_to_the_same_final_set(tiny_server: str, tiny_mode
     assert [(r["uid"], r["request_id"]) for r in rows] == [(r.uid, r.request_id) for r in plan.requests]  # the same final set
     assert sorted(_ok_ids(out)) == sorted(r.request_id for r in plan.requests)  # one record each in the journal too
     assert json.loads(engine.journal_path(out).read_text().splitlines()[0])["event"] == "plan"
+
+
+# --- hardening (issue 8): lost journals, echoed keys, a full disk ------------------------------------------------
+
+
+def _counting_run(proxy: FaultProxy, seeds: Path, out: Path, model: Path, *extra: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    args = ["generate", "--seeds", seeds, "--out", out, "--model", model, "--base-url", proxy.url, "--concurrency", "2"]
+    return fsb(*args, *TINY, *extra, **kw)
+
+
+@pytest.mark.parametrize("cut", ["empty", "half"])
+def test_a_truncated_journal_never_costs_finished_rows(tiny_server: str, tiny_model: Path, release: Path, tmp_path: Path, cut: str) -> None:
+    """Issue 8: the journal truncated beside a finished output, then a rerun with --limit 1, lost every other row.
+    Now the output gives its rows back to the journal: nothing lost, nothing sent twice, over the whole sequence."""
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=2)
+    out = tmp_path / "gens.jsonl"
+    plan = _plan(seeds, release, tiny_model)
+    journal = _journal_file(out)
+    with FaultProxy(tiny_server) as proxy:
+        first = _counting_run(proxy, seeds, out, tiny_model, "--limit", "10")
+        assert first.returncode == 0, first.stderr
+        before = read_jsonl(out)
+        assert len(before) == 10
+        data = journal.read_bytes()
+        journal.write_bytes(b"" if cut == "empty" else data[: len(data) // 2])
+        second = _counting_run(proxy, seeds, out, tiny_model, "--limit", "1")
+        assert second.returncode == 0, second.stderr
+        after = read_jsonl(out)
+        third = _counting_run(proxy, seeds, out, tiny_model)
+        sent = Counter(e.request_id for e in proxy.entries())
+    assert "finished rows; took them back from" in second.stderr
+    assert len(after) == 11 and [r for r in after if r["request_id"] in {b["request_id"] for b in before}] == before  # kept as they were
+    assert third.returncode == 0, third.stderr
+    rows = read_jsonl(out)
+    assert [(r["uid"], r["request_id"]) for r in rows] == [(r.uid, r.request_id) for r in plan.requests]  # 0 lost
+    assert set(sent.values()) == {1} and len(sent) == 16  # 0 sent twice
+    assert sorted(_ok_ids(out)) == sorted(r.request_id for r in plan.requests)  # the journal whole again, each once
+
+
+def test_an_output_of_another_plan_beside_an_empty_journal_is_refused(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out = tmp_path / "gens.jsonl"
+    with FaultProxy(tiny_server) as proxy:
+        assert _counting_run(proxy, seeds, out, tiny_model, "--limit", "2").returncode == 0
+        _journal_file(out).write_bytes(b"")
+        kept = out.read_bytes()
+        proc = _counting_run(proxy, seeds, out, tiny_model, "--temperature", "0.5")  # other settings: other request ids
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"{out}, line 1: a row that is not a request of this run's plan" in proc.stderr
+    assert out.read_bytes() == kept
+
+
+def test_a_key_echoed_in_a_completion_is_written_nowhere(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:
+    """Issue 8: a 200 whose completion quoted the key stored it in the output, the journal and the CSV."""
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out, csv_path = tmp_path / "gens.jsonl", tmp_path / "gens.csv"
+    faults = first_attempts(["echo_key_ok", "echo_auth"])  # half echo it in a 200, half in a 400 (then a retry)
+    with FaultProxy(tiny_server, faults=faults) as proxy:
+        args = ["--csv", csv_path, "--formats", "conversion,conversation", "--retries", "0"]
+        first = _counting_run(proxy, seeds, out, tiny_model, *args, key=SECRET)
+        second = _counting_run(proxy, seeds, out, tiny_model, *args, key=SECRET)
+    assert first.returncode == 1 and second.returncode == 0, second.stderr
+    rows = read_jsonl(out)
+    echoed = [r for r in rows if r["raw_response"].startswith("Your key is")]
+    assert len(echoed) == 4 and all(r["raw_response"] == "Your key is ***, keep it.\nAgain: ***" for r in echoed)
+    assert all(r["response_id"] == "chatcmpl-***" for r in echoed)
+    everything = first.stdout + first.stderr + second.stdout + second.stderr
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            everything += f.read_text(encoding="utf-8", errors="replace")
+    assert "Your key is ***" in everything and "Authorization: Bearer ***" in everything
+    assert SECRET not in everything and SECRET[3:15] not in everything
+
+
+def test_a_full_disk_is_one_line_and_the_journal_stays_whole(tiny_server: str, tiny_model: Path, release: Path, tmp_path: Path) -> None:
+    """A file-size limit (EFBIG, as a full disk's ENOSPC) stops the journal mid-run: one line, exit 2, and the
+    rerun finishes with every row once."""
+    import resource
+
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=2)
+    out = tmp_path / "gens.jsonl"
+    plan = _plan(seeds, release, tiny_model)
+    journal = _journal_file(out)
+    with FaultProxy(tiny_server) as proxy:
+        assert _counting_run(proxy, seeds, out, tiny_model, "--limit", "2").returncode == 0
+        limit = journal.stat().st_size + 4000  # room for the run record and about one row, not three
+
+        def small_disk() -> None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        full = _counting_run(proxy, seeds, out, tiny_model, preexec_fn=small_disk)
+        left = journal.read_bytes()
+        again = _counting_run(proxy, seeds, out, tiny_model)
+    assert full.returncode == 2, full.stderr
+    assert "Traceback" not in full.stderr
+    errors = [line for line in full.stderr.splitlines() if "error" in line]
+    assert errors == [f"fsb generate: error: {journal}: File too large"], full.stderr
+    assert len(left) <= limit
+    events, good, torn = parse_journal(journal, left)  # whole lines only: nothing torn, nothing corrupt
+    assert torn == 0 and good == len(left) and events[0]["event"] == "plan"
+    assert again.returncode == 0, again.stderr
+    assert "torn" not in again.stderr
+    rows = read_jsonl(out)
+    assert [(r["uid"], r["request_id"]) for r in rows] == [(r.uid, r.request_id) for r in plan.requests]
+    assert sorted(_ok_ids(out)) == sorted(r.request_id for r in plan.requests)
+
+
+def _journal_file(out: Path) -> Path:
+    return engine.journal_path(out)
