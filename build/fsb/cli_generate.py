@@ -1,6 +1,8 @@
 """CLI subcommands of the generation stage (`fsb seeds`, `fsb generate`, `fsb explain`).
 
-Kept apart from cli.py so the generation stage owns its command line; cli.py calls `add_commands`.
+Kept apart from cli.py so the generation stage owns its command line: `commands` (the `_commands.Commands`
+registry) holds the three subcommands, each with its arguments function; cli.py installs it. The
+handlers print; the work is done by `fsb.engine`, `fsb.generate`, `fsb.explain` and `fsb.seeds`.
 Import nothing heavy at module level: this module is imported for every `fsb` invocation.
 """
 
@@ -16,7 +18,10 @@ from typing import Any
 from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
 
 from ._argtypes import nonneg_int, pos_float, pos_int
+from ._commands import Commands
 from .seeds import DEFAULT_COUNTS  # stdlib-only module: cheap to import
+
+commands = Commands()
 
 
 def _formats(text: str) -> list[str]:
@@ -171,9 +176,74 @@ def _run(args: argparse.Namespace, plan: Any, endpoint: Any, side_outputs: list[
     return _report(result, args.out)
 
 
+# --- arguments ---------------------------------------------------------------------------------------------
+
+
+def _seeds_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
+    s.add_argument("--copa", help="COPA premises: the XML corpus (e.g. balacopa-dev-all.xml) or JSON lines with 'premise'")
+    s.add_argument("--stereoset", help="StereoSet: the original dev.json, or a list of items such as EditBias's gender_test.json")
+    for seed_type in SEED_TYPES:
+        s.add_argument(
+            f"--{seed_type}",
+            type=nonneg_int,
+            default=DEFAULT_COUNTS[seed_type],
+            help=f"{seed_type} seeds (default {DEFAULT_COUNTS[seed_type]})",
+        )
+    s.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
+    s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
+    s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
+
+
+def _generate_arguments(g: argparse.ArgumentParser) -> None:
+    g.add_argument(
+        "--seeds",
+        action="append",
+        required=True,
+        metavar="SEEDS",
+        help="a seed file: `fsb seeds` JSONL, TYPE=FILE.txt, or a folder (repeatable)",
+    )
+    g.add_argument("--out", required=True, help="output .jsonl; the journal and failures files go beside it")
+    g.add_argument(
+        "--formats", type=_formats, default=["conversion", "completion"], help="comma-separated formats (default: conversion,completion)"
+    )
+    g.add_argument("--ic-dir", help="folder with the release's in-context files (default: the local release copy)")
+    g.add_argument(
+        "--ic", type=_ic, action="append", default=[], metavar="[SEED_TYPE:]FORMAT=FILE", help="your own in-context examples (repeatable)"
+    )
+    g.add_argument("--shots", type=nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
+    g.add_argument("--seed", type=int, default=0, help="seed for choosing in-context examples (default 0)")
+    g.add_argument("--csv", help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here")
+    g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
+    g.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
+    _add_endpoint_options(g, "completion tokens per request (default 100; 512 for conversation)")
+
+
+def _explain_arguments(e: argparse.ArgumentParser) -> None:
+    e.add_argument("--out", required=True, help="output .jsonl (uid, text, score, bin, reason and provenance)")
+    e.add_argument("--dataset", help="a built dataset folder or Hub id (default: the last `fsb build`); its human scores are explained")
+    e.add_argument("--generations", help="sentences: the release's FSB_text.csv or `fsb generate` output (with --scores)")
+    e.add_argument("--scores", help="CSV with id (or uid/item) and a score in [0, 1], e.g. a model's scores (with --generations)")
+    e.add_argument("--score-column", help="the score column (default: score_normalized if present, else score)")
+    e.add_argument("--per-bin", type=nonneg_int, default=10, help="sentences per bin (default 10)")
+    e.add_argument(
+        "--bins", choices=("analysis", "equispaced"), default="analysis", help="the paper's 3 analysis bins or 4 equispaced bins"
+    )
+    e.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    _add_endpoint_options(e, "completion tokens per request (default 200)")
+
+
 # --- fsb seeds --------------------------------------------------------------------------------------
 
 
+@commands.add(
+    "seeds",
+    arguments=_seeds_arguments,
+    help="curate seed lists (explicit from StereoSet, implicit/neutral/random from COPA) with provenance",
+    description="Draw seeds reproducibly from source files, marking each with the gendered and person word lists. "
+    "Or, with --mark, mark existing seed files (e.g. the release's seeds/ folder) and write them in the same format.",
+)
 def _seeds(args: argparse.Namespace) -> int:
     from .marks import Marker, load_wordlist
     from .seeds import Seed, curate, read_seeds, summarize, write_seeds
@@ -206,6 +276,14 @@ def _seeds(args: argparse.Namespace) -> int:
 # --- fsb generate -----------------------------------------------------------------------------------------
 
 
+@commands.add(
+    "generate",
+    arguments=_generate_arguments,
+    help="turn seeds into gender-biased generations through an OpenAI-compatible endpoint (resumable)",
+    description="One request per seed and format, sent with bounded concurrency and retries. Every finished "
+    "generation is fsync'd to OUT's journal, so a run can be killed at any moment and rerun with the same "
+    "command: it sends only what is not finished. OUT (JSON lines) feeds `fsb build --generations` directly.",
+)
 def _generate(args: argparse.Namespace) -> int:
     from . import engine
     from .generate import build_generation_plan, release_csv
@@ -249,6 +327,12 @@ def _generate(args: argparse.Namespace) -> int:
 # --- fsb explain ------------------------------------------------------------------------------------------
 
 
+@commands.add(
+    "explain",
+    arguments=_explain_arguments,
+    help="ask a model the reason behind scores (the paper's appendix A.4 prompt) for a stratified sample per bin",
+    description="Sample sentences per score bin and ask the model, told the score, why; resumable like `fsb generate`.",
+)
 def _explain(args: argparse.Namespace) -> int:
     from . import engine
     from .explain import build_explain_plan, load_items, stratified_sample
@@ -265,77 +349,6 @@ def _explain(args: argparse.Namespace) -> int:
     return _run(args, plan, endpoint, [])
 
 
-# --- parsers ---------------------------------------------------------------------------------------------
-
-
 def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
-    """Add this stage's subparsers to `sub` and their handlers to `handlers` (name -> fn(args) -> exit code)."""
-    s = sub.add_parser(
-        "seeds",
-        help="curate seed lists (explicit from StereoSet, implicit/neutral/random from COPA) with provenance",
-        description="Draw seeds reproducibly from source files, marking each with the gendered and person word lists. "
-        "Or, with --mark, mark existing seed files (e.g. the release's seeds/ folder) and write them in the same format.",
-    )
-    s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
-    s.add_argument("--copa", help="COPA premises: the XML corpus (e.g. balacopa-dev-all.xml) or JSON lines with 'premise'")
-    s.add_argument("--stereoset", help="StereoSet: the original dev.json, or a list of items such as EditBias's gender_test.json")
-    for seed_type in SEED_TYPES:
-        s.add_argument(
-            f"--{seed_type}",
-            type=nonneg_int,
-            default=DEFAULT_COUNTS[seed_type],
-            help=f"{seed_type} seeds (default {DEFAULT_COUNTS[seed_type]})",
-        )
-    s.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
-    s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
-    s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
-    handlers["seeds"] = _seeds
-
-    g = sub.add_parser(
-        "generate",
-        help="turn seeds into gender-biased generations through an OpenAI-compatible endpoint (resumable)",
-        description="One request per seed and format, sent with bounded concurrency and retries. Every finished "
-        "generation is fsync'd to OUT's journal, so a run can be killed at any moment and rerun with the same "
-        "command: it sends only what is not finished. OUT (JSON lines) feeds `fsb build --generations` directly.",
-    )
-    g.add_argument(
-        "--seeds",
-        action="append",
-        required=True,
-        metavar="SEEDS",
-        help="a seed file: `fsb seeds` JSONL, TYPE=FILE.txt, or a folder (repeatable)",
-    )
-    g.add_argument("--out", required=True, help="output .jsonl; the journal and failures files go beside it")
-    g.add_argument(
-        "--formats", type=_formats, default=["conversion", "completion"], help="comma-separated formats (default: conversion,completion)"
-    )
-    g.add_argument("--ic-dir", help="folder with the release's in-context files (default: the local release copy)")
-    g.add_argument(
-        "--ic", type=_ic, action="append", default=[], metavar="[SEED_TYPE:]FORMAT=FILE", help="your own in-context examples (repeatable)"
-    )
-    g.add_argument("--shots", type=nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
-    g.add_argument("--seed", type=int, default=0, help="seed for choosing in-context examples (default 0)")
-    g.add_argument("--csv", help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here")
-    g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
-    g.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
-    _add_endpoint_options(g, "completion tokens per request (default 100; 512 for conversation)")
-    handlers["generate"] = _generate
-
-    e = sub.add_parser(
-        "explain",
-        help="ask a model the reason behind scores (the paper's appendix A.4 prompt) for a stratified sample per bin",
-        description="Sample sentences per score bin and ask the model, told the score, why; resumable like `fsb generate`.",
-    )
-    e.add_argument("--out", required=True, help="output .jsonl (uid, text, score, bin, reason and provenance)")
-    e.add_argument("--dataset", help="a built dataset folder or Hub id (default: the last `fsb build`); its human scores are explained")
-    e.add_argument("--generations", help="sentences: the release's FSB_text.csv or `fsb generate` output (with --scores)")
-    e.add_argument("--scores", help="CSV with id (or uid/item) and a score in [0, 1], e.g. a model's scores (with --generations)")
-    e.add_argument("--score-column", help="the score column (default: score_normalized if present, else score)")
-    e.add_argument("--per-bin", type=nonneg_int, default=10, help="sentences per bin (default 10)")
-    e.add_argument(
-        "--bins", choices=("analysis", "equispaced"), default="analysis", help="the paper's 3 analysis bins or 4 equispaced bins"
-    )
-    e.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
-    _add_endpoint_options(e, "completion tokens per request (default 200)")
-    handlers["explain"] = _explain
+    """The old entry point, kept for callers not yet converted."""
+    commands.install(sub, handlers)
