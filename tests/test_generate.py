@@ -794,3 +794,16 @@ def test_answers_are_read_up_to_a_cap(tmp_path: Path, release: Path) -> None:
     with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "bloat", bloat=200_000) as proxy:  # under the cap: kept whole
         result = engine.run(plan, out, engine.Endpoint(proxy.url), options)
     assert result.ok == 4 and all(len(r["response"]) == 200_000 for r in read_jsonl(out))
+
+
+def test_the_cost_before_running_counts_what_is_left(tmp_path: Path, release: Path) -> None:
+    """`estimate_cost` (what `--dry-run` prints, and what any command states before sending) counts every
+    request once: prompt tokens at about 4 characters each plus 4 a message and 3 for the reply, completions at max_tokens."""
+    seeds, _ = read_seeds([str(write_seed_file(tmp_path / "seeds.jsonl", per_type=1))])
+    plan = build_generation_plan(seeds, load_prompt_set(release), ["conversion", "completion"], "m", engine.Sampling())
+    cost = engine.estimate_cost(plan.requests)
+    chars = [[len(m["content"]) for m in r.body["messages"]] for r in plan.requests]
+    assert cost.requests == 8 and cost.max_completion_tokens == 8 * 100
+    assert cost.prompt_tokens == sum(3 + sum(4 + -(-c // 4) for c in cs) for cs in chars)
+    assert engine.estimate_cost(engine.pending(plan, {plan.requests[0].request_id}, limit=3)).requests == 3
+    assert engine.estimate_cost([]) == engine.Cost(0, 0, 0)

@@ -124,24 +124,22 @@ class _Bar:
 
 
 def _dry_run(plan: Any, out: str, limit: int | None) -> None:
-    """Print the requests a run would send (all messages) and the token estimate; send and write nothing."""
-    from .engine import estimate_tokens, finished_ids, pending
+    """Print the requests a run would send (all messages) and their cost; send and write nothing."""
+    from .engine import estimate_cost, estimate_tokens, finished_ids, pending
 
     done = finished_ids(plan, out)
     todo = pending(plan, done, limit)
-    prompt = completion = 0
     for r in todo:
-        tokens = estimate_tokens(r.body["messages"])
-        prompt += tokens
-        completion += int(r.body.get("max_tokens") or 0)
         label = " ".join(f"{k}={r.fields[k]}" for k in ("seed_type", "prompt_type") if k in r.fields)
-        print(f"### uid {r.uid} {label} request {r.request_id[:16]} (~{tokens} prompt tokens)")
+        print(f"### uid {r.uid} {label} request {r.request_id[:16]} (~{estimate_tokens(r.body['messages'])} prompt tokens)")
         for m in r.body["messages"]:
             print(f"[{m['role']}] {m['content']}")
         print()
+    cost = estimate_cost(todo)
     print(
-        f"dry run: {len(todo)} requests to send ({len(done)} of {len(plan.requests)} already finished); "
-        f"about {prompt} prompt tokens (~4 characters a token) and at most {completion} completion tokens. Nothing was sent."
+        f"dry run: {cost.requests} requests to send ({len(done)} of {len(plan.requests)} already finished); "
+        f"about {cost.prompt_tokens} prompt tokens (~4 characters a token) and at most {cost.max_completion_tokens} completion tokens. "
+        "Nothing was sent."
     )
 
 

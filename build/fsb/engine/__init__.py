@@ -9,7 +9,7 @@ counts; the output, the failures file and any side outputs are rewritten from th
 ends. Expected failures raise `EngineError` (an `fsb.errors.FsbError`). Modules, in import order:
 
     endpoint   base URL and key rules, EngineError
-    plan       Sampling, Request, RequestPlan, request ids, token estimates
+    plan       Sampling, Request, RequestPlan, request ids, the cost before running
     responses  answers into text and rows, failures into retry decisions
     journal    the append-only, fsync'd, locked record of one plan's results
     outputs    output, failures and side files rewritten from the journal; lost rows recovered
@@ -23,11 +23,12 @@ from .batch import collect_batch, write_batch
 from .endpoint import Endpoint, EngineError, resolve_endpoint
 from .journal import Journal, failures_path, journal_path
 from .outputs import SideOutput, finished_ids, pending
-from .plan import Request, RequestPlan, Sampling, canonical_json, estimate_tokens, request_id
+from .plan import Cost, Request, RequestPlan, Sampling, canonical_json, estimate_cost, estimate_tokens, request_id
 from .responses import Failure, backoff_delay, classify, first_line, retry_after_seconds
 from .runner import Progress, RunOptions, RunResult, run
 
 __all__ = [
+    "Cost",
     "Endpoint",
     "EngineError",
     "Failure",
@@ -43,6 +44,7 @@ __all__ = [
     "canonical_json",
     "classify",
     "collect_batch",
+    "estimate_cost",
     "estimate_tokens",
     "failures_path",
     "finished_ids",

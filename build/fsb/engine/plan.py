@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Request", "RequestPlan", "Sampling", "canonical_json", "estimate_tokens", "request_id"]
+__all__ = ["Cost", "Request", "RequestPlan", "Sampling", "canonical_json", "estimate_cost", "estimate_tokens", "request_id"]
 
 
 @dataclass(frozen=True)
@@ -87,3 +87,19 @@ class RequestPlan:
 def estimate_tokens(messages: Sequence[Mapping[str, str]]) -> int:
     """A rough prompt size: about 4 characters a token, plus 4 tokens a message and 3 for the reply's start."""
     return 3 + sum(4 + math.ceil(len(m.get("content", "")) / 4) for m in messages)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What sending some requests costs at most: how many, their prompt tokens (estimated) and the completion bound."""
+
+    requests: int
+    prompt_tokens: int
+    max_completion_tokens: int
+
+
+def estimate_cost(requests: Sequence[Request]) -> Cost:
+    """The cost of `requests` before any is sent: prompt tokens by `estimate_tokens`, completions at their max_tokens."""
+    prompt = sum(estimate_tokens(r.body["messages"]) for r in requests)
+    completion = sum(int(r.body.get("max_tokens") or 0) for r in requests)
+    return Cost(len(requests), prompt, completion)
