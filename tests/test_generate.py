@@ -364,11 +364,8 @@ def e2e(tiny_server: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFac
     conv = write_conversation_examples(d / "conv.json")
     out, csv_path = d / "gens.jsonl", d / "gens.csv"
     with FaultProxy(tiny_server) as proxy:
-        args = [
-            "generate", "--seeds", seeds, "--out", out, "--model", tiny_model, "--base-url", proxy.url,
-            "--formats", "conversion,completion,conversation", "--ic", f"conversation={conv}", "--csv", csv_path,
-            "--concurrency", "3", *TINY,
-        ]  # fmt: skip
+        args = ["generate", "--seeds", seeds, "--out", out, "--model", tiny_model, "--base-url", proxy.url, "--concurrency", "3"]
+        args += ["--formats", "conversion,completion,conversation", "--ic", f"conversation={conv}", "--csv", csv_path, *TINY]
         first = fsb(*args, home=d / "home")
         sent_first = proxy.entries()
         bodies = proxy_bodies(proxy)
@@ -377,10 +374,9 @@ def e2e(tiny_server: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFac
         second = fsb(*args, home=d / "home")
         dry = fsb(*args, "--dry-run", home=d / "home")
         sent_second = proxy.entries()
-    return {
-        "dir": d, "seeds": seeds, "conv": conv, "out": out, "csv": csv_path, "first": first, "second": second, "dry": dry,
-        "sent_first": sent_first, "sent_second": sent_second, "bodies": bodies, "max_in_flight": max_in_flight, "model": str(tiny_model),
-    }  # fmt: skip
+    runs = {"first": first, "second": second, "dry": dry, "sent_first": sent_first, "sent_second": sent_second, "bodies": bodies}
+    files = {"dir": d, "seeds": seeds, "conv": conv, "out": out, "csv": csv_path}
+    return {**files, **runs, "max_in_flight": max_in_flight, "model": str(tiny_model)}
 
 
 @pytest.mark.slow
@@ -595,11 +591,11 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
         if i == 3:
             return {"id": f"batch_req_{i}", "custom_id": line["custom_id"], "response": None, "error": {"code": "x", "message": "expired"}}
         status = 500 if i == 5 else 200
-        body = {
-            "id": f"chatcmpl-{i}", "object": "chat.completion", "created": 1_700_000_000 + i, "model": "gpt-4o-mini-2024-07-18",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": f"Generation number {i}.\nMore."}, "finish_reason": None}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
-        } if status == 200 else {"error": {"message": "server trouble"}}  # fmt: skip
+        message = {"role": "assistant", "content": f"Generation number {i}.\nMore."}
+        usage = {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57}
+        completion = {"id": f"chatcmpl-{i}", "object": "chat.completion", "created": 1_700_000_000 + i, "model": "gpt-4o-mini-2024-07-18"}
+        completion |= {"choices": [{"index": 0, "message": message, "finish_reason": None}], "usage": usage}
+        body = completion if status == 200 else {"error": {"message": "server trouble"}}
         if i == 7:  # a refusal: no content, the reason in `refusal`
             body["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
         return {"id": f"batch_req_{i}", "custom_id": line["custom_id"], "response": {"status_code": status, "body": body}, "error": None}
@@ -641,10 +637,8 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
 @pytest.mark.slow
 def test_explain_end_to_end_stratified(tiny_server: str, tiny_model: Path, release: Path, tmp_path: Path) -> None:
     out = tmp_path / "reasons.jsonl"
-    args = [
-        "explain", "--generations", release / "FSB" / "FSB_text.csv", "--scores", release / "FSB" / "fsb_final_scores.csv",
-        "--per-bin", "2", "--seed", "5", "--model", tiny_model, "--out", out, *TINY,
-    ]  # fmt: skip
+    args = ["explain", "--generations", release / "FSB" / "FSB_text.csv", "--scores", release / "FSB" / "fsb_final_scores.csv"]
+    args += ["--per-bin", "2", "--seed", "5", "--model", tiny_model, "--out", out, *TINY]
     with FaultProxy(tiny_server) as proxy:
         proc = fsb(*args, "--base-url", proxy.url)
         assert len(proxy.entries()) == 6
@@ -700,11 +694,9 @@ def test_collect_records_the_base_url_without_secrets(tmp_path: Path, release: P
     seeds = write_seed_file(tmp_path / "seeds.jsonl")
     plan = build_generation_plan(read_seeds([str(seeds)])[0], load_prompt_set(release), ["completion"], "m", engine.Sampling(0.0))
     req = plan.requests[0]
-    body = {
-        "id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "A sentence."}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }  # fmt: skip
+    message = {"role": "assistant", "content": "A sentence."}
+    body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m"}
+    body |= {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
     results = tmp_path / "batch_output.jsonl"
     results.write_text(json.dumps({"id": "b1", "custom_id": req.request_id, "response": {"status_code": 200, "body": body}}) + "\n")
     out = tmp_path / "gens.jsonl"
