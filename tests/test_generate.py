@@ -799,3 +799,19 @@ def test_the_cost_before_running_counts_what_is_left(tmp_path: Path, release: Pa
     assert cost.prompt_tokens == sum(3 + sum(4 + -(-c // 4) for c in cs) for cs in chars)
     assert engine.estimate_cost(engine.pending(plan, {plan.requests[0].request_id}, limit=3)).requests == 3
     assert engine.estimate_cost([]) == engine.Cost(0, 0, 0)
+
+
+def test_explain_refusals_are_engine_errors_not_generation_errors(tmp_path: Path) -> None:
+    """explain runs on the engine: its setup failures are the engine's (an FsbError: one line, exit 2)."""
+    from fsb.errors import FsbError
+    from fsb.explain import Item, build_explain_plan
+
+    sample = [(Item(1, "One.", 0.1), "low"), (Item(2, "Two.", 0.9), "high")]
+    plan = build_explain_plan(sample, "m", engine.Sampling(), seed=0, scheme="analysis")
+    other = build_explain_plan(sample, "m2", engine.Sampling(), seed=0, scheme="analysis")
+    path = engine.journal_path(tmp_path / "reasons.jsonl")
+    with engine.Journal(path).open(plan), pytest.raises(engine.EngineError, match="locked"):
+        engine.Journal(path).open(plan)
+    with pytest.raises(engine.EngineError, match="differs in: model") as e:
+        engine.Journal(path).open(other)
+    assert isinstance(e.value, FsbError) and type(e.value).__module__ == "fsb.engine.endpoint"
