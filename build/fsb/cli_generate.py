@@ -59,7 +59,7 @@ def _add_endpoint_options(p: argparse.ArgumentParser, max_tokens_help: str) -> N
     r = p.add_argument_group("running")
     r.add_argument("--concurrency", type=pos_int, default=8, help="requests in flight at once (default 8)")
     r.add_argument("--retries", type=nonneg_int, default=5, help="retries per request on 429, 5xx, timeouts and bad answers (default 5)")
-    r.add_argument("--timeout", type=pos_float, default=60.0, help="seconds before a request times out (default 60)")
+    r.add_argument("--timeout", type=pos_float, default=60.0, help="seconds an attempt may take, sending to last byte (default 60)")
     r.add_argument("--backoff", type=pos_float, default=1.0, help="first retry delay in seconds, doubled each retry up to 60 (default 1)")
     r.add_argument("--limit", type=nonneg_int, help="send at most this many unfinished requests in this run")
     r.add_argument("--dry-run", action="store_true", help="print the requests and a token estimate; send nothing, write nothing")
