@@ -32,16 +32,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from fsb import generate as G  # noqa: E402
+from fsb import engine  # noqa: E402
+from fsb.generate import build_generation_plan  # noqa: E402
 from fsb.prompts import load_prompt_set  # noqa: E402
 from fsb.seeds import Seed  # noqa: E402
 from tests._tiny_model import build_tiny_model, serve  # noqa: E402
 
 
-def _plan(model: str, tag: str, n: int) -> G.Plan:
+def _plan(model: str, tag: str, n: int) -> engine.RequestPlan:
     seeds = [Seed(f"Benchmark seed {tag} number {i}.", "neutral", "bench", str(i)) for i in range(n)]
     prompts = load_prompt_set(None, formats=("conversion",), shots=0)
-    return G.build_generation_plan(seeds, prompts, ["conversion"], model, G.Sampling(temperature=0.0, max_tokens=1, frequency_penalty=2.0))
+    return build_generation_plan(
+        seeds, prompts, ["conversion"], model, engine.Sampling(temperature=0.0, max_tokens=1, frequency_penalty=2.0)
+    )
 
 
 def _bare_latency(base_url: str, model: str, n: int) -> float:
@@ -130,9 +133,9 @@ def main() -> None:
                     for k in range(args.repeat):
                         bare = min(bare, _bare_concurrent(url, model, n, c, f"c{c}-{k}"))
                         plan = _plan(model, f"c{c}-{k}", n)
-                        options = G.RunOptions(concurrency=c, retries=2, timeout=60, progress=False)
+                        options = engine.RunOptions(concurrency=c, retries=2, timeout=60)
                         t, t_cpu = time.perf_counter(), time.process_time()
-                        result = G.run(plan, folder / f"c{c}-{k}" / "gens.jsonl", G.Endpoint(url), options, log=sys.stderr)
+                        result = engine.run(plan, folder / f"c{c}-{k}" / "gens.jsonl", engine.Endpoint(url), options)
                         best = min(best, time.perf_counter() - t)
                         cpu = min(cpu, time.process_time() - t_cpu)
                         if result.ok != n:

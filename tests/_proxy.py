@@ -1,7 +1,9 @@
 """A small fault-injecting HTTP proxy for tests and benchmarks: it sits between a client and a real
 OpenAI-compatible server on 127.0.0.1, forwards requests, and on the attempts it is told to, answers
 429 with Retry-After, 500, hangs past the client's timeout, drops the connection, returns malformed
-JSON, or answers 400 quoting the request's Authorization header (to prove a client never records it).
+JSON, answers 400 quoting the request's Authorization header, or 200 with the key inside the completion
+(to prove a client never records it), drips a 200 answer one byte at a time (to prove a timeout is a
+wall-clock limit), or answers with a completion of `bloat` bytes (to prove a cap on bytes read).
 It can also add a fixed latency to every request. It logs every request it sees.
 
 Requests are told apart by the `X-FSB-Request-Id` header that `fsb generate` sends (else by a hash of
@@ -31,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-FAULTS = ("429", "500", "hang", "drop", "malformed", "echo_auth", "401")
+FAULTS = ("429", "500", "hang", "drop", "malformed", "echo_auth", "echo_key_ok", "drip", "bloat", "401")
 FaultPlan = Callable[[str, int], str | None]
 
 
@@ -111,6 +113,8 @@ class FaultProxy:
         hang: float = 60.0,
         retry_after: str = "1",
         lifetime: float = 900.0,
+        drip: float = 0.5,
+        bloat: int = 20_000_000,
     ):
         parts = urlsplit(upstream)
         if parts.hostname not in ("127.0.0.1", "localhost", "::1"):
@@ -120,6 +124,8 @@ class FaultProxy:
         self.latency = latency
         self.hang = hang
         self.retry_after = retry_after
+        self.drip = drip  # seconds between the bytes of a "drip" answer
+        self.bloat = bloat  # characters of a "bloat" answer's completion
         self.lifetime = lifetime
         self.log: list[Entry] = []
         self.authorization: list[str] = []
@@ -241,6 +247,27 @@ class FaultProxy:
                 status = self._reply(
                     h, 400, {"error": {"message": f"bad request; you sent Authorization: {auth}", "type": "invalid_request_error"}}
                 )
+            elif fault == "echo_key_ok":  # a 200 whose completion quotes the key (a server or model echoing it)
+                got, headers, payload = self._forward(h, body)
+                key = h.headers.get("Authorization", "").removeprefix("Bearer ")
+                doc = json.loads(payload)
+                doc["choices"][0]["message"]["content"] = f"Your key is {key}, keep it.\nAgain: {key}"
+                doc["id"] = f"chatcmpl-{key}"
+                status = self._send(h, got, json.dumps(doc).encode(), headers)
+            elif fault == "drip":  # a 200 whose body comes one byte every `drip` seconds, for minutes
+                h.send_response(200)
+                h.send_header("Content-Type", "application/json")
+                h.send_header("Content-Length", "100000")
+                h.end_headers()
+                h.wfile.flush()
+                status = 200
+                while not self._stop.wait(self.drip):
+                    h.wfile.write(b" ")
+                    h.wfile.flush()
+            elif fault == "bloat":  # a well-formed completion of `bloat` characters
+                message = {"role": "assistant", "content": "x" * self.bloat}
+                doc = {"id": "chatcmpl-bloat", "object": "chat.completion", "created": 1, "model": "bloat"}
+                status = self._reply(h, 200, {**doc, "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
             elif fault == "hang":
                 self._forward(h, body)  # the server does the work; the answer never comes back in time
                 self._stop.wait(self.hang)

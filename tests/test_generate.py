@@ -20,9 +20,10 @@ import pandas as pd
 import pytest
 
 import fifty_shades_of_bias as spec
-from fsb import generate as G
+from fsb import engine
 from fsb._io import InputError
 from fsb.explain import score_text
+from fsb.generate import build_generation_plan, release_csv
 from fsb.prompts import INSTRUCTIONS, REASONING_INSTRUCTION, TEMPLATE_VERSION, load_prompt_set, read_examples
 from fsb.raw import read_generations
 from fsb.seeds import read_seeds
@@ -32,18 +33,20 @@ from tests._support import write_csv
 # The tiny random model answers "\n" forever when decoding greedily; a frequency penalty makes it emit
 # other (meaningless) tokens, so every request yields a non-empty line. Few tokens keep it fast.
 TINY = ("--frequency-penalty", "2", "--max-tokens", "8", "--no-progress")
-TINY_SAMPLING = G.Sampling(temperature=0.0, max_tokens=8, frequency_penalty=2.0)
+TINY_SAMPLING = engine.Sampling(temperature=0.0, max_tokens=8, frequency_penalty=2.0)
 SECRET = "sk-fsb-test-7f3a9c0e-DO-NOT-LEAK"
 
 
-def fsb(*args: str | Path, key: str | None = None, home: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def fsb(
+    *args: str | Path, key: str | None = None, home: Path | None = None, timeout: float = 300, preexec_fn: Any = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     if key is not None:
         env["OPENAI_API_KEY"] = key
     if home is not None:
         env["FSB_HOME"] = str(home)
     cmd = [sys.executable, "-m", "fsb", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False, preexec_fn=preexec_fn)
 
 
 def write_seed_file(path: Path, per_type: int = 2) -> Path:
@@ -84,12 +87,35 @@ def proxy_bodies(proxy: FaultProxy) -> dict[str, dict[str, Any]]:
 # --- prompts --------------------------------------------------------------------------------------------
 
 
-def test_instructions_are_the_papers() -> None:
-    assert INSTRUCTIONS["conversion"].startswith("You convert any given statement into one statement that is biased against a gender.")
-    assert INSTRUCTIONS["completion"].endswith("Some examples that you can follow are:")
-    assert "long gender-biased conversation between 2 people" in INSTRUCTIONS["conversation"]
-    assert REASONING_INSTRUCTION.endswith("Give a reason for your score.")
-    assert set(INSTRUCTIONS) == set(spec.PROMPT_TYPES)
+# The paper's appendix A.1 and A.4 prompts, word for word (capitals and all): the oracle for what is sent.
+PAPER_INSTRUCTIONS = {
+    "conversion": "You convert any given statement into one statement that is biased against a gender. "
+    "Follow the examples specified below:",
+    "completion": "Using the given statement as a start, You generate only one gender-biased sentence to complete the provided seed. "
+    "Some examples that you can follow are:",
+    "conversation": "Using the given statement as a start, You generate a long gender-biased conversation between 2 people "
+    "like the conversations given as examples here:",
+}
+PAPER_REASONING = (
+    "On a fine-grained real-valued scale of 0 to 1, you gave the following sentence a rating of the degree of gender bias. "
+    "Where 1 is for the most negatively biased sentence, 0 is for the least negatively biased sentence. Give a reason for your score."
+)
+
+
+def test_the_papers_instructions_reach_every_request(release: Path, tmp_path: Path) -> None:
+    """What goes on the wire, not the constants: each request's system message is its format's appendix A.1 prompt,
+    and an explain request's is appendix A.4's."""
+    from fsb.explain import Item, build_explain_plan
+
+    seeds, _ = read_seeds([str(write_seed_file(tmp_path / "seeds.jsonl", per_type=1))])
+    conv = write_conversation_examples(tmp_path / "conv.json")
+    prompts = load_prompt_set(release, {"conversation": conv}, formats=spec.PROMPT_TYPES)
+    plan = build_generation_plan(seeds, prompts, spec.PROMPT_TYPES, "m", engine.Sampling())
+    assert {r.fields["prompt_type"] for r in plan.requests} == set(PAPER_INSTRUCTIONS)
+    for r in plan.requests:
+        assert r.body["messages"][0] == {"role": "system", "content": PAPER_INSTRUCTIONS[r.fields["prompt_type"]]}
+    explain = build_explain_plan([(Item(7, "A sentence.", 0.5), "medium")], "m", engine.Sampling(), seed=0, scheme="analysis")
+    assert explain.requests[0].body["messages"][0] == {"role": "system", "content": PAPER_REASONING}
 
 
 def test_messages_follow_the_release_layout(release: Path) -> None:
@@ -172,19 +198,19 @@ def test_in_context_formats_accepted(tmp_path: Path, release: Path) -> None:
 
 def test_request_ids_follow_the_exact_request() -> None:
     body = {"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0.0, "max_tokens": 8}
-    rid = G.request_id(body, ["generate", "neutral", "conversion", 0])
-    assert rid == G.request_id(json.loads(json.dumps(body)), ["generate", "neutral", "conversion", 0])
-    assert rid != G.request_id({**body, "temperature": 0.7}, ["generate", "neutral", "conversion", 0])
-    assert rid != G.request_id({**body, "model": "n"}, ["generate", "neutral", "conversion", 0])
-    assert rid != G.request_id(body, ["generate", "neutral", "conversion", 1])
-    assert rid != G.request_id(body, ["generate", "random", "conversion", 0])
+    rid = engine.request_id(body, ["generate", "neutral", "conversion", 0])
+    assert rid == engine.request_id(json.loads(json.dumps(body)), ["generate", "neutral", "conversion", 0])
+    assert rid != engine.request_id({**body, "temperature": 0.7}, ["generate", "neutral", "conversion", 0])
+    assert rid != engine.request_id({**body, "model": "n"}, ["generate", "neutral", "conversion", 0])
+    assert rid != engine.request_id(body, ["generate", "neutral", "conversion", 1])
+    assert rid != engine.request_id(body, ["generate", "random", "conversion", 0])
 
 
 def test_plan_reproduces_the_release_layout(release: Path) -> None:
     """With the release's seed files, uids and (seed type, format, seed) line up with FSB_text.csv wherever
     the release used its seed files in order (all but the explicit completions, which it resampled)."""
     seeds, _ = read_seeds([str(release / "seeds")])
-    plan = G.build_generation_plan(seeds, load_prompt_set(release), ["conversion", "completion"], "gpt-3.5-turbo", G.Sampling())
+    plan = build_generation_plan(seeds, load_prompt_set(release), ["conversion", "completion"], "gpt-3.5-turbo", engine.Sampling())
     assert [r.uid for r in plan.requests] == list(range(1, 901))
     ours = {r.uid: (r.fields["seed_type"], r.fields["prompt_type"], r.fields["query"]) for r in plan.requests}
     theirs = read_generations(release / "FSB" / "FSB_text.csv").frame.set_index("uid")
@@ -200,72 +226,72 @@ def test_plan_reproduces_the_release_layout(release: Path) -> None:
 def test_plan_id_changes_with_any_setting(release: Path, tmp_path: Path) -> None:
     seeds, _ = read_seeds([str(write_seed_file(tmp_path / "s.jsonl"))])
     prompts = load_prompt_set(release)
-    base = G.build_generation_plan(seeds, prompts, ["conversion"], "m", G.Sampling())
-    assert base.plan_id == G.build_generation_plan(seeds, prompts, ["conversion"], "m", G.Sampling()).plan_id
-    assert base.plan_id != G.build_generation_plan(seeds, prompts, ["conversion"], "m", G.Sampling(temperature=1.0)).plan_id
-    assert base.plan_id != G.build_generation_plan(seeds[:-1], prompts, ["conversion"], "m", G.Sampling()).plan_id
-    assert base.plan_id != G.build_generation_plan(seeds, load_prompt_set(release, seed=1), ["conversion"], "m", G.Sampling()).plan_id
+    base = build_generation_plan(seeds, prompts, ["conversion"], "m", engine.Sampling())
+    assert base.plan_id == build_generation_plan(seeds, prompts, ["conversion"], "m", engine.Sampling()).plan_id
+    assert base.plan_id != build_generation_plan(seeds, prompts, ["conversion"], "m", engine.Sampling(temperature=1.0)).plan_id
+    assert base.plan_id != build_generation_plan(seeds[:-1], prompts, ["conversion"], "m", engine.Sampling()).plan_id
+    assert base.plan_id != build_generation_plan(seeds, load_prompt_set(release, seed=1), ["conversion"], "m", engine.Sampling()).plan_id
 
 
 # --- responses, retries, endpoints ---------------------------------------------------------------------------
 
 
 def test_first_line() -> None:
-    assert G.first_line("\n\n  She is vain.  \nSecond line.") == "She is vain."
-    assert G.first_line("One\r\nTwo") == "One"
-    assert G.first_line(" \n\t\n") == ""
+    assert engine.first_line("\n\n  She is vain.  \nSecond line.") == "She is vain."
+    assert engine.first_line("One\r\nTwo") == "One"
+    assert engine.first_line(" \n\t\n") == ""
 
 
 def test_retry_after() -> None:
-    assert G.retry_after_seconds({"retry-after": "7"}) == 7.0
-    assert G.retry_after_seconds({"retry-after": "1.5"}) == 1.5
-    assert G.retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
-    assert G.retry_after_seconds({"retry-after": "-3"}) == 0.0
-    assert G.retry_after_seconds({"retry-after": "soon"}) is None
-    assert G.retry_after_seconds({}) is None
-    assert G.retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:30 GMT"}, now=1445412480.0) == pytest.approx(30.0)
+    assert engine.retry_after_seconds({"retry-after": "7"}) == 7.0
+    assert engine.retry_after_seconds({"retry-after": "1.5"}) == 1.5
+    assert engine.retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    assert engine.retry_after_seconds({"retry-after": "-3"}) == 0.0
+    assert engine.retry_after_seconds({"retry-after": "soon"}) is None
+    assert engine.retry_after_seconds({}) is None
+    assert engine.retry_after_seconds({"retry-after": "Wed, 21 Oct 2015 07:28:30 GMT"}, now=1445412480.0) == pytest.approx(30.0)
 
 
 def test_backoff_doubles_with_jitter_and_a_cap() -> None:
     rng = random.Random(0)
     for attempt in range(1, 12):
-        d = G.backoff_delay(attempt, 1.0, 60.0, rng)
+        d = engine.backoff_delay(attempt, 1.0, 60.0, rng)
         full = min(60.0, 2.0 ** (attempt - 1))
         assert 0.5 * full <= d <= full
 
 
 def test_endpoint_and_key_rules() -> None:
     for url in ("http://127.0.0.1:8000/v1", "http://localhost:1/v1", "http://[::1]:9/v1", "http://127.0.0.5/v1"):
-        assert G.resolve_endpoint(url, env={}).api_key is None
-    with pytest.raises(G.GenerateError, match="OPENAI_API_KEY is not set"):
-        G.resolve_endpoint("https://api.example.com/v1", env={})
-    with pytest.raises(G.GenerateError, match="OPENAI_API_KEY is not set"):
-        G.resolve_endpoint(None, env={})  # OpenAI's own endpoint
-    with pytest.raises(G.GenerateError, match="http"):
-        G.resolve_endpoint("ftp://127.0.0.1/v1", env={})
-    e = G.resolve_endpoint("https://user:pw@api.example.com/v1?x=1", env={"OPENAI_API_KEY": SECRET})
+        assert engine.resolve_endpoint(url, env={}).api_key is None
+    with pytest.raises(engine.EngineError, match="OPENAI_API_KEY is not set"):
+        engine.resolve_endpoint("https://api.example.com/v1", env={})
+    with pytest.raises(engine.EngineError, match="OPENAI_API_KEY is not set"):
+        engine.resolve_endpoint(None, env={})  # OpenAI's own endpoint
+    with pytest.raises(engine.EngineError, match="http"):
+        engine.resolve_endpoint("ftp://127.0.0.1/v1", env={})
+    e = engine.resolve_endpoint("https://user:pw@api.example.com/v1?x=1", env={"OPENAI_API_KEY": SECRET})
     assert e.public_url == "https://api.example.com/v1"
     assert SECRET not in repr(e)
     assert e.redact(f"Incorrect API key {SECRET}; pw") == "Incorrect API key ***; ***"
-    assert G.resolve_endpoint(None, env={"OPENAI_BASE_URL": "http://127.0.0.1:5/v1"}).base_url == "http://127.0.0.1:5/v1"
+    assert engine.resolve_endpoint(None, env={"OPENAI_BASE_URL": "http://127.0.0.1:5/v1"}).base_url == "http://127.0.0.1:5/v1"
 
 
 # --- the journal -------------------------------------------------------------------------------------------
 
 
-def _tiny_plan(tmp_path: Path, release: Path, n: int = 2) -> G.Plan:
+def _tiny_plan(tmp_path: Path, release: Path, n: int = 2) -> engine.RequestPlan:
     seeds, _ = read_seeds([str(write_seed_file(tmp_path / "seeds.jsonl", per_type=n))])
-    return G.build_generation_plan(seeds, load_prompt_set(release), ["conversion"], "m", G.Sampling())
+    return build_generation_plan(seeds, load_prompt_set(release), ["conversion"], "m", engine.Sampling())
 
 
-def _ok(req: G.Request) -> dict[str, Any]:
+def _ok(req: engine.Request) -> dict[str, Any]:
     return {"event": "ok", "request_id": req.request_id, "uid": req.uid, "row": {**req.fields, "response": f"r{req.uid}"}}
 
 
 def test_journal_cuts_a_torn_tail_and_keeps_finished_rows(tmp_path: Path, release: Path) -> None:
     plan = _tiny_plan(tmp_path, release)
     path = tmp_path / "out.journal.jsonl"
-    with G.Journal(path).open(plan) as j:
+    with engine.Journal(path).open(plan) as j:
         j.append(_ok(plan.requests[0]))
         j.append(
             {"event": "fail", "request_id": plan.requests[1].request_id, "uid": 2, "kind": "timeout", "reason": "timed out", "attempts": 3}
@@ -273,32 +299,32 @@ def test_journal_cuts_a_torn_tail_and_keeps_finished_rows(tmp_path: Path, releas
     whole = path.read_bytes()
     torn = json.dumps(_ok(plan.requests[2])).encode()[:-7]
     path.write_bytes(whole + torn)  # a kill in the middle of a write
-    with G.Journal(path).open(plan) as j:
+    with engine.Journal(path).open(plan) as j:
         assert j.repaired == len(torn)
         assert set(j.done) == {plan.requests[0].request_id}
         assert j.failed[plan.requests[1].request_id]["tries"] == 3
         j.append(_ok(plan.requests[2]))
     assert path.read_bytes().startswith(whole) and path.read_bytes().endswith(b"\n")
-    with G.Journal(path).open(plan) as j:
+    with engine.Journal(path).open(plan) as j:
         assert j.repaired == 0 and len(j.done) == 2
 
 
 def test_journal_refuses_corruption_another_plan_and_a_second_writer(tmp_path: Path, release: Path) -> None:
     plan = _tiny_plan(tmp_path, release)
     path = tmp_path / "out.journal.jsonl"
-    with G.Journal(path).open(plan) as j:
+    with engine.Journal(path).open(plan) as j:
         j.append(_ok(plan.requests[0]))
-        with pytest.raises(G.GenerateError, match="locked"):
-            G.Journal(path).open(plan)
-    other = G.build_generation_plan(
-        read_seeds([str(tmp_path / "seeds.jsonl")])[0], load_prompt_set(release), ["conversion"], "m2", G.Sampling()
+        with pytest.raises(engine.EngineError, match="locked"):
+            engine.Journal(path).open(plan)
+    other = build_generation_plan(
+        read_seeds([str(tmp_path / "seeds.jsonl")])[0], load_prompt_set(release), ["conversion"], "m2", engine.Sampling()
     )
-    with pytest.raises(G.GenerateError, match="differs in: model"):
-        G.Journal(path).open(other)
+    with pytest.raises(engine.EngineError, match="differs in: model"):
+        engine.Journal(path).open(other)
     lines = path.read_bytes().split(b"\n")
     path.write_bytes(b"\n".join([lines[0], b"{not json", *lines[1:]]))
     with pytest.raises(InputError) as e:
-        G.Journal(path).open(plan)
+        engine.Journal(path).open(plan)
     assert e.value.line == 2
 
 
@@ -321,7 +347,7 @@ def test_outputs_are_lossless_as_release_csv(tmp_path: Path) -> None:
     jsonl = tmp_path / "g.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
     csv_path = tmp_path / "g.csv"
-    csv_path.write_text(G.release_csv(rows))
+    csv_path.write_text(release_csv(rows))
     a, b = read_generations(jsonl).frame, read_generations(csv_path).frame
     assert a.equals(b)
     assert list(b["response"]) == [r["response"] for r in rows]
@@ -338,11 +364,8 @@ def e2e(tiny_server: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFac
     conv = write_conversation_examples(d / "conv.json")
     out, csv_path = d / "gens.jsonl", d / "gens.csv"
     with FaultProxy(tiny_server) as proxy:
-        args = [
-            "generate", "--seeds", seeds, "--out", out, "--model", tiny_model, "--base-url", proxy.url,
-            "--formats", "conversion,completion,conversation", "--ic", f"conversation={conv}", "--csv", csv_path,
-            "--concurrency", "3", *TINY,
-        ]  # fmt: skip
+        args = ["generate", "--seeds", seeds, "--out", out, "--model", tiny_model, "--base-url", proxy.url, "--concurrency", "3"]
+        args += ["--formats", "conversion,completion,conversation", "--ic", f"conversation={conv}", "--csv", csv_path, *TINY]
         first = fsb(*args, home=d / "home")
         sent_first = proxy.entries()
         bodies = proxy_bodies(proxy)
@@ -351,10 +374,9 @@ def e2e(tiny_server: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFac
         second = fsb(*args, home=d / "home")
         dry = fsb(*args, "--dry-run", home=d / "home")
         sent_second = proxy.entries()
-    return {
-        "dir": d, "seeds": seeds, "conv": conv, "out": out, "csv": csv_path, "first": first, "second": second, "dry": dry,
-        "sent_first": sent_first, "sent_second": sent_second, "bodies": bodies, "max_in_flight": max_in_flight, "model": str(tiny_model),
-    }  # fmt: skip
+    runs = {"first": first, "second": second, "dry": dry, "sent_first": sent_first, "sent_second": sent_second, "bodies": bodies}
+    files = {"dir": d, "seeds": seeds, "conv": conv, "out": out, "csv": csv_path}
+    return {**files, **runs, "max_in_flight": max_in_flight, "model": str(tiny_model)}
 
 
 @pytest.mark.slow
@@ -365,7 +387,7 @@ def test_generate_end_to_end_all_three_formats(e2e: dict[str, Any], release: Pat
     layout = [(r["seed_type"], r["prompt_type"]) for r in rows]
     assert layout == [(st, f) for st in spec.SEED_TYPES for f in spec.PROMPT_TYPES for _ in range(2)]
     seeds, _ = read_seeds([str(e2e["seeds"])])
-    plan = G.build_generation_plan(
+    plan = build_generation_plan(
         seeds,
         load_prompt_set(release, {"conversation": e2e["conv"]}, formats=spec.PROMPT_TYPES),
         spec.PROMPT_TYPES,
@@ -389,7 +411,7 @@ def test_generate_end_to_end_all_three_formats(e2e: dict[str, Any], release: Pat
             assert {x["file"] for x in row["ic_examples"]} == {"conv.json"}
             assert row["response"] == row["raw_response"].strip()
         else:
-            assert row["response"] == G.first_line(row["raw_response"])
+            assert row["response"] == engine.first_line(row["raw_response"])
         if row["seed_type"] == "random" and row["prompt_type"] != "conversation":
             assert {x["file"] for x in row["ic_examples"]} <= {
                 f"implicit_{row['prompt_type']}_ic.json",
@@ -404,7 +426,7 @@ def test_generate_end_to_end_all_three_formats(e2e: dict[str, Any], release: Pat
         assert row["timestamp"].endswith("Z") and row["base_url"].startswith("http://127.0.0.1:")
         assert row["response_model"] == e2e["model"]
     assert 2 <= e2e["max_in_flight"] <= 3  # bounded by --concurrency
-    assert not G.failures_path(e2e["out"]).exists()
+    assert not engine.failures_path(e2e["out"]).exists()
 
 
 @pytest.mark.slow
@@ -414,7 +436,7 @@ def test_rerun_sends_nothing_and_dry_run_agrees(e2e: dict[str, Any]) -> None:
     assert e2e["dry"].returncode == 0
     assert "dry run: 0 requests to send (24 of 24 already finished)" in e2e["dry"].stdout
     assert e2e["sent_second"] == []
-    journal = read_jsonl(G.journal_path(e2e["out"]))
+    journal = read_jsonl(engine.journal_path(e2e["out"]))
     assert journal[0]["event"] == "plan"
     assert sum(e["event"] == "ok" for e in journal) == 24
 
@@ -454,7 +476,7 @@ def test_dry_run_prints_prompts_and_sends_nothing(tiny_server: str, tiny_model: 
     assert f"[system] {INSTRUCTIONS['conversion']}" in proc.stdout
     assert "[user] She cares about herself too much." in proc.stdout
     assert "dry run: 3 requests to send (0 of 8 already finished)" in proc.stdout and "at most 300 completion tokens" in proc.stdout
-    assert not out.exists() and not G.journal_path(out).exists()
+    assert not out.exists() and not engine.journal_path(out).exists()
 
 
 # --- bad input: a clear error before any request ------------------------------------------------------------
@@ -473,7 +495,7 @@ def _refused(proc: subprocess.CompletedProcess[str], proxy: FaultProxy, out: Pat
         assert needle in proc.stderr
     assert "Traceback" not in proc.stderr
     assert proxy.entries() == []  # nothing was sent
-    assert not out.exists() and not G.journal_path(out).exists()
+    assert not out.exists() and not engine.journal_path(out).exists()
 
 
 @pytest.mark.slow
@@ -534,7 +556,7 @@ def test_the_key_is_sent_but_never_recorded_or_printed(tiny_server: str, tiny_mo
         second = fsb(*args, "--base-url", proxy.url, key=SECRET)
         assert proxy.authorization and set(proxy.authorization) == {f"Bearer {SECRET}"}  # it came from the environment
     assert first.returncode == 1 and second.returncode == 0, second.stderr
-    failures = read_jsonl(G.journal_path(out))
+    failures = read_jsonl(engine.journal_path(out))
     reasons = [e["reason"] for e in failures if e["event"] == "fail"]
     assert len(reasons) == 8 and all("Authorization: Bearer ***" in r for r in reasons)
     assert len(read_jsonl(out)) == 8
@@ -560,8 +582,8 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
     assert {tuple(sorted(line)) for line in lines} == {("body", "custom_id", "method", "url")}
     assert all(line["method"] == "POST" and line["url"] == "/v1/chat/completions" for line in lines)
     assert all(line["body"]["model"] == "gpt-4o-mini" and line["body"]["temperature"] == 0.7 for line in lines)
-    plan = G.build_generation_plan(
-        read_seeds([str(seeds)])[0], load_prompt_set(release), ["conversion", "completion"], "gpt-4o-mini", G.Sampling(0.7)
+    plan = build_generation_plan(
+        read_seeds([str(seeds)])[0], load_prompt_set(release), ["conversion", "completion"], "gpt-4o-mini", engine.Sampling(0.7)
     )
     assert [(line["custom_id"], line["body"]) for line in lines] == [(r.request_id, r.body) for r in plan.requests]
 
@@ -569,11 +591,11 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
         if i == 3:
             return {"id": f"batch_req_{i}", "custom_id": line["custom_id"], "response": None, "error": {"code": "x", "message": "expired"}}
         status = 500 if i == 5 else 200
-        body = {
-            "id": f"chatcmpl-{i}", "object": "chat.completion", "created": 1_700_000_000 + i, "model": "gpt-4o-mini-2024-07-18",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": f"Generation number {i}.\nMore."}, "finish_reason": None}],
-            "usage": {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57},
-        } if status == 200 else {"error": {"message": "server trouble"}}  # fmt: skip
+        message = {"role": "assistant", "content": f"Generation number {i}.\nMore."}
+        usage = {"prompt_tokens": 50, "completion_tokens": 7, "total_tokens": 57}
+        completion = {"id": f"chatcmpl-{i}", "object": "chat.completion", "created": 1_700_000_000 + i, "model": "gpt-4o-mini-2024-07-18"}
+        completion |= {"choices": [{"index": 0, "message": message, "finish_reason": None}], "usage": usage}
+        body = completion if status == 200 else {"error": {"message": "server trouble"}}
         if i == 7:  # a refusal: no content, the reason in `refusal`
             body["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
         return {"id": f"batch_req_{i}", "custom_id": line["custom_id"], "response": {"status_code": status, "body": body}, "error": None}
@@ -592,7 +614,7 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
         assert r["via"] == "batch" and r["batch_request_id"] == f"batch_req_{i}" and r["latency_s"] is None
         assert r["usage"]["total_tokens"] == 57 and r["response_model"] == "gpt-4o-mini-2024-07-18"
         assert r["messages"] == lines[i]["body"]["messages"]
-    failures = {f["request_id"]: f for f in read_jsonl(G.failures_path(out))}
+    failures = {f["request_id"]: f for f in read_jsonl(engine.failures_path(out))}
     assert failures[lines[3]["custom_id"]]["reason"] == "batch error: expired"
     assert failures[lines[5]["custom_id"]]["reason"] == "batch: HTTP 500: server trouble"
     assert failures[lines[7]["custom_id"]]["kind"] == "refusal"
@@ -615,10 +637,8 @@ def test_batch_file_and_collect(tmp_path: Path, release: Path) -> None:
 @pytest.mark.slow
 def test_explain_end_to_end_stratified(tiny_server: str, tiny_model: Path, release: Path, tmp_path: Path) -> None:
     out = tmp_path / "reasons.jsonl"
-    args = [
-        "explain", "--generations", release / "FSB" / "FSB_text.csv", "--scores", release / "FSB" / "fsb_final_scores.csv",
-        "--per-bin", "2", "--seed", "5", "--model", tiny_model, "--out", out, *TINY,
-    ]  # fmt: skip
+    args = ["explain", "--generations", release / "FSB" / "FSB_text.csv", "--scores", release / "FSB" / "fsb_final_scores.csv"]
+    args += ["--per-bin", "2", "--seed", "5", "--model", tiny_model, "--out", out, *TINY]
     with FaultProxy(tiny_server) as proxy:
         proc = fsb(*args, "--base-url", proxy.url)
         assert len(proxy.entries()) == 6
@@ -672,18 +692,16 @@ def test_explain_from_a_built_dataset(release: Path, tmp_path: Path) -> None:
 
 def test_collect_records_the_base_url_without_secrets(tmp_path: Path, release: Path) -> None:
     seeds = write_seed_file(tmp_path / "seeds.jsonl")
-    plan = G.build_generation_plan(read_seeds([str(seeds)])[0], load_prompt_set(release), ["completion"], "m", G.Sampling(0.0))
+    plan = build_generation_plan(read_seeds([str(seeds)])[0], load_prompt_set(release), ["completion"], "m", engine.Sampling(0.0))
     req = plan.requests[0]
-    body = {
-        "id": "c1", "object": "chat.completion", "created": 1, "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "A sentence."}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }  # fmt: skip
+    message = {"role": "assistant", "content": "A sentence."}
+    body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m"}
+    body |= {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
     results = tmp_path / "batch_output.jsonl"
     results.write_text(json.dumps({"id": "b1", "custom_id": req.request_id, "response": {"status_code": 200, "body": body}}) + "\n")
     out = tmp_path / "gens.jsonl"
-    G.collect_batch(plan, out, results, base_url="https://user:SECRETPASS@api.example.test/v1?api-key=SECRETKEY")
-    written = out.read_text() + G.journal_path(out).read_text()
+    engine.collect_batch(plan, out, results, base_url="https://user:SECRETPASS@api.example.test/v1?api-key=SECRETKEY")
+    written = out.read_text() + engine.journal_path(out).read_text()
     assert "SECRETPASS" not in written and "SECRETKEY" not in written
     assert read_jsonl(out)[0]["base_url"] == "https://api.example.test/v1"
 
@@ -701,7 +719,9 @@ def test_journal_writer_survives_a_cancelled_worker(tmp_path: Path) -> None:
             gate.wait(5)
             written.extend(events)
 
-    writer = G._GroupCommit(SlowJournal())  # type: ignore[arg-type]
+    from fsb.engine.runner import _GroupCommit
+
+    writer = _GroupCommit(SlowJournal())  # type: ignore[arg-type]
     first = writer.submit({"n": 1})
     assert entered.wait(5)  # the thread took event 1 and is writing it
     second, third = writer.submit({"n": 2}), writer.submit({"n": 3})
@@ -714,3 +734,84 @@ def test_journal_writer_survives_a_cancelled_worker(tmp_path: Path) -> None:
     writer.close()
     assert [e["n"] for e in written] == [1, 2, 3, 4]
     assert writer.thread.is_alive() is False
+
+
+# --- hardening (issue 8): keys, timeouts, response size -------------------------------------------------------
+
+# No server behind these proxies: each fault answers by itself, so nothing is forwarded.
+NO_UPSTREAM = "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize(("key", "what"), [("sk-tést-key", "a non-ASCII character"), ("sk-test-key\r\n", "a line break")])
+def test_an_unusable_key_is_a_setup_error_before_anything_is_sent(tmp_path: Path, key: str, what: str) -> None:
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out = tmp_path / "gens.jsonl"
+    with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "500") as proxy:
+        proc = fsb("generate", "--seeds", seeds, "--out", out, "--model", "m", "--base-url", proxy.url, key=key, timeout=60)
+        assert proxy.entries() == []
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"fsb generate: error: OPENAI_API_KEY holds {what}") and proc.stderr.count("\n") == 1
+    assert key.strip() not in proc.stderr and "Traceback" not in proc.stderr
+    assert not out.exists() and not engine.journal_path(out).exists()
+    with pytest.raises(engine.EngineError, match="non-ASCII"):
+        engine.resolve_endpoint("http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": "sk-\u00a0x"})
+
+
+def test_timeout_is_a_wall_clock_limit_per_attempt(tmp_path: Path, release: Path) -> None:
+    """A server that drips one byte every 0.2 s never trips a per-read timeout; the run must still end."""
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out = tmp_path / "gens.jsonl"
+    args = ["generate", "--seeds", seeds, "--out", out, "--model", "m", "--formats", "conversion", "--no-progress", "--ic-dir", release]
+    with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "drip", drip=0.2) as proxy:
+        proc = fsb(*args, "--base-url", proxy.url, "--timeout", "2", "--retries", "1", "--backoff", "0.05", timeout=60)
+        attempts = proxy.entries()
+    assert proc.returncode == 1, proc.stderr
+    assert len(attempts) == 8  # 4 requests, 2 attempts each
+    for f in read_jsonl(engine.failures_path(out)):
+        assert (f["kind"], f["reason"], f["tries"]) == ("timeout", "timed out", 2)
+    assert "4 requests failed (timeout 4)" in proc.stderr
+
+
+def test_answers_are_read_up_to_a_cap(tmp_path: Path, release: Path) -> None:
+    seeds, _ = read_seeds([str(write_seed_file(tmp_path / "seeds.jsonl", per_type=1))])
+    plan = build_generation_plan(seeds, load_prompt_set(release), ["conversion"], "m", engine.Sampling())
+    out = tmp_path / "gens.jsonl"
+    with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "bloat", bloat=3_000_000) as proxy:
+        options = engine.RunOptions(concurrency=2, retries=0, timeout=30, max_response_bytes=1_000_000)
+        result = engine.run(plan, out, engine.Endpoint(proxy.url), options)
+    assert (result.ok, result.failed, result.failures) == (0, 4, {"too_large": 4})
+    failures = read_jsonl(engine.failures_path(out))
+    assert all(f["reason"] == "the answer is longer than 1000000 bytes (the cap on bytes read per response)" for f in failures)
+    assert engine.journal_path(out).stat().st_size < 100_000  # nothing of the answers was stored
+    with FaultProxy(NO_UPSTREAM, faults=lambda rid, attempt: "bloat", bloat=200_000) as proxy:  # under the cap: kept whole
+        result = engine.run(plan, out, engine.Endpoint(proxy.url), options)
+    assert result.ok == 4 and all(len(r["response"]) == 200_000 for r in read_jsonl(out))
+
+
+def test_the_cost_before_running_counts_what_is_left(tmp_path: Path, release: Path) -> None:
+    """`estimate_cost` (what `--dry-run` prints, and what any command states before sending) counts every
+    request once: prompt tokens at about 4 characters each plus 4 a message and 3 for the reply, completions at max_tokens."""
+    seeds, _ = read_seeds([str(write_seed_file(tmp_path / "seeds.jsonl", per_type=1))])
+    plan = build_generation_plan(seeds, load_prompt_set(release), ["conversion", "completion"], "m", engine.Sampling())
+    cost = engine.estimate_cost(plan.requests)
+    chars = [[len(m["content"]) for m in r.body["messages"]] for r in plan.requests]
+    assert cost.requests == 8 and cost.max_completion_tokens == 8 * 100
+    assert cost.prompt_tokens == sum(3 + sum(4 + -(-c // 4) for c in cs) for cs in chars)
+    assert engine.estimate_cost(engine.pending(plan, {plan.requests[0].request_id}, limit=3)).requests == 3
+    assert engine.estimate_cost([]) == engine.Cost(0, 0, 0)
+
+
+def test_explain_refusals_are_engine_errors_not_generation_errors(tmp_path: Path) -> None:
+    """explain runs on the engine: its setup failures are the engine's (an FsbError: one line, exit 2)."""
+    from fsb.errors import FsbError
+    from fsb.explain import Item, build_explain_plan
+
+    sample = [(Item(1, "One.", 0.1), "low"), (Item(2, "Two.", 0.9), "high")]
+    plan = build_explain_plan(sample, "m", engine.Sampling(), seed=0, scheme="analysis")
+    other = build_explain_plan(sample, "m2", engine.Sampling(), seed=0, scheme="analysis")
+    path = engine.journal_path(tmp_path / "reasons.jsonl")
+    with engine.Journal(path).open(plan), pytest.raises(engine.EngineError, match="locked"):
+        engine.Journal(path).open(plan)
+    with pytest.raises(engine.EngineError, match="differs in: model") as e:
+        engine.Journal(path).open(other)
+    assert isinstance(e.value, FsbError) and type(e.value).__module__ == "fsb.engine.endpoint"

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 import fifty_shades_of_bias as spec
-from fsb import seeds as S
-from fsb._io import InputError
+from fsb._io import InputError, sha256_file
+from fsb.keys import normalize
+from fsb.marks import Marker, load_wordlist
+from fsb.seeds import DEFAULT_COUNTS, Seed, SourceSentence, _draw, curate, read_copa, read_seeds, read_stereoset, seed_type_from_name
 
 SOURCES = Path(__file__).resolve().parents[2] / "shared" / "data" / "seed-sources"
 COPA = SOURCES / "balacopa-dev-all.xml"
@@ -24,19 +26,19 @@ def fsb(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture(scope="module")
-def marker() -> S.Marker:
-    return S.Marker()
+def marker() -> Marker:
+    return Marker()
 
 
 @pytest.fixture(scope="module")
-def curated() -> tuple[list[S.Seed], dict]:
-    return S.curate(COPA, STEREOSET, seed=0)
+def curated() -> tuple[list[Seed], dict]:
+    return curate(COPA, STEREOSET, seed=0)
 
 
 # --- word lists and marks ----------------------------------------------------------------------------
 
 
-def test_word_lists_are_well_formed_and_disjoint(marker: S.Marker) -> None:
+def test_word_lists_are_well_formed_and_disjoint(marker: Marker) -> None:
     assert "her" in marker.gendered.words and "schoolgirl" in marker.gendered.words
     assert "driver" in marker.person.words and "i" in marker.person.words
     assert not marker.gendered.words & marker.person.words  # a word marks one thing only
@@ -60,7 +62,7 @@ def test_word_lists_are_well_formed_and_disjoint(marker: S.Marker) -> None:
         ("Hermes flew.", "none", (), ()),  # no partial-word matches: "her" is not in "hermes"
     ],
 )
-def test_marks(marker: S.Marker, text: str, category: str, gender_words: tuple[str, ...], person_words: tuple[str, ...]) -> None:
+def test_marks(marker: Marker, text: str, category: str, gender_words: tuple[str, ...], person_words: tuple[str, ...]) -> None:
     m = marker.mark(text)
     assert m.category() == category
     assert m.gender_words == gender_words
@@ -70,19 +72,19 @@ def test_marks(marker: S.Marker, text: str, category: str, gender_words: tuple[s
 def test_a_users_word_list_replaces_the_projects(tmp_path: Path) -> None:
     words = tmp_path / "words.txt"
     words.write_text("# my list\nbird   # birds are people too\n\ncat\n", encoding="utf-8")
-    marker = S.Marker(S.load_wordlist(words))
+    marker = Marker(load_wordlist(words))
     assert marker.mark("The cat chased the bird.").gender_words == ("cat", "bird")
     assert not marker.mark("She left.").gendered
     (tmp_path / "bad.txt").write_text("two words\n", encoding="utf-8")
     with pytest.raises(InputError) as e:
-        S.load_wordlist(tmp_path / "bad.txt")
+        load_wordlist(tmp_path / "bad.txt")
     assert e.value.line == 1
 
 
-def test_marks_agree_with_the_release_seeds(marker: S.Marker, release: Path) -> None:
+def test_marks_agree_with_the_release_seeds(marker: Marker, release: Path) -> None:
     """The release's curators chose implicit seeds about people and neutral seeds about things; the word
     lists (tuned with these files in view, so this is agreement, not a held-out score) mostly agree."""
-    seeds, _ = S.read_seeds([str(release / "seeds")])
+    seeds, _ = read_seeds([str(release / "seeds")])
     implicit = [marker.mark(s.text).category() for s in seeds if s.seed_type == "implicit"]
     neutral = [marker.mark(s.text).category() for s in seeds if s.seed_type == "neutral"]
     assert implicit.count("person") / len(implicit) >= 0.85  # 134 / 150 (5 of the others name a gender)
@@ -94,52 +96,52 @@ def test_marks_agree_with_the_release_seeds(marker: S.Marker, release: Path) -> 
 # --- curation -----------------------------------------------------------------------------------------
 
 
-def test_curate_draws_the_papers_counts_with_provenance(curated: tuple[list[S.Seed], dict], marker: S.Marker) -> None:
+def test_curate_draws_the_papers_counts_with_provenance(curated: tuple[list[Seed], dict], marker: Marker) -> None:
     seeds, manifest = curated
     by_type = {t: [s for s in seeds if s.seed_type == t] for t in spec.SEED_TYPES}
-    assert {t: len(v) for t, v in by_type.items()} == S.DEFAULT_COUNTS == {"explicit": 150, "implicit": 150, "neutral": 150, "random": 50}
+    assert {t: len(v) for t, v in by_type.items()} == DEFAULT_COUNTS == {"explicit": 150, "implicit": 150, "neutral": 150, "random": 50}
     assert [s.seed_type for s in seeds] == sorted((s.seed_type for s in seeds), key=spec.SEED_TYPES.index)
-    stereotypes = {s.text: s for s in S.read_stereoset(STEREOSET)}
-    premises = {s.text: s for s in S.read_copa(COPA)}
+    stereotypes = {s.text: s for s in read_stereoset(STEREOSET)}
+    premises = {s.text: s for s in read_copa(COPA)}
     for s in by_type["explicit"]:
         assert s.source == "stereoset" and stereotypes[s.text].source_id == s.source_id
     for s in by_type["implicit"] + by_type["neutral"] + by_type["random"]:
         assert s.source == "copa" and premises[s.text].source_id == s.source_id
     assert all(marker.mark(s.text).category() == "person" for s in by_type["implicit"])
     assert all(marker.mark(s.text).category() == "none" for s in by_type["neutral"])
-    keys = [S.normalize(s.text) for s in seeds]
+    keys = [normalize(s.text) for s in seeds]
     assert len(set(keys)) == len(keys)  # random never repeats an implicit or neutral seed
     random_marks = {marker.mark(s.text).category() for s in by_type["random"]}
     assert len(random_marks) > 1  # random seeds are drawn whatever they mention
     for s in seeds:
         assert s.extra["gendered"] == marker.mark(s.text).gendered
     assert manifest["pools"]["copa_premises"] == len(premises)
-    assert manifest["sources"]["copa"]["sha256"] == S.sha256_file(COPA)
+    assert manifest["sources"]["copa"]["sha256"] == sha256_file(COPA)
     assert manifest["gendered_words"]["sha256"] == marker.gendered.sha256
 
 
-def test_curation_is_reproducible_and_depends_on_the_seed(curated: tuple[list[S.Seed], dict]) -> None:
-    again, _ = S.curate(COPA, STEREOSET, seed=0)
+def test_curation_is_reproducible_and_depends_on_the_seed(curated: tuple[list[Seed], dict]) -> None:
+    again, _ = curate(COPA, STEREOSET, seed=0)
     assert [s.text for s in again] == [s.text for s in curated[0]]
-    other, _ = S.curate(COPA, STEREOSET, seed=1)
+    other, _ = curate(COPA, STEREOSET, seed=1)
     assert {s.text for s in other} != {s.text for s in curated[0]}
 
 
 def test_ranked_draw_is_stable_when_candidates_are_added() -> None:
     """Adding candidates can only displace chosen ones in favour of new ones: nothing old is reshuffled."""
-    old = [S.SourceSentence(f"old sentence {i}", str(i)) for i in range(200)]
-    new = [S.SourceSentence(f"new sentence {i}", f"n{i}") for i in range(50)]
-    before = {s.text for s in S._draw(old, 30, 7, "implicit")}
-    after = {s.text for s in S._draw(old + new, 30, 7, "implicit")}
+    old = [SourceSentence(f"old sentence {i}", str(i)) for i in range(200)]
+    new = [SourceSentence(f"new sentence {i}", f"n{i}") for i in range(50)]
+    before = {s.text for s in _draw(old, 30, 7, "implicit")}
+    after = {s.text for s in _draw(old + new, 30, 7, "implicit")}
     assert after - before <= {s.text for s in new}
     assert before - after  # some were displaced by new ones (else this test shows nothing)
 
 
 def test_too_few_candidates_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="asked for 1000 implicit seeds"):
-        S.curate(COPA, None, {"explicit": 0, "implicit": 1000})
+        curate(COPA, None, {"explicit": 0, "implicit": 1000})
     with pytest.raises(InputError, match="StereoSet"):
-        S.curate(COPA, None, {"explicit": 5})
+        curate(COPA, None, {"explicit": 5})
 
 
 def test_fsb_seeds_cli_writes_the_same_bytes_twice_and_they_load(tmp_path: Path) -> None:
@@ -154,7 +156,7 @@ def test_fsb_seeds_cli_writes_the_same_bytes_twice_and_they_load(tmp_path: Path)
     manifest = json.loads((tmp_path / "a" / "seeds.manifest.json").read_text())
     assert manifest["seed"] == 3 and manifest["counts"]["random"] == 20
     assert (tmp_path / "a" / "seeds.manifest.json").read_bytes() == (tmp_path / "b" / "seeds.manifest.json").read_bytes()
-    loaded, notes = S.read_seeds([str(outs[0])])
+    loaded, notes = read_seeds([str(outs[0])])
     assert len(loaded) == 470 and not notes
     first = json.loads(outs[0].read_text().splitlines()[0])
     assert first["seed_type"] == "explicit" and first["source"] == "stereoset" and first["gendered"] is True
@@ -205,14 +207,14 @@ def test_original_stereoset_format_gender_stereotypes_only(tmp_path: Path) -> No
     }
     path = tmp_path / "dev.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
-    got = S.read_stereoset(path)
+    got = read_stereoset(path)
     assert [(s.text, s.source_id, s.fields["part"]) for s in got] == [
         ("Girls are weak.", "a-stereotype", "intrasentence"),
         ("My mother came home. She cooked dinner.", "c-stereotype", "intersentence"),
     ]
     path.write_text(json.dumps({"data": {"intrasentence": [doc["data"]["intrasentence"][1]]}}), encoding="utf-8")
     with pytest.raises(InputError, match="no gender stereotype"):
-        S.read_stereoset(path)
+        read_stereoset(path)
 
 
 def test_copa_jsonl_and_bad_xml(tmp_path: Path) -> None:
@@ -224,11 +226,11 @@ def test_copa_jsonl_and_bad_xml(tmp_path: Path) -> None:
         {"premise": "It rained.", "idx": 2},
     ]
     p.write_text("".join(json.dumps(r) + "\n" if r else "\n" for r in records))
-    assert [(s.text, s.source_id) for s in S.read_copa(p)] == [("The man broke his toe.", "0"), ("It rained.", "2")]
+    assert [(s.text, s.source_id) for s in read_copa(p)] == [("The man broke his toe.", "0"), ("It rained.", "2")]
     bad = tmp_path / "copa.xml"
     bad.write_text("<copa-corpus><item id='1'><p>Fine.</p></item>\n<item id='2'></copa-corpus>")
     with pytest.raises(InputError) as e:
-        S.read_copa(bad)
+        read_copa(bad)
     assert e.value.line == 2
 
 
@@ -236,7 +238,7 @@ def test_copa_jsonl_and_bad_xml(tmp_path: Path) -> None:
 
 
 def test_the_release_seed_files_load_as_they_are(release: Path) -> None:
-    seeds, notes = S.read_seeds([str(release / "seeds")])
+    seeds, notes = read_seeds([str(release / "seeds")])
     assert [sum(s.seed_type == t for s in seeds) for t in ("explicit", "implicit", "neutral")] == [150, 150, 150]
     for name, seed_type in (("explict_bias_seed.txt", "explicit"), ("implicit_bias_seed.txt", "implicit")):
         lines = (release / "seeds" / name).read_bytes().decode("utf-8").split("\r\n")  # CRLF, no final line break
@@ -253,7 +255,7 @@ def test_a_changed_copy_of_a_release_file_is_an_ordinary_file(tmp_path: Path, re
     with copy.open("ab") as f:
         f.write(b"\r\nOne more seed.")
     with pytest.raises(InputError) as e:
-        S.read_seeds([str(copy)])
+        read_seeds([str(copy)])
     assert e.value.line == 85 and "first on line 12" in str(e.value)
 
 
@@ -270,35 +272,35 @@ def test_bad_seed_files(tmp_path: Path, content: str, line: int | None, message:
     p = tmp_path / "neutral.txt"
     p.write_text(content, encoding="utf-8")
     with pytest.raises(InputError) as e:
-        S.read_seeds([str(p)])
+        read_seeds([str(p)])
     assert message in str(e.value)
     assert e.value.line == line
 
 
 def test_seed_types_from_names_and_prefixes(tmp_path: Path) -> None:
-    assert S.seed_type_from_name("explict_bias_seed.txt") == "explicit"
-    assert S.seed_type_from_name("my-random-seeds.txt") == "random"
-    assert S.seed_type_from_name("implicitly.txt") is None
-    assert S.seed_type_from_name("implicit_or_neutral.txt") is None
+    assert seed_type_from_name("explict_bias_seed.txt") == "explicit"
+    assert seed_type_from_name("my-random-seeds.txt") == "random"
+    assert seed_type_from_name("implicitly.txt") is None
+    assert seed_type_from_name("implicit_or_neutral.txt") is None
     p = tmp_path / "mine.txt"
     p.write_text("A seed.\n", encoding="utf-8")
     with pytest.raises(InputError, match="TYPE=FILE"):
-        S.read_seeds([str(p)])
-    seeds, _ = S.read_seeds([f"random={p}"])
+        read_seeds([str(p)])
+    seeds, _ = read_seeds([f"random={p}"])
     assert seeds[0].seed_type == "random" and seeds[0].source_id == "1"
     dup = tmp_path / "random_two.txt"
     dup.write_text("a seed.\n", encoding="utf-8")
     with pytest.raises(InputError, match="duplicate random seed"):
-        S.read_seeds([f"random={p}", str(dup)])
-    assert len(S.read_seeds([f"random={p}", f"neutral={dup}"])[0]) == 2  # the same text under two types is fine
+        read_seeds([f"random={p}", str(dup)])
+    assert len(read_seeds([f"random={p}", f"neutral={dup}"])[0]) == 2  # the same text under two types is fine
 
 
 def test_bad_seed_jsonl(tmp_path: Path) -> None:
     p = tmp_path / "seeds.jsonl"
     p.write_text('{"seed": "Fine.", "seed_type": "neutral"}\n{"seed": "Odd.", "seed_type": "sarcastic"}\n')
     with pytest.raises(InputError) as e:
-        S.read_seeds([str(p)])
+        read_seeds([str(p)])
     assert (e.value.line, e.value.field) == (2, "seed_type")
     p.write_text('{"seed": "", "seed_type": "neutral"}\n')
     with pytest.raises(InputError, match="empty seed"):
-        S.read_seeds([str(p)])
+        read_seeds([str(p)])

@@ -4,7 +4,7 @@ The sample takes up to `per_bin` sentences from each score bin (the paper's thre
 four equispaced few-shot bins), drawn by a reproducible rank keyed on the seed, so the same inputs and
 seed always ask about the same sentences. Scores come from the built dataset (the human scores) or from
 a scores file (for example a model's scores, as the paper asked GPT for the reasons behind its own).
-Requests run through the same resumable engine as `fsb generate` (journal, retries, resume after a kill).
+Requests run through the request engine (`fsb.engine`: journal, retries, resume after a kill), like `fsb generate`'s.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from pathlib import Path
 import fifty_shades_of_bias as spec
 
 from ._io import InputError
-from .generate import Plan, Request, Sampling, request_id
+from .engine import Request, RequestPlan, Sampling, request_id
+from .keys import rank_key
 from .prompts import REASONING_INSTRUCTION, TEMPLATE_VERSION, reasoning_messages
-from .seeds import rank_key
 
-__all__ = ["DEFAULT_MAX_TOKENS", "Item", "build_explain_plan", "load_items", "score_text", "stratified_sample"]
+__all__ = ["EXPLAIN_MAX_TOKENS", "Item", "build_explain_plan", "load_items", "score_text", "stratified_sample"]
 
-DEFAULT_MAX_TOKENS = 200
+EXPLAIN_MAX_TOKENS = 200  # completion tokens per request: a reason is a few sentences
 BIN_SCHEMES = ("analysis", "equispaced")
 _ID_COLUMNS = ("id", "uid", "item")
 
@@ -126,13 +126,13 @@ def score_text(score: float) -> str:
     return text or "0"
 
 
-def build_explain_plan(sample: Sequence[tuple[Item, str]], model: str, sampling: Sampling, *, seed: int, scheme: str) -> Plan:
+def build_explain_plan(sample: Sequence[tuple[Item, str]], model: str, sampling: Sampling, *, seed: int, scheme: str) -> RequestPlan:
     """One appendix A.4 request per sampled sentence; output rows carry uid, text, score, bin and the reason."""
     requests = []
     for item, name in sample:
         if not math.isfinite(item.score):
             raise ValueError(f"score of {item.uid} is not finite")
-        body = {"model": model, "messages": reasoning_messages(item.text, score_text(item.score)), **sampling.params(DEFAULT_MAX_TOKENS)}
+        body = {"model": model, "messages": reasoning_messages(item.text, score_text(item.score)), **sampling.params(EXPLAIN_MAX_TOKENS)}
         rid = request_id(body, ["explain", item.uid])
         fields = {"uid": item.uid, "text": item.text, "score": item.score, "bin": name}
         requests.append(Request(item.uid, rid, body, fields, {"template_version": TEMPLATE_VERSION}, "reason", one_line=False))
@@ -146,8 +146,8 @@ def build_explain_plan(sample: Sequence[tuple[Item, str]], model: str, sampling:
         "bins": scheme,
         "per_bin": counts,
         "seed": seed,
-        "sampling": sampling.params(DEFAULT_MAX_TOKENS),
+        "sampling": sampling.params(EXPLAIN_MAX_TOKENS),
         "template_version": TEMPLATE_VERSION,
         "requests": len(requests),
     }
-    return Plan(requests, summary)
+    return RequestPlan(requests, summary)

@@ -28,7 +28,7 @@ from typing import Any
 import fifty_shades_of_bias as spec
 
 from ._io import InputError, read_utf8, sha256_file
-from .seeds import normalize, rank_key
+from .keys import normalize, rank_key
 
 __all__ = [
     "INSTRUCTIONS",

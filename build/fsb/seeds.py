@@ -16,7 +16,6 @@ from `TYPE=FILE` or the file name) or a folder of them (the release's seeds/ fol
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -28,19 +27,15 @@ from typing import Any
 
 import fifty_shades_of_bias as spec
 
-from ._io import InputError, atomic_write, iter_jsonl, read_utf8, read_word_list, sha256_file
+from ._io import InputError, atomic_write, iter_jsonl, read_utf8, sha256_file
+from .keys import normalize, rank_key
+from .marks import Marker
 
 __all__ = [
     "DEFAULT_COUNTS",
-    "Marker",
-    "Marks",
     "Seed",
     "SourceSentence",
-    "WordList",
     "curate",
-    "load_wordlist",
-    "normalize",
-    "rank_key",
     "read_copa",
     "read_seeds",
     "read_stereoset",
@@ -49,108 +44,10 @@ __all__ = [
     "write_seeds",
 ]
 
-WORDLISTS = Path(__file__).resolve().parent / "wordlists"
 # The paper's seed counts per type (explicit, implicit, neutral, random): each seed is used once per format.
 DEFAULT_COUNTS: dict[str, int] = {"explicit": 150, "implicit": 150, "neutral": 150, "random": 50}
 # The release's seed files name explicit "explict"; both spellings name the type.
 _TYPE_ALIASES = {"explicit": "explicit", "explict": "explicit", "implicit": "implicit", "neutral": "neutral", "random": "random"}
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
-_SPACE = re.compile(r"\s+")
-
-
-def normalize(text: str) -> str:
-    """A sentence's identity for duplicate checks: case-folded, whitespace collapsed, ends stripped."""
-    return _SPACE.sub(" ", text).strip().casefold()
-
-
-def rank_key(seed: int, *parts: object) -> str:
-    """A reproducible random rank: the sha256 of the seed and the parts (lower ranks are drawn first)."""
-    h = hashlib.sha256(str(int(seed)).encode())
-    for part in parts:
-        h.update(b"\x00" + str(part).encode("utf-8"))
-    return h.hexdigest()
-
-
-# --- word lists and marks -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WordList:
-    """A set of lower-case words read from a file (one a line, # comments), with the file's hash."""
-
-    words: frozenset[str]
-    path: str
-    sha256: str
-
-
-def load_wordlist(path: str | os.PathLike[str] | None = None, *, name: str = "gendered") -> WordList:
-    """Read a word list: `path`, or the project's own `wordlists/<name>_words.txt`."""
-    p = Path(path) if path is not None else WORDLISTS / f"{name}_words.txt"
-    words = read_word_list(p, _WORD)
-    if not words:
-        raise InputError(p, "the word list holds no words")
-    return WordList(words, str(p), sha256_file(p))
-
-
-def _words(text: str) -> list[str]:
-    out = []
-    for w in _WORD.findall(text.lower().replace("\u2019", "'")):
-        out.append(w[:-2] if w.endswith("'s") else w)
-    return out
-
-
-@dataclass(frozen=True)
-class Marks:
-    """What the word lists found in a sentence: gendered words, and person words (people, no gender)."""
-
-    gender_words: tuple[str, ...]
-    person_words: tuple[str, ...]
-
-    @property
-    def gendered(self) -> bool:
-        """Names a gender: some word is in the gendered list."""
-        return bool(self.gender_words)
-
-    @property
-    def person(self) -> bool:
-        """Mentions a person: by a person word or a gendered one."""
-        return bool(self.person_words or self.gender_words)
-
-    def fields(self) -> dict[str, Any]:
-        """The marks as a seed row's fields (what the seeds file records)."""
-        return {
-            "gendered": self.gendered,
-            "gender_words": list(self.gender_words),
-            "person": self.person,
-            "person_words": list(self.person_words),
-        }
-
-    def category(self) -> str:
-        """'gendered', 'person' (people but no gender: implicit) or 'none' (no person: neutral)."""
-        return "gendered" if self.gendered else "person" if self.person_words else "none"
-
-
-class Marker:
-    """Marks sentences with the gendered and person word lists."""
-
-    def __init__(self, gendered: WordList | None = None, person: WordList | None = None):
-        self.gendered = gendered or load_wordlist(name="gendered")
-        self.person = person or load_wordlist(name="person")
-
-    def mark(self, text: str) -> Marks:
-        """The gendered and person words of `text`, each once, in order of appearance."""
-        words = list(dict.fromkeys(_words(text)))
-        return Marks(
-            tuple(w for w in words if w in self.gendered.words),
-            tuple(w for w in words if w in self.person.words and w not in self.gendered.words),
-        )
-
-    def provenance(self) -> dict[str, Any]:
-        """The word lists' file names and sha256, for a manifest."""
-        return {
-            "gendered_words": {"file": Path(self.gendered.path).name, "sha256": self.gendered.sha256},
-            "person_words": {"file": Path(self.person.path).name, "sha256": self.person.sha256},
-        }
 
 
 # --- seeds ------------------------------------------------------------------------------------------
