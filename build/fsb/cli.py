@@ -150,18 +150,6 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-@_command("report")
-def _report(args: argparse.Namespace) -> int:
-    from .report import format_report, load_runs, summarize
-
-    runs = load_runs(args.results)
-    if args.json:
-        _print_json({str(r.path): summarize(r, n_boot=args.bootstrap) for r in runs})
-    else:
-        print(format_report(runs, dataset=args.dataset, n_boot=args.bootstrap))
-    return 0
-
-
 @_command("main")
 def _main_job(args: argparse.Namespace) -> int:
     from .mainjob import run
@@ -239,12 +227,6 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0")
     e.add_argument("--seed", type=int, default=0)
 
-    rp = sub.add_parser("report", help="metrics with 95%% bootstrap intervals from lm-eval output, beside the human ceiling")
-    rp.add_argument("results", nargs="+", help="lm-eval --output_path folders (or results_*.json files), made with --log_samples")
-    rp.add_argument("--dataset", help="dataset whose stats.json gives the human ceiling (default: what loaders find)")
-    rp.add_argument("--bootstrap", type=pos_int, default=1000, help="bootstrap resamples (default 1000)")
-    rp.add_argument("--json", action="store_true")
-
     m = sub.add_parser("main", help="the main job: build from the release, load it back, evaluate the default model, report")
     m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
     m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
@@ -253,9 +235,9 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
 
     # Stages that own their command lines: each module's add_commands(sub, handlers) adds its subcommands.
-    from . import cli_analysis, cli_generate, cli_publish
+    from . import cli_analysis, cli_generate, cli_publish, cli_results
 
-    for stage in (cli_generate, cli_publish, cli_analysis):
+    for stage in (cli_generate, cli_publish, cli_analysis, cli_results):
         stage.add_commands(sub, _HANDLERS)
     return p
 
