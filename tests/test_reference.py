@@ -73,8 +73,8 @@ def test_reference_figures_on_the_release_match_an_independent_computation(relea
     scored = table.ids[table.scored]
     assert scored.size == 960
     # a narrow middle band of scores: a much lower split-half r, so correlating over the wrong sentences shows
-    band = table.ids[table.scored & (table.scores >= 0.4) & (table.scores < 0.6)]
-    for ids, tol in ((scored, 0.004), (band, 0.02)):
+    band = table.ids[table.scored & (table.scores >= 0.3) & (table.scores < 0.7)]
+    for ids, tol in ((scored, 0.004), (band, 0.015)):
         mine = _independent_split_half(groups, set(ids.tolist()), trials=100, seed=7)
         got = human_reference(str(release_dataset), ids, trials=100, seed=0)
         p = got["pearson"]

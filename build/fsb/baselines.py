@@ -239,6 +239,24 @@ def classifier_scores(
 # --- the command ------------------------------------------------------------------------------------------
 
 
+def check_output(out: str | Path) -> None:
+    """Refuse to replace a file that fsb did not write: an existing `out` must be a prediction file
+    (first line `id,score`, or JSON lines of id/score) with the provenance file fsb writes beside it."""
+    target = Path(out)
+    if not target.exists():
+        return
+    if target.is_dir():
+        raise InputError(target, "is a folder; give a file path")
+    try:
+        first = target.read_text(encoding="utf-8").split("\n", 1)[0].strip()
+    except (OSError, UnicodeDecodeError):
+        first = ""
+    meta = target.with_name(target.name + ".json")
+    ours = (first == "id,score" or (first.startswith('{"id"') and '"score"' in first)) and meta.is_file()
+    if not ours:
+        raise InputError(target, "exists and was not written by fsb baseline; refusing to replace it (remove it or choose another --out)")
+
+
 def run_baseline(
     name: str,
     out: str | Path,
@@ -253,6 +271,7 @@ def run_baseline(
     lines when it ends in .jsonl) and its provenance beside it (`out`.json). Returns the provenance."""
     if name not in BASELINES:
         raise FsbError(f"unknown baseline {name!r}; expected one of {', '.join(BASELINES)}")
+    check_output(out)
     data = sentences or read_sentences(dataset)
     started = time.monotonic()
     info: dict[str, Any] = {"baseline": name, "dataset": data.where, "sentences": int(data.ids.size), "scored": int(data.scored.sum())}

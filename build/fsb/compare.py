@@ -46,11 +46,13 @@ def build(
     reference_trials: int = 100,
     timings: dict[str, float] | None = None,
     notes: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """The whole comparison as a JSON-able dict (what every renderer reads)."""
+) -> tuple[dict[str, Any], list[Scored]]:
+    """The whole comparison as a JSON-able dict (what every renderer reads), and the entries in its row order."""
     table, problem = _find(dataset)
     entries = load_entries(paths, table)
-    return build_from_entries(entries, table, problem, n_boot, compare or [], reference_trials, timings or {}, notes or {})
+    report = build_from_entries(entries, table, problem, n_boot, compare or [], reference_trials, timings or {}, notes or {})
+    by_label = {e.label: e for e in entries}
+    return report, [by_label[r["label"]] for r in report["rows"]]
 
 
 def build_from_entries(
@@ -356,14 +358,23 @@ def _ours(name: str) -> bool:
     return name in ("report.md", "report.json", "forest.png") or (name.startswith("scatter-") and name.endswith(".png"))
 
 
-def write_outputs(report: dict[str, Any], entries: list[Scored], out: Path) -> list[Path]:
-    """report.md, report.json, forest.png and scatter-<n>-<label>.png into `out` (written whole, then renamed)."""
-    from ._io import InputError, atomic_dir
+def check_out(out: Path) -> None:
+    """Refuse an output folder that holds anything `fsb report` did not write (it is replaced whole)."""
+    from ._io import InputError
 
-    if out.exists() and out.is_dir():
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "exists and is not a folder; refusing to replace it")
+    if out.is_dir():
         foreign = [p.name for p in out.iterdir() if not _ours(p.name)]
         if foreign:
             raise InputError(out, f"holds files fsb report did not write ({', '.join(sorted(foreign)[:3])}); refusing to replace it")
+
+
+def write_outputs(report: dict[str, Any], entries: list[Scored], out: Path) -> list[Path]:
+    """report.md, report.json, forest.png and scatter-<n>-<label>.png into `out` (written whole, then renamed)."""
+    from ._io import atomic_dir
+
+    check_out(out)
     written = []
     with atomic_dir(out) as stage:
         (stage / "report.md").write_text(render_markdown(report) + "\n", encoding="utf-8")
