@@ -92,6 +92,11 @@ def test_baseline_command_writes_every_sentence(release_dataset: Path, tmp_path:
         assert sorted(scores) == table.ids.tolist(), "one score per sentence of the dataset"
         meta = json.loads((tmp_path / f"{name}.csv.json").read_text())
         assert meta["baseline"] == name and meta["dataset"] == str(release_dataset.resolve())
+    from fsb import compare
+
+    page, _ = compare.build([tmp_path / "mean.csv"], dataset=str(release_dataset), n_boot=50, reference_trials=2)
+    assert page["rows"][0]["correlation_meaningful"] is False and page["rows"][0]["label"] == "baseline mean"
+    assert "| baseline mean | baseline | 960 | 1 | not meaningful (" in compare.render_markdown(page)
     mean = _read(tmp_path / "mean.csv")
     scored_mean = float(table.scores[table.scored].mean())
     assert all(abs(v - scored_mean) < 0.01 for v in mean.values()) and len(set(mean.values())) > 1, "per-fold means"

@@ -96,12 +96,14 @@ def test_a_constant_set_keeps_the_group_undefined_and_gives_the_defined_sets_mea
     sets.append(_samples("fsb_set4", [0.5] * 40, golds))
     s = summary(sets, n_boot=100)
     assert math.isnan(s["values"]["pearson"])
-    assert s["defined_sets"]["pearson"] == {"mean": pytest.approx(1.0), "sets": 4, "of": 5}
+    d = s["defined_sets"]["pearson"]
+    assert (d["mean"], d["sets"], d["of"]) == (pytest.approx(1.0), 4, 5)
+    assert d["ci95"]["low"] == pytest.approx(1.0) and d["ci95"]["defined"] == 1.0, "its interval is over the defined sets"
     assert s["per_set"]["fsb_set4"]["pearson"] != s["per_set"]["fsb_set4"]["pearson"]  # NaN
     from fsb.compare import _corr_cell
 
     cell = _corr_cell({**s, "values": s["values"]}, "pearson")
-    assert cell.startswith("undefined") and "mean of the 4 defined sets of 5: 1.000" in cell
+    assert cell.startswith("undefined") and "mean of the 4 defined sets of 5: 1.000 [1.000, 1.000]" in cell
 
 
 def test_paired_difference_separates_a_better_scorer_but_not_a_reseeded_one() -> None:

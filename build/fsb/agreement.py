@@ -136,6 +136,9 @@ def summary(sets: list[TaskSamples], n_boot: int = 1000, seed: int = 0, has_pars
     for m in ("pearson", "spearman"):
         ok = [v for v in per[m] if not math.isnan(v)]
         defined[m] = {"mean": float(np.mean(ok)) if ok else math.nan, "sets": len(ok), "of": len(sets)}
+        if 0 < len(ok) < len(sets):  # the interval of that mean, two-level over the defined sets only
+            kept = [s for s, v in zip(sets, per[m]) if not math.isnan(v)]
+            defined[m]["ci95"] = bootstrap(kept, n_boot=n_boot, seed=seed, over_sets=len(kept) > 1, metrics=(m,))[m]
     if not has_parse_rate:
         values["parse_rate"] = math.nan
         ci["parse_rate"] = {"low": math.nan, "high": math.nan, "defined": 0.0}

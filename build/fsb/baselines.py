@@ -278,6 +278,7 @@ def run_baseline(
     if name == "mean":
         pred, fit = out_of_fold(np.zeros((data.ids.size, 1)), data.scores, data.scored, model="mean")
         info.update(fit)
+        info["correlation_meaningful"] = False
         info["note"] = (
             "a constant within each fold: read its mse (the error of always answering the mean); its correlations are "
             "an artefact of the folds (a fold's training mean moves against the held-out fold's mean)"

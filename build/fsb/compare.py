@@ -77,6 +77,7 @@ def build_from_entries(
             "source": e.source,
             "model": e.model,
             "flags": e.flags,
+            "correlation_meaningful": e.correlation_meaningful,
             **s,
             "calibration": agreement.calibration(e.sets),
             "breakdowns": {},
@@ -120,6 +121,8 @@ def build_from_entries(
 
 
 def _sort_key(row: dict[str, Any]) -> tuple[int, float]:
+    if not row["correlation_meaningful"]:
+        return (2, 0.0)
     r = row["values"]["pearson"]
     if math.isnan(r):
         r = row["defined_sets"]["pearson"]["mean"]
@@ -162,9 +165,11 @@ def _fmt(value: float, ci: dict[str, Any] | None = None) -> str:
 
 def _corr_cell(row: dict[str, Any], m: str) -> str:
     v = row["values"][m]
+    if not row.get("correlation_meaningful", True):
+        return f"not meaningful ({v:.3f}: constant by design, see the note; read mse)"
     if math.isnan(v) and row["variants"] > 1:
         d = row["defined_sets"][m]
-        mean = "n/a" if math.isnan(d["mean"]) else f"{d['mean']:.3f}"
+        mean = "n/a" if math.isnan(d["mean"]) else _fmt(d["mean"], d.get("ci95"))
         return f"undefined (constant answers); mean of the {d['sets']} defined sets of {d['of']}: {mean}"
     return _fmt(v, row["ci95"][m])
 
@@ -293,7 +298,17 @@ def forest_plot(report: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    items = [(r["label"], r["values"]["pearson"], r["ci95"]["pearson"], r["kind"], r) for r in report["rows"]]
+    items = [
+        (
+            r["label"] + (" (sample)" if any(f.startswith("sample") for f in r["flags"]) else ""),
+            r["values"]["pearson"],
+            r["ci95"]["pearson"],
+            r["kind"],
+            r,
+        )
+        for r in report["rows"]
+        if r["correlation_meaningful"]
+    ]
     items += [(f"{q['label']} (paper, quoted)", q["pearson"], None, "quoted", None) for q in report["paper_table6"]]
     items.sort(key=lambda t: -(t[1] if not math.isnan(t[1]) else (t[4]["defined_sets"]["pearson"]["mean"] if t[4] else -2)))
     fig, ax = plt.subplots(figsize=(8.5, 0.38 * len(items) + 1.8))
@@ -301,7 +316,7 @@ def forest_plot(report: dict[str, Any], path: Path) -> None:
     for y, (label, r, ci, kind, row) in enumerate(items):
         if math.isnan(r) and row is not None:
             d = row["defined_sets"]["pearson"]
-            r = d["mean"]
+            r, ci = d["mean"], d.get("ci95")
             label = f"{label} [undefined; mean of {d['sets']}/{d['of']} sets]"
         if ci is not None and not math.isnan(ci["low"]):
             ax.plot([ci["low"], ci["high"]], [y, y], color=colors[kind], lw=2)
@@ -311,7 +326,7 @@ def forest_plot(report: dict[str, Any], path: Path) -> None:
         items[y] = (label, r, ci, kind, row)
     ax.set_yticks(range(len(items)), [t[0] for t in items], fontsize=8)
     ax.invert_yaxis()
-    for h in report["human_reference"][:1]:
+    for h in sorted(report["human_reference"], key=lambda h: -h["sentences"])[:1]:
         p = h["pearson"]
         ax.axvline(p["noise_ceiling"], color="black", ls="-", lw=1, label=f"noise ceiling {p['noise_ceiling']:.3f}")
         ax.axvline(p["split_half"], color="black", ls="--", lw=1, label=f"human split-half r {p['split_half']:.3f}")

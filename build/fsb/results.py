@@ -275,6 +275,7 @@ class Scored:
     flags: list[str] = field(default_factory=list)
     model: str = ""
     note: str = ""
+    correlation_meaningful: bool = True
 
     @property
     def ids(self) -> np.ndarray:
@@ -296,6 +297,7 @@ class Scored:
             list(self.flags),
             self.model,
             self.note,
+            self.correlation_meaningful,
         )
 
 
@@ -398,6 +400,7 @@ def entry_from_predictions(path: str | Path, table: DatasetTable, label: str | N
         flags=[],
         model=str(meta.get("model", "")) if isinstance(meta, dict) else "",
         note=str(meta.get("note", "")) if isinstance(meta, dict) else "",
+        correlation_meaningful=meta.get("correlation_meaningful", True) is not False if isinstance(meta, dict) else True,
     )
 
 
