@@ -274,3 +274,18 @@ def test_load_runs_reads_every_folder(tmp_path: Path) -> None:
     assert [sorted(r.tasks) for r in runs] == [["fsb_0shot"], ["fsb_set0"]]
     s = agreement.summarize(runs[0], n_boot=50)["fsb_0shot"]
     assert s["values"]["pearson"] == pytest.approx(runs[0].results["results"]["fsb_0shot"]["pearson,none"])
+
+
+def test_the_human_reference_is_shown_only_for_the_dataset_that_was_scored(release_dataset: Path, release_table, tmp_path: Path) -> None:
+    from fsb import compare
+
+    t = release_table
+    rows = [(int(i), 0.5 if k % 2 else 0.6, float(g)) for k, (i, g) in enumerate(zip(t.ids[t.scored][:30], t.scores[t.scored][:30]))]
+    _write_run(tmp_path / "good", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=m")
+    page, _ = compare.build([tmp_path / "good"], dataset=str(release_dataset), n_boot=50, reference_trials=5)
+    assert [h["sentences"] for h in page["human_reference"]] == [30] and not page["dataset_note"]
+    assert page["rows"][0]["breakdowns"]["bin"], "breakdowns from the dataset"
+    _write_run(tmp_path / "other", {"fsb_0shot": [(i, p, g + 0.01) for i, p, g in rows]}, "2026-01-01T00-00-00", "pretrained=m")
+    page, _ = compare.build([tmp_path / "other"], dataset=str(release_dataset), n_boot=50, reference_trials=5)
+    assert page["human_reference"] == [] and "are not those of" in page["dataset_note"]
+    assert "human reference figures: not shown for every row" in compare.render_markdown(page)

@@ -95,9 +95,11 @@ def build_from_entries(
     entries = [entries[i] for i in order]
     references = []
     if table is not None:
-        for ids in _distinct(entries):
-            if all(np.isin(ids, table.ids)):
-                references.append(human_reference(table.where, ids, trials=reference_trials))
+        for ids in _distinct([e for e in entries if e.matched]):
+            references.append(human_reference(table.where, ids, trials=reference_trials))
+        other = [e.label for e in entries if not e.matched]
+        if other:
+            problem = f"the gold scores of {', '.join(other)} are not those of {table.where} (give --dataset): no human reference for them"
     comparisons = []
     for a, b in compare:
         ea, eb = _pick(entries, a), _pick(entries, b)
@@ -207,8 +209,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "and tends to inflate correlations."
     )
     out += ["", "## Reference points (not scorers in this table)", ""]
-    if not report["human_reference"]:
-        out.append(f"human reference figures: not shown: {report['dataset_note'] or 'the scored sentences are not in the dataset'}")
+    if not report["human_reference"] or report["dataset_note"]:
+        out += [f"human reference figures: not shown for every row: {report['dataset_note'] or 'no dataset'}", ""]
     for h in report["human_reference"]:
         p, s = h["pearson"], h["spearman"]
         out += [

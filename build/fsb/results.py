@@ -276,6 +276,7 @@ class Scored:
     model: str = ""
     note: str = ""
     correlation_meaningful: bool = True
+    matched: bool = True  # its gold scores are the dataset's (so the human reference applies)
 
     @property
     def ids(self) -> np.ndarray:
@@ -298,6 +299,7 @@ class Scored:
             self.model,
             self.note,
             self.correlation_meaningful,
+            self.matched,
         )
 
 
@@ -352,6 +354,7 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
                 has_parse_rate=has_parse,
                 flags=flags,
                 model=run.model,
+                matched=usable is not None,
             )
         )
     return out
