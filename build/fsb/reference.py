@@ -51,9 +51,8 @@ def human_reference(where: str, ids: np.ndarray, trials: int = 100, seed: int = 
     items = np.searchsorted(labels, np.asarray(ann["items"], dtype=np.int64))
     best = np.searchsorted(labels, np.asarray(ann["best"], dtype=np.int64))
     worst = np.searchsorted(labels, np.asarray(ann["worst"], dtype=np.int64))
-    tuple_index = np.asarray(ann["tuple_id"], dtype=np.int64)
-    _, first = np.unique(tuple_index, return_index=True)
-    design = items[first]  # row t: the items of tuple t
+    _, first, tuple_index = np.unique(np.asarray(ann["tuple_id"], dtype=np.int64), return_index=True, return_inverse=True)
+    design = items[first]  # row t: the items of the t-th tuple id (ids need not be 0..T-1)
     subset = np.searchsorted(labels, np.asarray(ids, dtype=np.int64))
     shr = bws.split_half_reliability(design, best, worst, tuple_index, n_items=labels.size, trials=trials, seed=seed, subset=subset)
     s = shr.summary()
