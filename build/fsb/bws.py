@@ -224,13 +224,16 @@ def split_half_reliability(
     n_items: int | None = None,
     trials: int = 100,
     seed: int = 0,
+    subset: ArrayLike | None = None,
 ) -> SplitHalfResult:
     """Split-half reliability (SHR) of counting scores, as Kiritchenko and Mohammad's reference tool does it.
 
     In each trial, the n annotations of every tuple are shuffled; floor(n/2) go to half 1, plus one
     more with probability 1/2 when n is odd, and the rest to half 2. Both halves are scored by
     counting and correlated over the items that appear in both (Pearson's r and Spearman's rho).
-    No Spearman-Brown correction is applied. Deterministic for a given `seed`.
+    No Spearman-Brown correction is applied. Deterministic for a given `seed`. `subset` (item codes)
+    restricts the correlation to those items (e.g. the sentences a model scored); all judgments still
+    count towards their scores.
     """
     if trials < 1:
         raise ValueError("trials must be >= 1")
@@ -245,6 +248,10 @@ def split_half_reliability(
     g, bs, ws = ti[order], b[order], w[order]
     size = np.bincount(g, minlength=n_tuples)
     max_size = int(size.max(initial=0))
+    keep = np.ones(n_items, dtype=bool)
+    if subset is not None:
+        keep = np.zeros(n_items, dtype=bool)
+        keep[np.asarray(subset, dtype=np.int64)] = True
     rng = np.random.default_rng(seed)
     pearson = np.empty(trials)
     spearman = np.empty(trials)
@@ -269,7 +276,7 @@ def split_half_reliability(
             a1[present] = np.add.reduceat(half1[tuple_of_slot], starts)
         s1 = counting_score(b1, w1, a1)
         s2 = counting_score(best_all - b1, worst_all - w1, appear_all - a1)
-        ok = ~(np.isnan(s1) | np.isnan(s2))
+        ok = ~(np.isnan(s1) | np.isnan(s2)) & keep
         x, y = s1[ok], s2[ok]
         pearson[trial] = _pearson(x, y)
         spearman[trial] = _pearson(_rank_average(x), _rank_average(y))

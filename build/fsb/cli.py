@@ -316,27 +316,6 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_arguments(rp: argparse.ArgumentParser) -> None:
-    rp.add_argument("results", nargs="+", help="lm-eval --output_path folders (or results_*.json files), made with --log_samples")
-    rp.add_argument("--dataset", help="dataset whose stats.json gives the human ceiling (default: what loaders find)")
-    rp.add_argument("--bootstrap", type=pos_int, default=1000, help="bootstrap resamples (default 1000)")
-    rp.add_argument("--json", action="store_true")
-
-
-@commands.add(
-    "report", arguments=_report_arguments, help="metrics with 95%% bootstrap intervals from lm-eval output, beside the human ceiling"
-)
-def _report(args: argparse.Namespace) -> int:
-    from .report import format_report, load_runs, summarize
-
-    runs = load_runs(paths=args.results)
-    if args.json:
-        _print_json({str(r.path): summarize(run=r, n_boot=args.bootstrap) for r in runs})
-    else:
-        print(format_report(runs=runs, dataset=args.dataset, n_boot=args.bootstrap))
-    return 0
-
-
 def _main_arguments(m: argparse.ArgumentParser) -> None:
     m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
     m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
@@ -364,9 +343,9 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     handlers: dict[str, Handler] = {}
     commands.install(sub, handlers)
 
-    from . import cli_analysis, cli_generate, cli_publish
+    from . import cli_analysis, cli_generate, cli_publish, cli_results
 
-    for stage in (cli_generate, cli_publish, cli_analysis):
+    for stage in (cli_generate, cli_publish, cli_analysis, cli_results):
         registry = getattr(stage, "commands", None)
         if isinstance(registry, Commands):
             registry.install(sub, handlers)

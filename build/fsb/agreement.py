@@ -1,0 +1,235 @@
+"""Agreement of a scorer with the human scores, with intervals: metrics, bootstrap intervals (over
+sentences, and over sentences and few-shot sets), paired differences, breakdowns and calibration.
+
+Small functions on `TaskSamples` (one per few-shot set, all over the same sentences). The metric
+values are the harness's own functions (so they equal what lm-eval reported); the bootstrap redoes
+them vectorised over resamples with the same definitions.
+
+Intervals are percentile intervals (Efron and Tibshirani 1993, ch. 13). A group's interval is a
+two-level bootstrap (Davison and Hinkley 1997, sec. 3.8): each draw resamples the K few-shot sets
+with replacement and, independently, the sentences with replacement, and averages the resampled
+sets' metrics on the resampled sentences; it so reflects the choice of in-context examples as well
+as the sentences. The paired difference of two scorers resamples the sentences they share, once for
+both (Koehn 2004's paired bootstrap).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .results import Run, TaskSamples, harness_utils
+
+__all__ = [
+    "METRICS",
+    "bootstrap",
+    "breakdown",
+    "calibration",
+    "draws",
+    "metric_values",
+    "paired_difference",
+    "summarize",
+    "summary",
+]
+
+METRICS = ("pearson", "spearman", "mse", "parse_rate")
+
+
+def metric_values(sets: list[TaskSamples]) -> dict[str, list[float]]:
+    """Each metric per set, with the harness's functions (NaN where undefined)."""
+    u = harness_utils()
+    out: dict[str, list[float]] = {m: [] for m in METRICS}
+    for s in sets:
+        items = s.items()
+        out["pearson"].append(u.pearson(items))
+        out["spearman"].append(u.spearman(items))
+        out["mse"].append(u.mse(items))
+        out["parse_rate"].append(float(s.parsed.mean()) if s.ids.size else math.nan)
+    return out
+
+
+def _masked_pearson(x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """Row-wise Pearson r over the `valid` entries of each row; NaN where fewer than 2 or either side is constant."""
+    m = valid.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.where(valid, x, 0.0).sum(axis=1) / m
+        my = np.where(valid, y, 0.0).sum(axis=1) / m
+        dx = np.where(valid, x - mx[:, None], 0.0)
+        dy = np.where(valid, y - my[:, None], 0.0)
+        r = (dx * dy).sum(axis=1) / np.sqrt((dx * dx).sum(axis=1) * (dy * dy).sum(axis=1))
+    constant = lambda a: np.where(valid, a, np.inf).min(axis=1) == np.where(valid, a, -np.inf).max(axis=1)  # noqa: E731
+    return np.where((m >= 2) & ~constant(x) & ~constant(y), r, np.nan)
+
+
+def draws(s: TaskSamples, idx: np.ndarray, metrics: tuple[str, ...] = METRICS) -> dict[str, np.ndarray]:
+    """Every metric on every resample (rows of `idx`), vectorised; the same definitions as the harness."""
+    import scipy.stats
+
+    p, g = s.preds[idx], s.golds[idx]
+    valid = ~np.isnan(p)
+    n_valid = valid.sum(axis=1)
+    out: dict[str, np.ndarray] = {}
+    pearson = _masked_pearson(p, g, valid)
+    out["pearson"] = pearson
+    if "spearman" in metrics:
+        gv = np.where(valid, g, np.nan)
+        ranks_p = scipy.stats.rankdata(p, axis=1, nan_policy="omit")
+        ranks_g = scipy.stats.rankdata(gv, axis=1, nan_policy="omit")
+        out["spearman"] = np.where(np.isnan(pearson), np.nan, _masked_pearson(ranks_p, ranks_g, valid))
+    if "mse" in metrics:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mse = np.where(valid, (p - g) ** 2, 0.0).sum(axis=1) / n_valid
+        out["mse"] = np.where(n_valid > 0, mse, np.nan)
+    if "parse_rate" in metrics:
+        out["parse_rate"] = valid.mean(axis=1)
+    return out
+
+
+def _interval(d: np.ndarray, level: float) -> dict[str, Any]:
+    ok = d[~np.isnan(d)]
+    share = ok.size / d.size if d.size else 0.0
+    alpha = (1 - level) / 2
+    lo, hi = (float(np.quantile(ok, alpha)), float(np.quantile(ok, 1 - alpha))) if share >= 0.5 else (math.nan, math.nan)
+    return {"low": lo, "high": hi, "defined": share}
+
+
+def bootstrap(
+    samples: list[TaskSamples],
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    over_sets: bool = False,
+    metrics: tuple[str, ...] = METRICS,
+) -> dict[str, dict[str, Any]]:
+    """Percentile interval of each metric. Sentences are resampled with replacement, the same resample
+    for every set (they all score the same sentences); the value of a draw is the mean over sets. With
+    `over_sets`, each draw also resamples the sets with replacement (the two-level bootstrap).
+
+    A draw on which a metric is undefined (constant answers in a set) is left out; `defined` is the
+    share of draws that count, and below one half no interval is given.
+    """
+    n = samples[0].ids.size
+    if any(not np.array_equal(s.ids, samples[0].ids) for s in samples):
+        raise ValueError("the variants of a group must score the same sentences")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    per_set = [draws(s, idx, metrics) for s in samples]
+    k = len(samples)
+    pick = rng.integers(0, k, size=(n_boot, k)) if over_sets and k > 1 else np.tile(np.arange(k), (n_boot, 1))
+    out = {}
+    for m in metrics:
+        stacked = np.stack([v[m] for v in per_set])  # (k, n_boot)
+        d = stacked[pick, np.arange(n_boot)[:, None]].mean(axis=1)  # NaN in any picked set makes the draw NaN
+        out[m] = _interval(d, level)
+    return out
+
+
+def summary(sets: list[TaskSamples], n_boot: int = 1000, seed: int = 0, has_parse_rate: bool = True) -> dict[str, Any]:
+    """Values (mean over sets), per-set values, the interval (two-level for several sets), the mean over
+    the sets where a correlation is defined (with their count), distinct answers and sizes."""
+    per = metric_values(sets)
+    values = {m: float(np.mean(v)) for m, v in per.items()}
+    ci = bootstrap(sets, n_boot=n_boot, seed=seed, over_sets=len(sets) > 1)
+    defined = {}
+    for m in ("pearson", "spearman"):
+        ok = [v for v in per[m] if not math.isnan(v)]
+        defined[m] = {"mean": float(np.mean(ok)) if ok else math.nan, "sets": len(ok), "of": len(sets)}
+        if 0 < len(ok) < len(sets):  # the interval of that mean, two-level over the defined sets only
+            kept = [s for s, v in zip(sets, per[m]) if not math.isnan(v)]
+            defined[m]["ci95"] = bootstrap(kept, n_boot=n_boot, seed=seed, over_sets=len(kept) > 1, metrics=(m,))[m]
+    if not has_parse_rate:
+        values["parse_rate"] = math.nan
+        ci["parse_rate"] = {"low": math.nan, "high": math.nan, "defined": 0.0}
+    out = {
+        "variants": len(sets),
+        "sentences": int(sets[0].ids.size),
+        "distinct_answers": min(int(np.unique(s.preds[s.parsed]).size) for s in sets),
+        "values": values,
+        "ci95": ci,
+        "per_set": {s.name: {m: per[m][i] for m in METRICS} for i, s in enumerate(sets)} if len(sets) > 1 else {},
+        "defined_sets": defined,
+    }
+    if len(sets) > 1:
+        out["ci95_sentences_only"] = bootstrap(sets, n_boot=n_boot, seed=seed, metrics=("pearson", "mse"))
+    return out
+
+
+def summarize(run: Run, n_boot: int = 1000, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """Per reported task of an lm-eval run (groups, and leaf tasks outside any group): `summary` of it;
+    a group also lists each variant the same way under `by_variant`."""
+    in_group = {t for subs in run.groups.values() for t in subs}
+    out: dict[str, dict[str, Any]] = {}
+    for group, subs in run.groups.items():
+        samples = [run.tasks[t] for t in subs if t in run.tasks]
+        if samples:
+            out[group] = summary(samples, n_boot, seed)
+            out[group]["by_variant"] = {s.name: summary([s], n_boot, seed) for s in samples}
+    for name, s in run.tasks.items():
+        if name not in in_group:
+            out[name] = summary([s], n_boot, seed)
+    return out
+
+
+def breakdown(
+    sets: list[TaskSamples], labels: np.ndarray, order: tuple[str, ...], n_boot: int = 1000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """Pearson and mse (mean over sets) within each category of `labels` (aligned with the sentences),
+    with the same intervals as the headline (two-level for several sets)."""
+    out = {}
+    for c in order:
+        mask = labels == c
+        if not mask.any():
+            continue
+        sub = [s.subset(mask) for s in sets]
+        per = metric_values(sub)
+        ci = bootstrap(sub, n_boot=n_boot, seed=seed, over_sets=len(sets) > 1, metrics=("pearson", "mse"))
+        out[c] = {
+            "sentences": int(mask.sum()),
+            "human_mean": float(sub[0].golds.mean()),
+            "model_mean": float(np.nanmean(np.concatenate([s.preds for s in sub]))) if any(s.parsed.any() for s in sub) else math.nan,
+            "pearson": float(np.mean(per["pearson"])),
+            "mse": float(np.mean(per["mse"])),
+            "ci95": ci,
+        }
+    return out
+
+
+def calibration(sets: list[TaskSamples]) -> dict[str, float]:
+    """Least-squares line of the human score on the model's, human = intercept + slope * model, over the
+    parsed answers of each set, averaged over sets (NaN where a set's answers are constant). A calibrated
+    scorer has slope 1 and intercept 0; slope < 1 means its scores spread more than the human ones."""
+    slopes, intercepts = [], []
+    for s in sets:
+        p, g = s.preds[s.parsed], s.golds[s.parsed]
+        if p.size < 2 or np.ptp(p) == 0:
+            slopes.append(math.nan)
+            intercepts.append(math.nan)
+            continue
+        pc = p - p.mean()
+        b = float(pc @ (g - g.mean()) / (pc @ pc))
+        slopes.append(b)
+        intercepts.append(float(g.mean() - b * p.mean()))
+    return {"slope": float(np.mean(slopes)), "intercept": float(np.mean(intercepts))}
+
+
+def paired_difference(
+    a: list[TaskSamples], b: list[TaskSamples], metric: str = "pearson", n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> dict[str, Any]:
+    """metric(a) - metric(b) on the sentences both scored, with a paired percentile interval: each draw
+    resamples those sentences once and computes both (each the mean over its sets) on the same draw."""
+    common = np.intersect1d(a[0].ids, b[0].ids)
+    if common.size < 3:
+        raise ValueError(f"the two rows share {common.size} sentences; a paired comparison needs the same sentences")
+
+    def restrict(sets: list[TaskSamples]) -> list[TaskSamples]:
+        return [s.subset(np.isin(s.ids, common)) for s in sets]
+
+    ra, rb = restrict(a), restrict(b)
+    idx = np.random.default_rng(seed).integers(0, common.size, size=(n_boot, common.size))
+    da = np.mean([draws(s, idx, (metric,))[metric] for s in ra], axis=0)
+    db = np.mean([draws(s, idx, (metric,))[metric] for s in rb], axis=0)
+    observed = float(np.mean(metric_values(ra)[metric]) - np.mean(metric_values(rb)[metric]))
+    ci = _interval(da - db, level)
+    return {"metric": metric, "sentences": int(common.size), "difference": observed, "ci95": ci}
