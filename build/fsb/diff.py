@@ -143,6 +143,10 @@ def _ids(ids: list[int], limit: int = 10) -> str:
     return ", ".join(map(str, ids[:limit])) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
+def _bins(move: dict[str, Any]) -> str:
+    return move["old_bin"] if move["old_bin"] == move["new_bin"] else f"{move['old_bin']}->{move['new_bin']}"
+
+
 def _num(x: float | None, fmt: str = ".4f") -> str:
     return "undefined" if x is None else format(x, fmt)
 
@@ -187,10 +191,7 @@ def format_diff(d: dict[str, Any]) -> str:
         if sc["largest_moves"]:
             lines.append(
                 "  largest moves: "
-                + "; ".join(
-                    f"id {m['id']} {m['old']:.3f} -> {m['new']:.3f} ({m['change']:+.3f}, {m['old_bin']}->{m['new_bin']})"
-                    for m in sc["largest_moves"]
-                )
+                + "; ".join(f"id {m['id']} {m['old']:.3f} -> {m['new']:.3f} ({m['change']:+.3f}, {_bins(m)})" for m in sc["largest_moves"])
             )
     else:
         lines.append("  no sentence in both builds: no score comparison")
