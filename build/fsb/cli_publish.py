@@ -1,9 +1,8 @@
-"""CLI subcommands of the publish stage (`fsb publish`, `fsb diff`).
+"""CLI subcommands of the publish stage (`fsb publish`, `fsb diff`), registered like every command (fsb._commands).
 
-Kept apart from cli.py so the stage owns its command line; cli.py calls `add_commands`. The handlers
-call one library function each (`publish.publish`, `publish.check_local`, `diff.diff_builds`) and print;
-failures are `FsbError`s, which `fsb.cli.main` prints as one line with exit code 2.
-Import nothing heavy at module level: this module is imported for every `fsb` invocation.
+The handlers call one library function each (`publish.publish`, `publish.check_local`, `diff.diff_builds`)
+with keyword arguments and print; failures are `FsbError`s, which `fsb.cli.main` prints as one line with
+exit code 2. Import nothing heavy at module level: this module is imported for every `fsb` invocation.
 """
 
 from __future__ import annotations
@@ -15,10 +14,16 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ._commands import Commands
+
 if TYPE_CHECKING:
     from .publish import Plan
 
+__all__ = ["add_commands", "commands"]
+
 _TRUE = {"1", "on", "yes", "true"}
+
+commands = Commands()
 
 
 def _print_plan(plan: Plan) -> None:
@@ -27,6 +32,33 @@ def _print_plan(plan: Plan) -> None:
         print(f"warning: {w}", file=sys.stderr, flush=True)
 
 
+def _publish_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("folder", help="the dataset folder (README.md card, stats.json, data/<config>/*.parquet)")
+    p.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="the dataset repo on the Hub (a namespace is required)")
+    p.add_argument("--version", required=True, metavar="X.Y.Z", help="semantic version; greater than every v* tag; tagged vX.Y.Z")
+    p.add_argument("--private", action="store_true", help="create the repo private (refused if it exists and is public)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan (files added/deleted, tag, changes) and write nothing")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="run the local checks only (folder, version, repo id, card warnings) without the network; "
+        "a --dry-run with HF_HUB_OFFLINE=1 does the same",
+    )
+    p.add_argument("--endpoint", metavar="URL", help="Hub endpoint (default: $HF_ENDPOINT, else https://huggingface.co)")
+    p.add_argument("--message", help="commit summary (default: 'Release vX.Y.Z')")
+
+
+@commands.add(
+    "publish",
+    arguments=_publish_arguments,
+    help="publish a built dataset folder to the Hugging Face Hub as release vX.Y.Z (token from HF_TOKEN)",
+    description=(
+        "Push a folder written by `fsb build` to the dataset repo ORG/NAME in one atomic commit (files the folder "
+        "no longer has are deleted, only if an earlier fsb release wrote them) and tag it vX.Y.Z; the commit and "
+        "tag messages carry `fsb diff` against the latest release. Everything is checked before the first write; "
+        "the token is read from HF_TOKEN only."
+    ),
+)
 def _publish(args: argparse.Namespace) -> int:
     """Plan, print the plan, and (unless --dry-run) publish; --local (or a dry run with HF_HUB_OFFLINE=1)
     runs the local checks only, without the network. Any failure is a PublishError/InputError: one line,
@@ -67,6 +99,21 @@ def _publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff_arguments(d: argparse.ArgumentParser) -> None:
+    d.add_argument("old", help="the earlier build folder")
+    d.add_argument("new", help="the later build folder")
+    d.add_argument("--json", action="store_true", help="print the diff as JSON")
+
+
+@commands.add(
+    "diff",
+    arguments=_diff_arguments,
+    help="what changed between two build folders: sentences, judgments, scores, reliability",
+    description=(
+        "Compare two folders written by `fsb build`: sentences added/removed, judgments added/removed, the scores "
+        "of the sentences both have (Pearson/Spearman, largest moves, bin changes), split-half reliability before and after."
+    ),
+)
 def _diff(args: argparse.Namespace) -> int:
     from .diff import diff_builds, format_diff
 
@@ -76,41 +123,5 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
-    """Add this stage's subparsers to `sub` and their handlers to `handlers` (name -> fn(args) -> exit code)."""
-    p = sub.add_parser(
-        "publish",
-        help="publish a built dataset folder to the Hugging Face Hub as release vX.Y.Z (token from HF_TOKEN)",
-        description=(
-            "Push a folder written by `fsb build` to the dataset repo ORG/NAME in one atomic commit (files the folder "
-            "no longer has are deleted, only if an earlier fsb release wrote them) and tag it vX.Y.Z; the commit and "
-            "tag messages carry `fsb diff` against the latest release. Everything is checked before the first write; "
-            "the token is read from HF_TOKEN only."
-        ),
-    )
-    p.add_argument("folder", help="the dataset folder (README.md card, stats.json, data/<config>/*.parquet)")
-    p.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="the dataset repo on the Hub (a namespace is required)")
-    p.add_argument("--version", required=True, metavar="X.Y.Z", help="semantic version; greater than every v* tag; tagged vX.Y.Z")
-    p.add_argument("--private", action="store_true", help="create the repo private (refused if it exists and is public)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan (files added/deleted, tag, changes) and write nothing")
-    p.add_argument(
-        "--local",
-        action="store_true",
-        help="run the local checks only (folder, version, repo id, card warnings) without the network; "
-        "a --dry-run with HF_HUB_OFFLINE=1 does the same",
-    )
-    p.add_argument("--endpoint", metavar="URL", help="Hub endpoint (default: $HF_ENDPOINT, else https://huggingface.co)")
-    p.add_argument("--message", help="commit summary (default: 'Release vX.Y.Z')")
-    handlers["publish"] = _publish
-
-    d = sub.add_parser(
-        "diff",
-        help="what changed between two build folders: sentences, judgments, scores, reliability",
-        description=(
-            "Compare two folders written by `fsb build`: sentences added/removed, judgments added/removed, the scores "
-            "of the sentences both have (Pearson/Spearman, largest moves, bin changes), split-half reliability before and after."
-        ),
-    )
-    d.add_argument("old", help="the earlier build folder")
-    d.add_argument("new", help="the later build folder")
-    d.add_argument("--json", action="store_true", help="print the diff as JSON")
-    handlers["diff"] = _diff
+    """The old entry point, kept for callers not yet converted."""
+    commands.install(sub, handlers)
