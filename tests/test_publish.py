@@ -581,6 +581,13 @@ def test_offline_dry_run_runs_every_local_check_and_prints_the_warnings(builds: 
         _extra_file(tmp_path / "copy" / "b")
         bad = fsb_publish(hub, tmp_path, str(tmp_path / "copy" / "b"), "--repo-id", REPO, "--version", "1.0.0", "--local")
         assert bad.returncode == 2 and "not part of the build: notes.txt" in error_line(bad)
+        # a dry run that needs the network and cannot reach it says where the offline checks are
+        cut = fsb_publish(
+            hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", HF_ENDPOINT="http://127.0.0.1:9"
+        )
+        assert cut.returncode == 2 and "nothing was changed (the local checks alone need no network: `fsb publish --local`" in error_line(
+            cut
+        )
         assert hub.requests == []
 
 

@@ -392,7 +392,14 @@ def _read(what: str, fn: Callable[[], _T], token: str | None) -> _T:
     try:
         return fn()
     except _remote_errors() as e:
-        raise PublishError(f"{what} failed: {_short(e, token)}; nothing was changed") from None
+        raise PublishError(f"{what} failed: {_short(e, token)}; nothing was changed{_offline_hint(e)}") from None
+
+
+def _offline_hint(e: BaseException) -> str:
+    """For a failure without an HTTP answer (offline, unreachable): where the checks that need no network are."""
+    if _status(e) is not None:
+        return ""
+    return " (the local checks alone need no network: `fsb publish --local`, or fsb.publish.check_local)"
 
 
 def _remote_tree(api: Any, repo_id: str, revision: str) -> dict[str, Any]:
@@ -570,7 +577,7 @@ def plan_publish(
     except RepositoryNotFoundError:
         info = None
     except _remote_errors() as e:
-        raise PublishError(f"reading {repo_id} failed: {_short(e, token)}; nothing was changed") from None
+        raise PublishError(f"reading {repo_id} failed: {_short(e, token)}; nothing was changed{_offline_hint(e)}") from None
     if info is None:
         if scope == "repo":
             raise PublishError(
