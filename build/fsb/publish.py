@@ -3,8 +3,11 @@
 `publish` checks everything it can before it writes anything: the folder is a complete `fsb build`
 (the card parses with datasets' own metadata parsing, every data file the card lists exists and
 nothing else is there, stats.json's fingerprint matches the files), the version is X.Y.Z and greater
-than every v* tag on the repo, the tag is free, and the token can write to the namespace. A refused
-publish therefore sends no write request at all. Then it creates the repo if missing, uploads with
+than every v* tag on the repo, the tag is free, the token can write there (a fine-grained token's scopes
+included), and nothing the publish would delete or replace was written by anyone but fsb (main is empty,
+or an fsb release whose card lists the files that go). A refused publish therefore sends no write
+request at all. The plan also carries `fsb diff` of the latest release against the folder, which goes
+into the commit description and the tag message. Then it creates the repo if missing, uploads with
 ONE `create_commit` (adds every file, deletes remote files the folder no longer has, pinned to the
 planned `parent_commit` so a concurrent push makes it fail instead of being overwritten) and tags
 that exact commit.
