@@ -134,15 +134,18 @@ class FakeHub:
         user: str = "tester",
         orgs: tuple[str, ...] = ("fsb-org",),
         fine_grained: list[dict[str, Any]] | None = None,
+        org_roles: dict[str, str] | None = None,
         lifetime: float = 300.0,
     ):
         """`fine_grained`: make the token a fine-grained one with these scoped grants, in whoami's shape
         (`[{"entity": {"type": "org", "name": "fsb-org"}, "permissions": ["repo.content.read", "repo.write"]}]`);
-        the fake then also refuses (403) every write the grants do not cover, as the Hub does."""
+        the fake then also refuses (403) every write the grants do not cover, as the Hub does. `org_roles`:
+        the user's role per org in whoami (`roleInOrg`, default "write"); "read" members cannot write there."""
         self.token = token
         self.user = user
         self.orgs = orgs
         self.fine_grained = fine_grained
+        self.org_roles = dict(org_roles or {})
         self.secret = secrets.token_hex(16)  # signs the storage URLs the batch API and resolve hand out
         self.lifetime = lifetime
         self.repos: dict[tuple[str, str], Repo] = {}
@@ -456,7 +459,7 @@ class _Handler(BaseHTTPRequestHandler):
         """A write to `namespace` (creating a repo) or to `repo`: the user's namespaces, narrowed for a
         fine-grained token to its scoped grants of repo.write (on the user or org, or on the repo itself)."""
         self._need_token()
-        if namespace not in (self.hub.user, *self.hub.orgs):
+        if namespace not in (self.hub.user, *self.hub.orgs) or self.hub.org_roles.get(namespace) == "read":
             raise HubError(403, f"You don't have the rights to create or write to {namespace}")
         if self.hub.fine_grained is not None:
             grants = {(g["entity"]["type"], g["entity"]["name"]) for g in self.hub.fine_grained if "repo.write" in g.get("permissions", [])}
@@ -492,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "type": "user",
                 "name": self.hub.user,
                 "fullname": "Test User",
-                "orgs": [{"type": "org", "name": o, "roleInOrg": "write"} for o in self.hub.orgs],
+                "orgs": [{"type": "org", "name": o, "roleInOrg": self.hub.org_roles.get(o, "write")} for o in self.hub.orgs],
                 "auth": {"type": "access_token", "accessToken": access},
             }
         )

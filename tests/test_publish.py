@@ -559,6 +559,14 @@ def test_fine_grained_token_is_checked_before_any_write(
             assert hub.requests[0].kind == "whoami"
 
 
+def test_read_role_in_the_org_is_refused_before_any_write(builds: dict[str, Path], tmp_path: Path) -> None:
+    with FakeHub(TOKEN, org_roles={"fsb-org": "read"}) as hub:
+        proc = fsb_publish(hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0")
+        assert proc.returncode == 2
+        assert "has the read role in org 'fsb-org'" in error_line(proc)
+        assert hub.writes() == [] and hub.repos == {}
+
+
 # --- local checks without the network (issue 12) ------------------------------------------------
 
 
