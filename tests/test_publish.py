@@ -19,7 +19,7 @@ import fifty_shades_of_bias as spec
 from fsb._io import InputError
 from fsb.dataset import build_dataset
 from fsb.publish import check_folder, parse_version
-from tests._fake_hub import GITATTRIBUTES, STORAGE_KINDS, FakeHub, git_blob_oid
+from tests._fake_hub import GITATTRIBUTES, STORAGE_KINDS, Commit, FakeHub, _file_entry, git_blob_oid
 from tests._support import make_raw
 
 TOKEN = "hf_fsbTEST_token_that_must_never_be_printed_0123456789"
@@ -601,3 +601,22 @@ def test_offline_dry_run_runs_every_local_check_and_prints_the_warnings(builds: 
 
 def build_fingerprint(folder: Path) -> str:
     return json.loads((folder / "stats.json").read_text())["fingerprint"]
+
+
+def test_same_compares_lfs_files_by_sha256_and_regular_files_by_git_oid(builds: dict[str, Path]) -> None:
+    """The tree entries the Hub lists (here the fake's, as JSON, parsed by the client's RepoFile): an LFS file's
+    `oid` is its pointer's git id, so only the LFS sha256 can tell that the content is unchanged."""
+    from huggingface_hub.hf_api import RepoFile
+
+    from fsb.publish import _same
+
+    build = check_folder(builds["v1"])
+    commit = Commit("0" * 40, None, "t", {}, "2026-01-01T00:00:00.000Z")
+    parquet = next(f for f in build.files if f.path.endswith(".parquet"))
+    card = next(f for f in build.files if f.path == "README.md")
+    lfs_entry = RepoFile(**_file_entry(parquet.path, parquet.data, commit, False, True))
+    assert lfs_entry.lfs is not None and lfs_entry.blob_id != parquet.git_oid  # a blob-id comparison would say "changed"
+    assert _same(parquet, lfs_entry)
+    assert not _same(parquet, RepoFile(**_file_entry(parquet.path, parquet.data + b"x", commit, False, True)))
+    assert _same(card, RepoFile(**_file_entry(card.path, card.data, commit, False)))
+    assert not _same(card, RepoFile(**_file_entry(card.path, card.data + b"\n", commit, False)))
