@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from fsb._io import InputError
+from fsb._io import InputError, content_fingerprint, sha256_file
 from fsb.dataset import build_dataset
 from fsb.diff import diff_builds, format_diff
 from tests._support import make_raw, read_rows, write_csv
@@ -109,6 +109,14 @@ def test_diff_refuses_a_folder_changed_after_the_build(rounds: dict[str, Any], t
         diff_builds(rounds["old"], copy)
     with pytest.raises(InputError, match="not a dataset folder written by `fsb build`"):
         diff_builds(rounds["old"], tmp_path)
+    # a build of another schema (no `bin` column), with a matching fingerprint: named, not a KeyError
+    pq.write_table(pq.read_table(next((rounds["new"] / "data" / "default").glob("*.parquet"))).drop(["bin"]), path)
+    stats = json.loads((copy / "stats.json").read_text())
+    ann = next((copy / "data" / "annotations").glob("*.parquet"))
+    stats["fingerprint"] = content_fingerprint([sha256_file(path), sha256_file(ann)])
+    (copy / "stats.json").write_text(json.dumps(stats))
+    with pytest.raises(InputError, match="has no column bin"):
+        diff_builds(rounds["old"], copy)
 
 
 def test_fsb_diff_cli(rounds: dict[str, Any], tmp_path: Path) -> None:

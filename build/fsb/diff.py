@@ -27,6 +27,7 @@ __all__ = ["diff_builds", "format_diff", "read_build"]
 
 CONFIGS = ("default", "annotations")
 LARGEST_MOVES = 5
+REQUIRED = {"default": {"id", "text", "score", "bin"}, "annotations": {"items", "best", "worst"}}
 
 
 def read_build(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -55,7 +56,16 @@ def read_build(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str
     digest = content_fingerprint([sha256_file(p) for config in CONFIGS for p in files[config]])
     if digest != recorded:
         raise InputError(stats_path, f"fingerprint {recorded} does not match the data files ({digest})", field="fingerprint")
-    tables = {config: pd.concat([pq.read_table(p).to_pandas() for p in paths], ignore_index=True) for config, paths in files.items()}
+    tables = {}
+    for config, paths in files.items():
+        parts = []
+        for p in paths:
+            table = pq.read_table(p)
+            missing = sorted(REQUIRED[config] - set(table.column_names))
+            if missing:
+                raise InputError(p, f"the {config!r} config has no column {', '.join(missing)}: not a build this fsb can compare")
+            parts.append(table.to_pandas())
+        tables[config] = pd.concat(parts, ignore_index=True)
     return stats, tables
 
 

@@ -468,7 +468,7 @@ def _changes_since(api: Any, repo_id: str, tag: str, build: LocalBuild, token: s
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(_download(api, repo_id, rel, tag, Path(tmp) / "cache").read_bytes())
             return format_diff(diff_builds(folder, build.folder, old_label=tag, new_label=f"this build ({build.folder.name})"))
-    except (*_remote_errors(), FsbError) as e:
+    except (*_remote_errors(), FsbError) as e:  # the notes are advisory: a release that cannot be compared does not block
         return f"changes since {tag}: not computed ({_short(e, token)})"
 
 
