@@ -18,6 +18,7 @@ import pytest
 import fifty_shades_of_bias as spec
 from fsb._io import InputError
 from fsb.dataset import build_dataset
+from fsb.diff import diff_builds, format_diff
 from fsb.publish import check_folder, parse_version
 from tests._fake_hub import GITATTRIBUTES, STORAGE_KINDS, Commit, FakeHub, _file_entry, git_blob_oid
 from tests._support import make_raw
@@ -235,6 +236,21 @@ def test_publish_two_versions_and_load_each_revision(hub: FakeHub, builds: dict[
     assert "unknown" not in {r.kind for r in hub.requests}  # the fake served every request the clients made
     # datasets read the Parquet files through the LFS redirect to the storage origin
     assert any(r.kind == "lfs_download" and r.status in (200, 206) for r in hub.requests)
+
+    # fsb diff between the two Hub revisions (downloaded through the same LFS path) = the diff of the folders
+    n_requests, n_writes = len(hub.requests), len(hub.writes())
+    a, b = f"{REPO}@v1.0.0", f"{REPO}@v1.1.0"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsb", "diff", a, b],
+        env=hub_env(hub, tmp_path, token=None),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == format_diff(diff_builds(v1, v2, old_label=a, new_label=b))
+    assert "lfs_download" in {r.kind for r in hub.requests[n_requests:]} and len(hub.writes()) == n_writes
 
 
 # --- refusals: nothing written ------------------------------------------------------------------
@@ -498,6 +514,16 @@ def test_repo_that_is_not_an_fsb_release_is_refused_with_the_files_it_would_dele
         assert "is not an fsb release" in line and "would delete analysis.ipynb, data/train.csv and replace README.md" in line
         assert hub.writes() == [] and snapshot(hub) == before
     assert hub.files(REPO)["data/train.csv"] == b"a,b\n1,2\n"
+    diff = subprocess.run(
+        [sys.executable, "-m", "fsb", "diff", f"{REPO}@main", str(builds["v1"])],
+        env=hub_env(hub, tmp_path, token=None),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert diff.returncode == 2 and "Traceback" not in diff.stderr
+    assert diff.stderr.strip() == f"fsb diff: error: {REPO} at main is not an fsb build (no card and stats.json written by `fsb build`)"
 
 
 def test_files_added_beside_an_fsb_release_are_never_deleted(hub: FakeHub, builds: dict[str, Path], tmp_path: Path) -> None:

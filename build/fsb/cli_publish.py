@@ -100,24 +100,47 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _diff_arguments(d: argparse.ArgumentParser) -> None:
-    d.add_argument("old", help="the earlier build folder")
-    d.add_argument("new", help="the later build folder")
+    d.add_argument("old", help="the earlier build: a folder, or ORG/NAME@REVISION on the Hub (e.g. ORG/fifty_shades_of_bias@v1.0.0)")
+    d.add_argument("new", help="the later build: a folder, or ORG/NAME@REVISION")
     d.add_argument("--json", action="store_true", help="print the diff as JSON")
+    d.add_argument(
+        "--endpoint", metavar="URL", help="Hub endpoint for ORG/NAME@REVISION (default: $HF_ENDPOINT, else https://huggingface.co)"
+    )
+
+
+def _hub_revision(arg: str) -> tuple[str, str] | None:
+    """(repo_id, revision) of ORG/NAME@REVISION when `arg` names no local path; None for a folder."""
+    if os.path.exists(arg) or arg.count("@") != 1:
+        return None
+    repo_id, revision = arg.split("@")
+    return (repo_id, revision) if repo_id.count("/") == 1 and revision else None
 
 
 @commands.add(
     "diff",
     arguments=_diff_arguments,
-    help="what changed between two build folders: sentences, judgments, scores, reliability",
+    help="what changed between two builds (folders or Hub revisions): sentences, judgments, scores, reliability",
     description=(
-        "Compare two folders written by `fsb build`: sentences added/removed, judgments added/removed, the scores "
-        "of the sentences both have (Pearson/Spearman, largest moves, bin changes), split-half reliability before and after."
+        "Compare two builds written by `fsb build` (folders, or ORG/NAME@REVISION downloaded from the Hub): sentences "
+        "added/removed, judgments added/removed, the scores of the sentences both have (Pearson/Spearman, largest "
+        "moves, bin changes), split-half reliability before and after."
     ),
 )
 def _diff(args: argparse.Namespace) -> int:
-    from .diff import diff_builds, format_diff
+    import tempfile
 
-    d = diff_builds(args.old, args.new)
+    if args.endpoint and "huggingface_hub" not in sys.modules:
+        os.environ["HF_ENDPOINT"] = args.endpoint.rstrip("/")
+    from .diff import diff_builds, format_diff
+    from .publish import download_build
+
+    with tempfile.TemporaryDirectory(prefix="fsb-diff-") as tmp:
+        folders = []
+        for side in ("old", "new"):
+            arg = getattr(args, side)
+            hub = _hub_revision(arg)
+            folders.append(arg if hub is None else download_build(*hub, os.path.join(tmp, side), endpoint=args.endpoint))
+        d = diff_builds(*folders, old_label=args.old, new_label=args.new)
     print(json.dumps(d, indent=2, sort_keys=True) if args.json else format_diff(d))
     return 0
 

@@ -55,6 +55,7 @@ __all__ = [
     "card_warnings",
     "check_folder",
     "check_local",
+    "download_build",
     "execute",
     "parse_version",
     "plan_publish",
@@ -451,24 +452,51 @@ def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any]
     return {"README.md", "stats.json", *listed} if configs else None
 
 
+def _fetch_build(api: Any, repo_id: str, revision: str, dest: Path, token: str | None) -> Path:
+    """Download the fsb build at `revision` (card, stats.json, the card's data files) into the new folder
+    `dest`; PublishError when the revision does not hold one."""
+    tree = _read(f"listing the files of {repo_id} at {revision}", lambda: _remote_tree(api, repo_id, revision), token)
+    files = _release_files(api, repo_id, revision, tree, token)
+    if files is None:
+        raise PublishError(f"{repo_id} at {revision} is not an fsb build (no card and stats.json written by `fsb build`)")
+    with tempfile.TemporaryDirectory(prefix="fsb-download-") as cache:
+        for rel in sorted(files):
+            if rel not in tree:
+                raise PublishError(f"{repo_id} at {revision}: its card lists {rel}, which is not in the repo")
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = _read(
+                f"downloading {rel} of {repo_id} at {revision}", lambda rel=rel: _download(api, repo_id, rel, revision, Path(cache)), token
+            )
+            target.write_bytes(source.read_bytes())
+    return dest
+
+
+def download_build(
+    repo_id: str, revision: str, dest: str | os.PathLike[str], *, token: str | None = None, endpoint: str | None = None
+) -> Path:
+    """Download the fsb build that `repo_id` holds at `revision` (a tag such as v1.0.0, a branch or a commit)
+    into the folder `dest` (created; it must not exist), e.g. to `fsb diff` it. Reads only."""
+    from huggingface_hub import HfApi
+
+    _check_repo_id(repo_id)
+    target = Path(dest)
+    if target.exists():
+        raise InputError(target, "already exists: give a new folder to download the build into")
+    token = _resolve_token(token)
+    return _fetch_build(HfApi(endpoint=endpoint, token=token if token else False), repo_id, revision, target, token)
+
+
 def _changes_since(api: Any, repo_id: str, tag: str, build: LocalBuild, token: str | None) -> str:
-    """`format_diff` of release `tag` (downloaded: card, stats.json, data files) against the local build;
-    a one-line note instead when that release cannot be read as an fsb build."""
+    """`format_diff` of release `tag` (downloaded) against the local build; a one-line note instead when
+    that release cannot be read or compared (the notes are advisory: they never block a publish)."""
     from .diff import diff_builds, format_diff
 
     try:
         with tempfile.TemporaryDirectory(prefix="fsb-previous-") as tmp:
-            tree = _remote_tree(api, repo_id, tag)
-            files = _release_files(api, repo_id, tag, tree, token)
-            if files is None:
-                return f"changes since {tag}: not computed ({tag} is not an fsb build)"
-            folder = Path(tmp) / "previous"
-            for rel in sorted(files):
-                target = folder / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(_download(api, repo_id, rel, tag, Path(tmp) / "cache").read_bytes())
+            folder = _fetch_build(api, repo_id, tag, Path(tmp) / "previous", token)
             return format_diff(diff_builds(folder, build.folder, old_label=tag, new_label=f"this build ({build.folder.name})"))
-    except (*_remote_errors(), FsbError) as e:  # the notes are advisory: a release that cannot be compared does not block
+    except (*_remote_errors(), FsbError) as e:
         return f"changes since {tag}: not computed ({_short(e, token)})"
 
 
