@@ -1,11 +1,17 @@
 """A small fake of the Hugging Face Hub's HTTP API, for tests: no self-hostable Hub server exists.
 
-It implements just what huggingface_hub 2.x's `HfApi` needs to publish a dataset (whoami, repo
-create/delete/info, refs, tree and paths-info listings, validate-yaml, preupload answered "regular"
-so no LFS or Xet is involved, the NDJSON commit with inline base64 files, tags) and what
-`datasets.load_dataset("org/name", revision=...)` needs to read it back (the same listings plus
-`resolve` downloads with Range support). The real client talks to it over HTTP on 127.0.0.1: point
-it here with HF_ENDPOINT (read at import time, so run the client in a subprocess) and HF_TOKEN.
+It implements just what huggingface_hub 2.x's `HfApi` needs to publish a dataset (whoami, also for
+fine-grained tokens; repo create/delete/info, refs, tree and paths-info listings, validate-yaml, tags)
+and what `datasets.load_dataset("org/name", revision=...)` needs to read it back (the same listings plus
+`resolve` downloads with Range support). Uploads follow the real Hub's two paths: preupload answers
+"lfs" for paths the branch's `.gitattributes` routes to LFS (the Hub's default for dataset repos sends
+`*.parquet` there) or of 10 MiB and more, and "regular" otherwise; LFS files go through the Git LFS batch
+API's basic transfer (batch -> PUT to a signed URL on a separate storage server -> verify), and the
+NDJSON commit then references them by sha256 and size (`lfsFile` lines) beside inline base64 files.
+Tree listings carry `lfs: {oid, size, pointerSize}` for LFS files, and `resolve` of an LFS file
+redirects (302, X-Linked-Etag/X-Linked-Size) to the object on the storage server, as the Hub's CDN does.
+Xet is not implemented (clients run with HF_HUB_DISABLE_XET=1). The real client talks to it over HTTP on
+127.0.0.1: point it here with HF_ENDPOINT (read at import time, so run the client in a subprocess) and HF_TOKEN.
 
 State lives in memory, one `FakeHub` per test. Every request is recorded (`requests`, with the kind of
 endpoint and the bearer token sent), failures can be injected per endpoint kind (`inject`, optionally
@@ -18,28 +24,60 @@ shuts itself down after `lifetime` seconds at the latest.
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
+import hmac
 import itertools
 import json
+import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-__all__ = ["GITATTRIBUTES", "WRITE_KINDS", "FakeHub", "Recorded", "git_blob_oid"]
+__all__ = ["GITATTRIBUTES", "STORAGE_KINDS", "WRITE_KINDS", "FakeHub", "Recorded", "git_blob_oid", "lfs_pointer"]
 
 GITATTRIBUTES = b"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
 _TYPES = {"datasets": "dataset", "models": "model", "spaces": "space"}
 # Endpoints that change state or carry uploads; everything else is a read.
-WRITE_KINDS = frozenset({"create_repo", "delete_repo", "preupload", "commit", "create_tag", "delete_tag"})
+WRITE_KINDS = frozenset(
+    {"create_repo", "delete_repo", "preupload", "lfs_batch", "lfs_upload", "lfs_verify", "commit", "create_tag", "delete_tag"}
+)
+# Requests served by the storage server (the S3/CDN stand-in): the client must send them no token.
+STORAGE_KINDS = frozenset({"lfs_upload", "lfs_download"})
+LFS_THRESHOLD = 10 * 1024 * 1024  # the Hub stores files of this size and more in LFS whatever .gitattributes says
 
 
 def git_blob_oid(data: bytes) -> str:
     """The git blob id of a file's bytes (what the Hub reports as a regular file's `oid`)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def lfs_pointer(data: bytes) -> bytes:
+    """The Git LFS pointer file of `data` (what git stores in the tree for an LFS file)."""
+    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{hashlib.sha256(data).hexdigest()}\nsize {len(data)}\n".encode()
+
+
+def lfs_routed(gitattributes: bytes | None, path: str) -> bool:
+    """Whether `.gitattributes` sends `path` to LFS (`PATTERN ... filter=lfs`; a pattern without a slash
+    matches the file name at any depth, as in git)."""
+    routed = False
+    for line in (gitattributes or b"").decode("utf-8", "replace").splitlines():
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        pattern, attrs = parts[0], parts[1:]
+        target = path if "/" in pattern else PurePosixPath(path).name
+        if fnmatch.fnmatchcase(target, pattern.lstrip("/")):
+            if "filter=lfs" in attrs:
+                routed = True
+            elif "-filter" in attrs or "!filter" in attrs:
+                routed = False
+    return routed
 
 
 @dataclass(frozen=True)
@@ -62,8 +100,10 @@ class Commit:
     oid: str
     parent: str | None
     title: str
-    files: dict[str, bytes]
+    files: dict[str, bytes]  # path -> content (for an LFS file: the object's content, not its pointer)
     date: str
+    lfs: frozenset[str] = frozenset()  # the paths stored as LFS pointers
+    description: str = ""
 
 
 @dataclass
@@ -74,6 +114,8 @@ class Repo:
     commits: dict[str, Commit] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
+    tag_messages: dict[str, str] = field(default_factory=dict)
+    lfs_objects: dict[str, bytes] = field(default_factory=dict)  # sha256 -> content, uploaded through the batch API
 
 
 class HubError(Exception):
@@ -85,10 +127,26 @@ class HubError(Exception):
 class FakeHub:
     """An in-memory Hub on 127.0.0.1; use as a context manager. `url` is the HF_ENDPOINT to use."""
 
-    def __init__(self, token: str, *, user: str = "tester", orgs: tuple[str, ...] = ("fsb-org",), lifetime: float = 300.0):
+    def __init__(
+        self,
+        token: str,
+        *,
+        user: str = "tester",
+        orgs: tuple[str, ...] = ("fsb-org",),
+        fine_grained: list[dict[str, Any]] | None = None,
+        org_roles: dict[str, str] | None = None,
+        lifetime: float = 300.0,
+    ):
+        """`fine_grained`: make the token a fine-grained one with these scoped grants, in whoami's shape
+        (`[{"entity": {"type": "org", "name": "fsb-org"}, "permissions": ["repo.content.read", "repo.write"]}]`);
+        the fake then also refuses (403) every write the grants do not cover, as the Hub does. `org_roles`:
+        the user's role per org in whoami (`roleInOrg`, default "write"); "read" members cannot write there."""
         self.token = token
         self.user = user
         self.orgs = orgs
+        self.fine_grained = fine_grained
+        self.org_roles = dict(org_roles or {})
+        self.secret = secrets.token_hex(16)  # signs the storage URLs the batch API and resolve hand out
         self.lifetime = lifetime
         self.repos: dict[tuple[str, str], Repo] = {}
         self.requests: list[Recorded] = []
@@ -99,6 +157,7 @@ class FakeHub:
         self._lock = threading.RLock()
         self._counter = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
+        self._storage: ThreadingHTTPServer | None = None
         self._timer: threading.Timer | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -109,10 +168,16 @@ class FakeHub:
         class Handler(_Handler):
             pass
 
-        Handler.hub = hub
+        class Storage(_StorageHandler):
+            pass
+
+        Handler.hub = Storage.hub = hub
+        # Two origins, as on the real Hub: the API and the object storage its signed URLs point to.
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-hub", daemon=True).start()
+        self._storage = ThreadingHTTPServer(("127.0.0.1", 0), Storage)
+        for name, server in (("fake-hub", self._server), ("fake-hub-storage", self._storage)):
+            server.daemon_threads = True
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=name, daemon=True).start()
         self._timer = threading.Timer(self.lifetime, self.close)
         self._timer.daemon = True
         self._timer.start()
@@ -124,16 +189,26 @@ class FakeHub:
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+        for server in (self._server, self._storage):
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+        self._server = self._storage = None
 
     @property
     def url(self) -> str:
         assert self._server is not None, "the fake Hub is not running"
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
+
+    @property
+    def storage_url(self) -> str:
+        assert self._storage is not None, "the fake Hub is not running"
+        host, port = self._storage.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def sign(self, path: str) -> str:
+        return hmac.new(self.secret.encode(), path.encode(), hashlib.sha256).hexdigest()
 
     # --- test helpers ----------------------------------------------------------------------------
 
@@ -164,6 +239,12 @@ class FakeHub:
     def head(self, repo_id: str, branch: str = "main", repo_type: str = "dataset") -> str:
         return self.repo(repo_id, repo_type).branches[branch]
 
+    def lfs_paths(self, repo_id: str, revision: str = "main", repo_type: str = "dataset") -> frozenset[str]:
+        """The paths stored as LFS pointers at `revision`."""
+        with self._lock:
+            repo = self.repo(repo_id, repo_type)
+            return repo.commits[self._resolve(repo, revision)].lfs
+
     def add_repo(self, repo_id: str, *, repo_type: str = "dataset", private: bool = False) -> Repo:
         """Create a repo directly (as the Hub does: one initial commit holding .gitattributes)."""
         with self._lock:
@@ -182,17 +263,22 @@ class FakeHub:
             for p in delete:
                 tree.pop(p, None)
             tree.update(files)
-            return self._commit(repo, repo.branches["main"], title, tree)
+            routed = {p for p in tree if lfs_routed(tree.get(".gitattributes"), p) or len(tree[p]) >= LFS_THRESHOLD}
+            for p in routed:
+                repo.lfs_objects[hashlib.sha256(tree[p]).hexdigest()] = tree[p]
+            return self._commit(repo, repo.branches["main"], title, tree, lfs=routed)
 
     # --- state -----------------------------------------------------------------------------------
 
-    def _commit(self, repo: Repo, parent: str | None, title: str, files: dict[str, bytes]) -> str:
+    def _commit(
+        self, repo: Repo, parent: str | None, title: str, files: dict[str, bytes], *, lfs: set[str] | None = None, description: str = ""
+    ) -> str:
         seed = f"{repo.repo_id}\n{parent}\n{title}\n{next(self._counter)}\n" + "\n".join(
             f"{p} {git_blob_oid(d)}" for p, d in sorted(files.items())
         )
         oid = hashlib.sha1(seed.encode()).hexdigest()
         date = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-        repo.commits[oid] = Commit(oid, parent, title, files, date)
+        repo.commits[oid] = Commit(oid, parent, title, files, date, frozenset(p for p in lfs or () if p in files), description)
         repo.branches["main"] = oid
         return oid
 
@@ -222,12 +308,18 @@ def _entries(files: dict[str, bytes], commit: Commit, prefix: str, recursive: bo
             if folder not in out and (recursive or depth == 1):
                 out[folder] = {"type": "directory", "oid": hashlib.sha1(folder.encode()).hexdigest(), "size": 0, "path": folder}
         if recursive or len(parts) == 1:
-            out[path] = _file_entry(path, data, commit, expand)
+            out[path] = _file_entry(path, data, commit, expand, path in commit.lfs)
     return list(out.values())
 
 
-def _file_entry(path: str, data: bytes, commit: Commit, expand: bool) -> dict[str, Any]:
+def _file_entry(path: str, data: bytes, commit: Commit, expand: bool, lfs: bool = False) -> dict[str, Any]:
+    """A file's entry; for an LFS file, `oid` is the pointer's git blob id, `size` the content's size,
+    and `lfs` the object (sha256, size) and the pointer's size, as the Hub lists them."""
     entry: dict[str, Any] = {"type": "file", "oid": git_blob_oid(data), "size": len(data), "path": path}
+    if lfs:
+        pointer = lfs_pointer(data)
+        entry["oid"] = git_blob_oid(pointer)
+        entry["lfs"] = {"oid": hashlib.sha256(data).hexdigest(), "size": len(data), "pointerSize": len(pointer)}
     if expand:
         entry["lastCommit"] = {"id": commit.oid, "title": commit.title, "date": commit.date}
     return entry
@@ -338,6 +430,16 @@ class _Handler(BaseHTTPRequestHandler):
             }
             if (m, action) in table:
                 return table[(m, action)]
+        # Git LFS batch API: /datasets/org/name.git/info/lfs/objects/{batch,verify} (models have no type prefix)
+        offset = 1 if s and s[0] in _TYPES else 0
+        lfs_api = len(s) == offset + 6 and s[offset + 1].endswith(".git") and s[offset + 2 : offset + 5] == ["info", "lfs", "objects"]
+        if m == "POST" and lfs_api:
+            repo_type = _TYPES[s[0]] if offset else "model"
+            repo_key = (repo_type, f"{unquote(s[offset])}/{unquote(s[offset + 1]).removesuffix('.git')}")
+            if s[offset + 5] == "batch":
+                return "lfs_batch", self._lfs_batch, (repo_key,)
+            if s[offset + 5] == "verify":
+                return "lfs_verify", self._lfs_verify, (repo_key,)
         if m in ("GET", "HEAD"):
             # /datasets/org/name/resolve/REV/path (models have no type prefix)
             offset = 1 if s and s[0] in _TYPES else 0
@@ -353,10 +455,18 @@ class _Handler(BaseHTTPRequestHandler):
         if self.sent_token is None:
             raise HubError(401, "You must be authenticated to do this")
 
-    def _can_write(self, namespace: str) -> None:
+    def _can_write(self, namespace: str, repo: Repo | None = None) -> None:
+        """A write to `namespace` (creating a repo) or to `repo`: the user's namespaces, narrowed for a
+        fine-grained token to its scoped grants of repo.write (on the user or org, or on the repo itself)."""
         self._need_token()
-        if namespace not in (self.hub.user, *self.hub.orgs):
+        if namespace not in (self.hub.user, *self.hub.orgs) or self.hub.org_roles.get(namespace) == "read":
             raise HubError(403, f"You don't have the rights to create or write to {namespace}")
+        if self.hub.fine_grained is not None:
+            grants = {(g["entity"]["type"], g["entity"]["name"]) for g in self.hub.fine_grained if "repo.write" in g.get("permissions", [])}
+            ok = ("user", namespace) in grants or ("org", namespace) in grants
+            ok = ok or (repo is not None and (repo.repo_type, repo.repo_id) in grants)
+            if not ok:
+                raise HubError(403, f"This fine-grained token does not have write access to {repo.repo_id if repo else namespace}")
 
     def _get_repo(self, key: tuple[str, str]) -> Repo:
         repo = self.hub.repos.get(key)
@@ -372,13 +482,21 @@ class _Handler(BaseHTTPRequestHandler):
     def _whoami(self) -> tuple[int, dict[str, str], bytes]:
         if self.sent_token is None:
             raise HubError(401, "Invalid credentials in Authorization header")
+        access: dict[str, Any] = {"displayName": "tests", "role": "write", "createdAt": "2026-01-01T00:00:00.000Z"}
+        if self.hub.fine_grained is not None:
+            scoped = [
+                {**g, "entity": {"_id": hashlib.sha1(g["entity"]["name"].encode()).hexdigest()[:24], **g["entity"]}}
+                for g in self.hub.fine_grained
+            ]
+            grants = {"canReadGatedRepos": False, "global": ["discussion.write", "post.write"], "scoped": scoped}
+            access.update(role="fineGrained", fineGrained=grants)
         return self._json(
             {
                 "type": "user",
                 "name": self.hub.user,
                 "fullname": "Test User",
-                "orgs": [{"type": "org", "name": o} for o in self.hub.orgs],
-                "auth": {"type": "access_token", "accessToken": {"displayName": "tests", "role": "write"}},
+                "orgs": [{"type": "org", "name": o, "roleInOrg": self.hub.org_roles.get(o, "write")} for o in self.hub.orgs],
+                "auth": {"type": "access_token", "accessToken": access},
             }
         )
 
@@ -472,31 +590,65 @@ class _Handler(BaseHTTPRequestHandler):
         for p in paths:
             p = p.strip("/")
             if p in commit.files:
-                out.append(_file_entry(p, commit.files[p], commit, expand))
+                out.append(_file_entry(p, commit.files[p], commit, expand, p in commit.lfs))
             elif any(f.startswith(p + "/") for f in commit.files):
                 out.append({"type": "directory", "oid": hashlib.sha1(p.encode()).hexdigest(), "size": 0, "path": p})
         return self._json(out)
 
     def _preupload(self, key: tuple[str, str], revision: str) -> tuple[int, dict[str, str], bytes]:
+        """Upload mode per file: "lfs" where the branch's .gitattributes routes the path (or the file is
+        large), else "regular"; `oid` is the current file's (an LFS file's sha256, a regular file's git oid)."""
         repo = self._get_repo(key)
-        self._can_write(repo.repo_id.split("/")[0])
-        files = repo.commits[self.hub._resolve(repo, revision)].files
+        self._can_write(repo.repo_id.split("/")[0], repo)
+        commit = repo.commits[self.hub._resolve(repo, revision)]
         answer = []
         for f in json.loads(self.body)["files"]:
-            existing = files.get(f["path"])
-            answer.append(
-                {
-                    "path": f["path"],
-                    "uploadMode": "regular",  # never "lfs": everything goes inline in the commit
-                    "shouldIgnore": False,
-                    "oid": git_blob_oid(existing) if existing is not None else None,
+            existing = commit.files.get(f["path"])
+            lfs = lfs_routed(commit.files.get(".gitattributes"), f["path"]) or int(f.get("size") or 0) >= LFS_THRESHOLD
+            oid = None
+            if existing is not None:
+                oid = hashlib.sha256(existing).hexdigest() if f["path"] in commit.lfs else git_blob_oid(existing)
+            answer.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid})
+        return self._json({"files": answer, "commitOid": commit.oid})
+
+    def _lfs_batch(self, key: tuple[str, str]) -> tuple[int, dict[str, str], bytes]:
+        """The Git LFS batch API (upload, basic transfer): for each object not stored yet, a signed PUT URL
+        on the storage server and a verify URL here; an object already stored gets no actions."""
+        repo = self._get_repo(key)
+        self._can_write(repo.repo_id.split("/")[0], repo)
+        payload = json.loads(self.body)
+        if payload.get("operation") != "upload" or "basic" not in payload.get("transfers", ["basic"]):
+            raise HubError(400, "fake hub: only the upload operation with the basic transfer is implemented")
+        if payload.get("hash_algo", "sha256") != "sha256":
+            raise HubError(400, "fake hub: only sha256 objects")
+        prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
+        objects = []
+        for obj in payload["objects"]:
+            oid, size = obj["oid"], obj["size"]
+            entry: dict[str, Any] = {"oid": oid, "size": size, "authenticated": True}
+            if not (isinstance(oid, str) and len(oid) == 64 and all(c in "0123456789abcdef" for c in oid)):
+                entry["error"] = {"code": 422, "message": "invalid oid"}
+            elif oid not in repo.lfs_objects or len(repo.lfs_objects[oid]) != size:
+                upload = f"/upload/{repo.repo_type}/{repo.repo_id}/{oid}/{size}"
+                entry["actions"] = {
+                    "upload": {"href": f"{self.hub.storage_url}{upload}?X-Signature={self.hub.sign(upload)}", "expires_in": 900},
+                    "verify": {"href": f"{self.hub.url}/{prefix}{repo.repo_id}.git/info/lfs/objects/verify", "header": {}},
                 }
-            )
-        return self._json({"files": answer, "commitOid": repo.branches["main"]})
+            objects.append(entry)
+        return self._json({"transfer": "basic", "objects": objects}, headers={"Content-Type": "application/vnd.git-lfs+json"})
+
+    def _lfs_verify(self, key: tuple[str, str]) -> tuple[int, dict[str, str], bytes]:
+        repo = self._get_repo(key)
+        self._can_write(repo.repo_id.split("/")[0], repo)
+        obj = json.loads(self.body)
+        data = repo.lfs_objects.get(obj.get("oid"))
+        if data is None or len(data) != obj.get("size"):
+            raise HubError(404, f"LFS object {obj.get('oid')} of size {obj.get('size')} was not uploaded")
+        return self._json({"success": True})
 
     def _commit(self, key: tuple[str, str], revision: str) -> tuple[int, dict[str, str], bytes]:
         repo = self._get_repo(key)
-        self._can_write(repo.repo_id.split("/")[0])
+        self._can_write(repo.repo_id.split("/")[0], repo)
         branch = unquote(revision)
         if branch not in repo.branches:
             raise HubError(404, f"Invalid rev id: {revision}", "RevisionNotFound")
@@ -509,12 +661,23 @@ class _Handler(BaseHTTPRequestHandler):
         if parent is not None and parent != head:
             raise HubError(412, "A commit has happened since. Please refresh and try again.")
         tree = dict(repo.commits[head].files)
+        lfs = set(repo.commits[head].lfs)
+        attributes = tree.get(".gitattributes")
         for line in lines[1:]:
             op, value = line["key"], line["value"]
             if op == "file":
                 if value.get("encoding") != "base64":
                     raise HubError(400, "fake hub: only base64 files are supported")
+                if lfs_routed(attributes, value["path"]):
+                    raise HubError(400, f"{value['path']} is tracked by LFS (.gitattributes): upload it with the LFS batch API, not inline")
                 tree[value["path"]] = base64.b64decode(value["content"])
+                lfs.discard(value["path"])
+            elif op == "lfsFile":
+                data = repo.lfs_objects.get(value.get("oid"))
+                if value.get("algo") != "sha256" or data is None or ("size" in value and len(data) != value["size"]):
+                    raise HubError(422, f"Your push was rejected: the LFS object of {value['path']} ({value.get('oid')}) was not uploaded")
+                tree[value["path"]] = data
+                lfs.add(value["path"])
             elif op == "deletedFile":
                 if value["path"] not in tree:
                     raise HubError(404, "A file with this name doesn't exist", "EntryNotFound")
@@ -524,8 +687,8 @@ class _Handler(BaseHTTPRequestHandler):
                 for p in [p for p in tree if p.startswith(folder)]:
                     del tree[p]
             else:
-                raise HubError(400, f"fake hub: unsupported commit operation {op!r} (LFS/Xet uploads are not faked)")
-        oid = self.hub._commit(repo, head, header.get("summary") or "", tree)
+                raise HubError(400, f"fake hub: unsupported commit operation {op!r}")
+        oid = self.hub._commit(repo, head, header.get("summary") or "", tree, lfs=lfs, description=header.get("description") or "")
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
         return self._json(
             {"success": True, "commitOid": oid, "commitUrl": f"{self.hub.url}/{prefix}{repo.repo_id}/commit/{oid}", "pullRequestUrl": None}
@@ -533,17 +696,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _create_tag(self, key: tuple[str, str], revision: str) -> tuple[int, dict[str, str], bytes]:
         repo = self._get_repo(key)
-        self._can_write(repo.repo_id.split("/")[0])
-        tag = json.loads(self.body)["tag"]
+        self._can_write(repo.repo_id.split("/")[0], repo)
+        payload = json.loads(self.body)
+        tag = payload["tag"]
         target = self.hub._resolve(repo, revision)
         if tag in repo.tags or tag in repo.branches:
             raise HubError(409, f"Tag {tag} already exists")
         repo.tags[tag] = target
+        repo.tag_messages[tag] = payload.get("message") or ""
         return self._json({})
 
     def _delete_tag(self, key: tuple[str, str], tag: str) -> tuple[int, dict[str, str], bytes]:
         repo = self._get_repo(key)
-        self._can_write(repo.repo_id.split("/")[0])
+        self._can_write(repo.repo_id.split("/")[0], repo)
         if repo.tags.pop(tag, None) is None:
             raise HubError(404, f"Invalid rev id: {tag}", "RevisionNotFound")
         return self._json({})
@@ -555,21 +720,76 @@ class _Handler(BaseHTTPRequestHandler):
         if path not in files:
             raise HubError(404, "Entry not found", "EntryNotFound")
         data = files[path]
-        headers = {
-            "Content-Type": "application/octet-stream",
-            "X-Repo-Commit": oid,
-            "ETag": f'"{git_blob_oid(data)}"',
-            "Accept-Ranges": "bytes",
-        }
-        rng = self.headers.get("Range")
-        if rng and rng.startswith("bytes="):
-            start_s, _, end_s = rng[len("bytes=") :].partition("-")
-            if start_s == "":  # suffix range: the last N bytes
-                start, end = max(0, len(data) - int(end_s)), len(data) - 1
-            else:
-                start, end = int(start_s), min(int(end_s) if end_s else len(data) - 1, len(data) - 1)
-            if start >= len(data):
-                return 416, {**headers, "Content-Range": f"bytes */{len(data)}"}, b""
-            headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
-            return 206, headers, data[start : end + 1]
-        return 200, headers, data
+        if path in repo.commits[oid].lfs:
+            # As the Hub does for an LFS file: a redirect to a signed URL of the object on the storage
+            # (CDN) origin, with the object's etag (its sha256) and size on the redirect itself.
+            sha = hashlib.sha256(data).hexdigest()
+            target = f"/objects/{repo.repo_type}/{repo.repo_id}/{sha}"
+            location = f"{self.hub.storage_url}{target}?X-Signature={self.hub.sign(target)}"
+            return (
+                302,
+                {
+                    "Location": location,
+                    "X-Repo-Commit": oid,
+                    "X-Linked-Etag": f'"{sha}"',
+                    "X-Linked-Size": str(len(data)),
+                    "ETag": f'"{git_blob_oid(lfs_pointer(data))}"',
+                    "Content-Type": "text/plain; charset=utf-8",
+                },
+                f"Found. Redirecting to {location}".encode(),
+            )
+        headers = {"Content-Type": "application/octet-stream", "X-Repo-Commit": oid, "ETag": f'"{git_blob_oid(data)}"'}
+        return _ranged(self.headers.get("Range"), headers, data)
+
+
+def _ranged(rng: str | None, headers: dict[str, str], data: bytes) -> tuple[int, dict[str, str], bytes]:
+    """A download answer honouring a `Range: bytes=...` header (200 without one, 206 or 416 with one)."""
+    headers = {**headers, "Accept-Ranges": "bytes"}
+    if rng and rng.startswith("bytes="):
+        start_s, _, end_s = rng[len("bytes=") :].partition("-")
+        if start_s == "":  # suffix range: the last N bytes
+            start, end = max(0, len(data) - int(end_s)), len(data) - 1
+        else:
+            start, end = int(start_s), min(int(end_s) if end_s else len(data) - 1, len(data) - 1)
+        if start >= len(data):
+            return 416, {**headers, "Content-Range": f"bytes */{len(data)}"}, b""
+        headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
+        return 206, headers, data[start : end + 1]
+    return 200, headers, data
+
+
+class _StorageHandler(_Handler):
+    """The object storage the Hub's signed URLs point to (S3 for uploads, the CDN for downloads): a
+    separate origin that checks the URL's signature and expects no token."""
+
+    def _route(self) -> tuple[str, Callable[..., tuple[int, dict[str, str], bytes]], tuple[Any, ...]]:
+        s, m = self.segments, self.command
+        path = urlsplit(self.path).path
+        signed = hmac.compare_digest(self.query.get("X-Signature", [""])[0], self.hub.sign(path))
+        if m == "PUT" and len(s) == 6 and s[0] == "upload":
+            return "lfs_upload", self._upload, ((s[1], f"{s[2]}/{s[3]}"), s[4], int(s[5]), signed)
+        if m in ("GET", "HEAD") and len(s) == 5 and s[0] == "objects":
+            return "lfs_download", self._download, ((s[1], f"{s[2]}/{s[3]}"), s[4], signed)
+        return "unknown", self._unknown, ()
+
+    def _upload(self, key: tuple[str, str], oid: str, size: int, signed: bool) -> tuple[int, dict[str, str], bytes]:
+        if not signed:
+            raise HubError(403, "SignatureDoesNotMatch")
+        if self.sent_token is not None:
+            raise HubError(400, "fake storage: a token was sent to the storage origin")
+        if len(self.body) != size or hashlib.sha256(self.body).hexdigest() != oid:
+            raise HubError(400, "fake storage: the uploaded bytes do not match the object's sha256 and size")
+        repo = self.hub.repos.get(key)
+        if repo is None:
+            raise HubError(404, "NoSuchBucket")
+        repo.lfs_objects[oid] = self.body
+        return 200, {"ETag": f'"{hashlib.md5(self.body).hexdigest()}"'}, b""
+
+    def _download(self, key: tuple[str, str], oid: str, signed: bool) -> tuple[int, dict[str, str], bytes]:
+        repo = self.hub.repos.get(key)
+        if not signed:
+            raise HubError(403, "SignatureDoesNotMatch")
+        if repo is None or oid not in repo.lfs_objects:
+            raise HubError(404, "NoSuchKey")
+        data = repo.lfs_objects[oid]
+        return _ranged(self.headers.get("Range"), {"Content-Type": "application/octet-stream", "ETag": f'"{oid}"'}, data)

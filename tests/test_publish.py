@@ -18,8 +18,9 @@ import pytest
 import fifty_shades_of_bias as spec
 from fsb._io import InputError
 from fsb.dataset import build_dataset
+from fsb.diff import diff_builds, format_diff
 from fsb.publish import check_folder, parse_version
-from tests._fake_hub import GITATTRIBUTES, FakeHub, git_blob_oid
+from tests._fake_hub import GITATTRIBUTES, STORAGE_KINDS, Commit, FakeHub, _file_entry, git_blob_oid
 from tests._support import make_raw
 
 TOKEN = "hf_fsbTEST_token_that_must_never_be_printed_0123456789"
@@ -75,8 +76,8 @@ def hub_env(hub: FakeHub, home: Path, token: str | None = TOKEN, **extra: str) -
         HF_HUB_DISABLE_XET="1",
         HF_HUB_DISABLE_TELEMETRY="1",
         HF_HOME=str(home / "hf-home"),
-        **extra,
     )
+    env.update(extra)
     if token is not None:
         env["HF_TOKEN"] = token
     return env
@@ -136,6 +137,15 @@ def load_revisions(hub: FakeHub, home: Path, *revisions: str) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def assert_lfs_writes(hub: FakeHub, kinds: list[str], *, creates: bool, uploads: int) -> None:
+    """The write requests of one publish through the LFS path: (create,) preupload, one batch, the PUTs
+    and verifies (parallel, in any order), the commit, the tag."""
+    head = ["create_repo"] if creates else []
+    assert kinds[: len(head) + 2] == [*head, "preupload", "lfs_batch"], kinds
+    assert sorted(kinds[len(head) + 2 : -2]) == ["lfs_upload"] * uploads + ["lfs_verify"] * uploads, kinds
+    assert kinds[-2:] == ["commit", "create_tag"], kinds
+
+
 def local_rows(folder: Path) -> dict[str, list[Any]]:
     (path,) = sorted((folder / "data" / "default").glob("*.parquet"))
     table = pq.read_table(path)
@@ -153,7 +163,8 @@ def test_check_folder_and_version(builds: dict[str, Path], tmp_path: Path) -> No
     assert build.paths[:2] == ("README.md", "stats.json")
     assert all(f.git_oid == git_blob_oid(f.data) for f in build.files)
     assert parse_version("1.10.0") == (1, 10, 0)
-    for bad in ("1.2", "v1.2.0", "01.2.0", "1.2.0-rc1", "1.2.0 ", ""):
+    # a trailing newline passed a `$`-anchored pattern; Unicode digits passed `\d` (int() reads them)
+    for bad in ("1.2", "v1.2.0", "01.2.0", "1.2.0-rc1", "1.2.0 ", "", "1.0.0\n", "\n1.0.0", "1.\u0660.0", "\uff11.0.0"):
         with pytest.raises(InputError, match="semantic version"):
             parse_version(bad)
     with pytest.raises(InputError, match="not a folder"):
@@ -182,21 +193,33 @@ def test_publish_two_versions_and_load_each_revision(hub: FakeHub, builds: dict[
     assert c1 == repo.branches["main"] and f"commit {c1}" in first.stdout and "tag v1.0.0" in first.stdout
     assert hub.files(REPO, "v1.0.0") == {".gitattributes": GITATTRIBUTES, **folder_files(v1)}
     assert not repo.private
-    # every write carried the token from HF_TOKEN (the fake Hub records it; the output never shows it)
-    assert hub.writes() and all(r.token == TOKEN for r in hub.writes())
-    assert [r.kind for r in hub.writes()] == ["create_repo", "preupload", "commit", "create_tag"]
+    # every write to the Hub carried the token from HF_TOKEN (the fake Hub records it; the output never shows
+    # it), and none went to the storage origin the signed LFS URLs point to
+    assert hub.writes() and all(r.token == TOKEN for r in hub.writes() if r.kind not in STORAGE_KINDS)
+    assert all(r.token is None for r in hub.requests if r.kind in STORAGE_KINDS)
+    assert_lfs_writes(hub, [r.kind for r in hub.writes()], creates=True, uploads=2)
+    parquet_v1 = sorted(p for p in folder_files(v1) if p.endswith(".parquet"))
+    # the Parquet files went through the LFS batch API and the commit references them by sha256 and size
+    assert hub.lfs_paths(REPO, "v1.0.0") == frozenset(parquet_v1)
+    assert repo.tag_messages["v1.0.0"].startswith("Fifty Shades of Bias v1.0.0") and "changes from" not in repo.tag_messages["v1.0.0"]
 
     dry2 = fsb_publish(hub, tmp_path, str(v2), "--repo-id", REPO, "--version", "1.1.0", "--dry-run")
     old_parquet = sorted(p for p in folder_files(v1) if p.endswith(".parquet"))
     assert all(f"delete  {p}" in dry2.stdout for p in old_parquet), dry2.stdout
     assert "latest release: v1.0.0" in dry2.stdout
     assert "warning" not in dry2.stderr, "v2 was built with --hub-id"
+    # the plan shows the changes since the latest release (v1: 12 sentences, ids 1..12; v2: 16, ids 1..16)
+    changes = "sentences: 12 -> 16 (+4 added, -0 removed, 12 in both)"
+    assert "changes from v1.0.0" in dry2.stdout and changes in dry2.stdout, dry2.stdout
 
     n_writes = len(hub.writes())
     second = fsb_publish(hub, tmp_path, str(v2), "--repo-id", REPO, "--version", "1.1.0")
     assert second.returncode == 0, second.stderr
     c2 = repo.tags["v1.1.0"]
-    assert [r.kind for r in hub.writes()[n_writes:]] == ["preupload", "commit", "create_tag"]
+    assert_lfs_writes(hub, [r.kind for r in hub.writes()[n_writes:]], creates=False, uploads=2)
+    # the release notes: the diff against v1.0.0 is in the commit's description and the tag's message
+    assert changes in repo.commits[c2].description and "changes from v1.0.0" in repo.commits[c2].description
+    assert changes in repo.tag_messages["v1.1.0"] and "split-half reliability" in repo.tag_messages["v1.1.0"]
     # one commit on top of v1.0.0 that adds the new files and deletes the old content-addressed ones
     assert repo.commits[c2].parent == c1
     assert hub.files(REPO, "v1.1.0") == {".gitattributes": GITATTRIBUTES, **folder_files(v2)}
@@ -211,6 +234,23 @@ def test_publish_two_versions_and_load_each_revision(hub: FakeHub, builds: dict[
         assert loaded[tag]["annotations_features"] == spec.features("annotations").to_dict()
     assert len(loaded["v1.0.0"]["id"]) == 12 and len(loaded["v1.1.0"]["id"]) == 16
     assert "unknown" not in {r.kind for r in hub.requests}  # the fake served every request the clients made
+    # datasets read the Parquet files through the LFS redirect to the storage origin
+    assert any(r.kind == "lfs_download" and r.status in (200, 206) for r in hub.requests)
+
+    # fsb diff between the two Hub revisions (downloaded through the same LFS path) = the diff of the folders
+    n_requests, n_writes = len(hub.requests), len(hub.writes())
+    a, b = f"{REPO}@v1.0.0", f"{REPO}@v1.1.0"
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsb", "diff", a, b],
+        env=hub_env(hub, tmp_path, token=None),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == format_diff(diff_builds(v1, v2, old_label=a, new_label=b))
+    assert "lfs_download" in {r.kind for r in hub.requests[n_requests:]} and len(hub.writes()) == n_writes
 
 
 # --- refusals: nothing written ------------------------------------------------------------------
@@ -269,6 +309,7 @@ def test_bad_folder_is_refused_before_any_request(
         (["--version", "1.1.0", "--private"], TOKEN, "exists and is public"),
         (["--version", "1.1.0", "--repo-id", "not-my-org/fsb"], TOKEN, "cannot write to namespace 'not-my-org'"),
         (["--version", "1.1.0", "--repo-id", "fsb"], TOKEN, "must be ORG/NAME"),
+        (["--version", "1.1.0\n"], TOKEN, "not a semantic version"),
     ],
     ids=[
         "short-version",
@@ -280,6 +321,7 @@ def test_bad_folder_is_refused_before_any_request(
         "private-vs-public",
         "foreign-namespace",
         "no-namespace",
+        "version-with-newline",
     ],
 )
 def test_refused_publish_sends_no_write(
@@ -295,6 +337,7 @@ def test_refused_publish_sends_no_write(
     assert expected in error_line(proc)
     assert hub.writes() == []
     assert snapshot(hub) == before
+    assert "v1.1.0\n" not in hub.repo(REPO).tags
     if token is None or "semantic" in expected or "ORG/NAME" in expected:
         assert hub.requests == []  # refused before the first request
 
@@ -308,7 +351,9 @@ def test_failed_commit_deletes_the_repo_it_created(hub: FakeHub, builds: dict[st
     assert proc.returncode == 2
     assert "injected failure" in error_line(proc) and "deleted again" in error_line(proc)
     assert hub.repos == {}
-    assert [r.kind for r in hub.writes()] == ["create_repo", "preupload", "commit", "delete_repo"]
+    kinds = [r.kind for r in hub.writes()]
+    assert [k for k in kinds if not k.startswith("lfs_")] == ["create_repo", "preupload", "commit", "delete_repo"]
+    assert "lfs_upload" in kinds  # the objects were uploaded; unreferenced, they are invisible (as on the Hub)
 
     again = fsb_publish(hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0", "--private")
     assert again.returncode == 0, again.stderr
@@ -319,7 +364,7 @@ def test_lost_commit_answer_is_reported_and_a_rerun_only_tags(hub: FakeHub, buil
     seed_release(hub, builds["v1"], "v1.0.0")
     hub.inject("commit", 502, message="bad gateway", applied=True)  # the commit lands, its answer is lost
     proc = fsb_publish(hub, tmp_path, str(builds["v2"]), "--repo-id", REPO, "--version", "1.1.0")
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # one line, exit 2, like every failure; the line says the Hub changed
     head = hub.head(REPO)
     assert f"main is now at {head}" in error_line(proc) and "re-run" in error_line(proc)
     assert "v1.1.0" not in hub.repo(REPO).tags
@@ -366,7 +411,7 @@ def test_tag_failure_after_commit_is_reported_and_a_rerun_only_tags(hub: FakeHub
     seed_release(hub, builds["v1"], "v1.0.0")
     hub.inject("create_tag", 500, times=3)  # every retry fails
     proc = fsb_publish(hub, tmp_path, str(builds["v2"]), "--repo-id", REPO, "--version", "1.1.0")
-    assert proc.returncode == 1  # the Hub was changed: the commit landed
+    assert proc.returncode == 2  # one line, exit 2; the line says the commit landed
     head = hub.head(REPO)
     line = error_line(proc)
     assert f"commit {head}" in line and "could not be created" in line and "re-run" in line
@@ -376,6 +421,10 @@ def test_tag_failure_after_commit_is_reported_and_a_rerun_only_tags(hub: FakeHub
     rerun = fsb_publish(hub, tmp_path, str(builds["v2"]), "--repo-id", REPO, "--version", "1.1.0")
     assert rerun.returncode == 0, rerun.stderr
     assert "only the tag is created" in rerun.stdout and "tag only" in rerun.stdout
+    # the Parquet files are LFS files on the Hub: they were found unchanged by their LFS sha256 (publish._same)
+    parquet = sorted(p for p in folder_files(builds["v2"]) if p.endswith(".parquet"))
+    assert hub.lfs_paths(REPO) == frozenset(parquet)
+    assert all(f"same    {p}" in rerun.stdout for p in [*parquet, "README.md", "stats.json"]), rerun.stdout
     assert hub.repo(REPO).tags["v1.1.0"] == head == hub.head(REPO)
     assert [r.status for r in hub.requests if r.kind == "commit"] == [200]
 
@@ -436,7 +485,8 @@ def test_python_api_takes_the_token_argument_and_endpoint(hub: FakeHub, builds: 
         "created": True,
     }
     assert repo.commits[result["oid"]].title == "first release"
-    assert all(r.token == TOKEN for r in hub.writes())
+    assert all(r.token == TOKEN for r in hub.writes() if r.kind not in STORAGE_KINDS)
+    assert hub.lfs_paths(REPO) == frozenset(p for p in folder_files(builds["v1"]) if p.endswith(".parquet"))
 
 
 def test_release_tags_order_like_semantic_versions() -> None:
@@ -445,3 +495,154 @@ def test_release_tags_order_like_semantic_versions() -> None:
     assert _version_of_tag("v2.0.0-rc1") < _version_of_tag("v2.0.0") < _version_of_tag("v2.0.1") < _version_of_tag("v10.0.0")
     assert _version_of_tag("v1.2") == (1, 2, 0, 1)
     assert _version_of_tag("latest") is None and _version_of_tag("v1.0.0+local") is None
+
+
+# --- what a publish may delete (issue 8) --------------------------------------------------------
+
+
+def test_repo_that_is_not_an_fsb_release_is_refused_with_the_files_it_would_delete(
+    hub: FakeHub, builds: dict[str, Path], tmp_path: Path
+) -> None:
+    hub.add_repo(REPO)
+    theirs = {"README.md": b"# my dataset\n", "analysis.ipynb": b"{}", "data/train.csv": b"a,b\n1,2\n"}
+    hub.push(REPO, theirs, title="someone's own dataset")
+    before = snapshot(hub)
+    for extra in ([], ["--dry-run"]):
+        proc = fsb_publish(hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0", *extra)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        line = error_line(proc)
+        assert "is not an fsb release" in line and "would delete analysis.ipynb, data/train.csv and replace README.md" in line
+        assert hub.writes() == [] and snapshot(hub) == before
+    assert hub.files(REPO)["data/train.csv"] == b"a,b\n1,2\n"
+    diff = subprocess.run(
+        [sys.executable, "-m", "fsb", "diff", f"{REPO}@main", str(builds["v1"])],
+        env=hub_env(hub, tmp_path, token=None),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert diff.returncode == 2 and "Traceback" not in diff.stderr
+    assert diff.stderr.strip() == f"fsb diff: error: {REPO} at main is not an fsb build (no card and stats.json written by `fsb build`)"
+
+
+def test_files_added_beside_an_fsb_release_are_never_deleted(hub: FakeHub, builds: dict[str, Path], tmp_path: Path) -> None:
+    seed_release(hub, builds["v1"], "v1.0.0")
+    hub.push(REPO, {"NOTES.md": b"a maintainer's note\n"})
+    before = snapshot(hub)
+    proc = fsb_publish(hub, tmp_path, str(builds["v2"]), "--repo-id", REPO, "--version", "1.1.0")
+    assert proc.returncode == 2
+    line = error_line(proc)
+    assert "not part of its fsb release: publishing would delete NOTES.md;" in line
+    assert "parquet" not in line  # the release's own data files may go: fsb wrote them
+    assert hub.writes() == [] and snapshot(hub) == before
+
+
+def test_repo_holding_only_what_creation_puts_there_counts_as_empty(hub: FakeHub, builds: dict[str, Path], tmp_path: Path) -> None:
+    hub.add_repo(REPO)  # as the Hub creates a dataset repo: one commit with .gitattributes
+    created = hub.head(REPO)
+    proc = fsb_publish(hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0")
+    assert proc.returncode == 0, proc.stderr
+    repo = hub.repo(REPO)
+    assert repo.commits[repo.tags["v1.0.0"]].parent == created
+    assert hub.files(REPO, "v1.0.0") == {".gitattributes": GITATTRIBUTES, **folder_files(builds["v1"])}
+
+
+# --- fine-grained tokens (issue 8) --------------------------------------------------------------
+
+READ_ONLY = ["repo.content.read", "repo.access.read"]
+WRITE = ["repo.content.read", "repo.write"]
+
+
+@pytest.mark.parametrize(
+    ("scoped", "existing", "expected"),
+    [
+        ([{"entity": {"type": "org", "name": "fsb-org"}, "permissions": WRITE}], False, None),
+        ([{"entity": {"type": "dataset", "name": REPO}, "permissions": WRITE}], True, None),
+        ([{"entity": {"type": "org", "name": "fsb-org"}, "permissions": READ_ONLY}], False, "no repo.write permission on 'fsb-org'"),
+        ([{"entity": {"type": "user", "name": "tester"}, "permissions": WRITE}], False, "no repo.write permission on 'fsb-org'"),
+        ([{"entity": {"type": "dataset", "name": "fsb-org/other"}, "permissions": WRITE}], True, "no repo.write permission"),
+        ([{"entity": {"type": "dataset", "name": REPO}, "permissions": WRITE}], False, "can write to that repo only, not create it"),
+    ],
+    ids=["org-write", "repo-write-existing", "org-read-only", "other-namespace", "other-repo", "repo-write-missing"],
+)
+def test_fine_grained_token_is_checked_before_any_write(
+    builds: dict[str, Path], tmp_path: Path, scoped: list[dict[str, Any]], existing: bool, expected: str | None
+) -> None:
+    with FakeHub(TOKEN, fine_grained=scoped) as hub:
+        if existing:
+            hub.add_repo(REPO)
+        before = snapshot(hub)
+        proc = fsb_publish(hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0")
+        if expected is None:
+            assert proc.returncode == 0, proc.stderr
+            assert hub.repo(REPO).tags["v1.0.0"] == hub.head(REPO)
+            assert all(r.status < 400 for r in hub.writes())  # the fake Hub enforces the same scopes
+        else:
+            assert proc.returncode == 2, proc.stdout + proc.stderr
+            assert expected in error_line(proc)
+            assert hub.writes() == [] and snapshot(hub) == before
+            assert hub.requests[0].kind == "whoami"
+
+
+def test_read_role_in_the_org_is_refused_before_any_write(builds: dict[str, Path], tmp_path: Path) -> None:
+    with FakeHub(TOKEN, org_roles={"fsb-org": "read"}) as hub:
+        proc = fsb_publish(hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0")
+        assert proc.returncode == 2
+        assert "has the read role in org 'fsb-org'" in error_line(proc)
+        assert hub.writes() == [] and hub.repos == {}
+
+
+# --- local checks without the network (issue 12) ------------------------------------------------
+
+
+def test_offline_dry_run_runs_every_local_check_and_prints_the_warnings(builds: dict[str, Path], tmp_path: Path) -> None:
+    with FakeHub(TOKEN) as hub:
+        env = {"HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"}  # nothing listens there
+        proc = fsb_publish(hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", **env)
+        assert proc.returncode == 0, proc.stderr
+        assert "local checks passed" in proc.stdout and "HF_HUB_OFFLINE is set" in proc.stdout
+        assert build_fingerprint(builds["v1"]) in proc.stdout
+        assert all(f"file    {p}" in proc.stdout for p in folder_files(builds["v1"]))
+        assert f"warning: the card's loading examples do not name {REPO}" in proc.stderr
+        # --local does the same with the network available, and a bad folder or version is still one line
+        local = fsb_publish(hub, tmp_path, str(builds["v2"]), "--repo-id", REPO, "--version", "1.1.0", "--local", token=None)
+        assert local.returncode == 0 and "a real publish would be refused" in local.stdout and "warning" not in local.stderr
+        bad = fsb_publish(hub, tmp_path, str(builds["v2"]), "--repo-id", REPO, "--version", "1.1.0\n", "--dry-run", **env)
+        assert bad.returncode == 2 and "not a semantic version" in error_line(bad)
+        (tmp_path / "copy").mkdir()
+        shutil.copytree(builds["v1"], tmp_path / "copy" / "b")
+        _extra_file(tmp_path / "copy" / "b")
+        bad = fsb_publish(hub, tmp_path, str(tmp_path / "copy" / "b"), "--repo-id", REPO, "--version", "1.0.0", "--local")
+        assert bad.returncode == 2 and "not part of the build: notes.txt" in error_line(bad)
+        # a dry run that needs the network and cannot reach it says where the offline checks are
+        cut = fsb_publish(
+            hub, tmp_path, str(builds["v1"]), "--repo-id", REPO, "--version", "1.0.0", "--dry-run", HF_ENDPOINT="http://127.0.0.1:9"
+        )
+        assert cut.returncode == 2 and "nothing was changed (the local checks alone need no network: `fsb publish --local`" in error_line(
+            cut
+        )
+        assert hub.requests == []
+
+
+def build_fingerprint(folder: Path) -> str:
+    return json.loads((folder / "stats.json").read_text())["fingerprint"]
+
+
+def test_same_compares_lfs_files_by_sha256_and_regular_files_by_git_oid(builds: dict[str, Path]) -> None:
+    """The tree entries the Hub lists (here the fake's, as JSON, parsed by the client's RepoFile): an LFS file's
+    `oid` is its pointer's git id, so only the LFS sha256 can tell that the content is unchanged."""
+    from huggingface_hub.hf_api import RepoFile
+
+    from fsb.publish import _same
+
+    build = check_folder(builds["v1"])
+    commit = Commit("0" * 40, None, "t", {}, "2026-01-01T00:00:00.000Z")
+    parquet = next(f for f in build.files if f.path.endswith(".parquet"))
+    card = next(f for f in build.files if f.path == "README.md")
+    lfs_entry = RepoFile(**_file_entry(parquet.path, parquet.data, commit, False, True))
+    assert lfs_entry.lfs is not None and lfs_entry.blob_id != parquet.git_oid  # a blob-id comparison would say "changed"
+    assert _same(parquet, lfs_entry)
+    assert not _same(parquet, RepoFile(**_file_entry(parquet.path, parquet.data + b"x", commit, False, True)))
+    assert _same(card, RepoFile(**_file_entry(card.path, card.data, commit, False)))
+    assert not _same(card, RepoFile(**_file_entry(card.path, card.data + b"\n", commit, False)))

@@ -3,8 +3,11 @@
 `publish` checks everything it can before it writes anything: the folder is a complete `fsb build`
 (the card parses with datasets' own metadata parsing, every data file the card lists exists and
 nothing else is there, stats.json's fingerprint matches the files), the version is X.Y.Z and greater
-than every v* tag on the repo, the tag is free, and the token can write to the namespace. A refused
-publish therefore sends no write request at all. Then it creates the repo if missing, uploads with
+than every v* tag on the repo, the tag is free, the token can write there (a fine-grained token's scopes
+included), and nothing the publish would delete or replace was written by anyone but fsb (main is empty,
+or an fsb release whose card lists the files that go). A refused publish therefore sends no write
+request at all. The plan also carries `fsb diff` of the latest release against the folder, which goes
+into the commit description and the tag message. Then it creates the repo if missing, uploads with
 ONE `create_commit` (adds every file, deletes remote files the folder no longer has, pinned to the
 planned `parent_commit` so a concurrent push makes it fail instead of being overwritten) and tags
 that exact commit.
@@ -32,6 +35,7 @@ import importlib
 import json
 import os
 import re
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -43,11 +47,15 @@ from .errors import FsbError
 
 __all__ = [
     "LocalBuild",
+    "LocalCheck",
     "LocalFile",
     "Plan",
     "PublishError",
     "PublishResult",
+    "card_warnings",
     "check_folder",
+    "check_local",
+    "download_build",
     "execute",
     "parse_version",
     "plan_publish",
@@ -59,8 +67,10 @@ REPO_TYPE = "dataset"
 BRANCH = "main"
 # Remote files a publish never deletes: the Hub's own .gitattributes (it routes large files to LFS/Xet).
 KEEP_REMOTE = frozenset({".gitattributes"})
-_VERSION = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$")
-_V_TAG = re.compile(r"^v(\d+)(?:\.(\d+))?(?:\.(\d+))?(-[0-9A-Za-z.-]+)?$")
+# Matched with fullmatch (a `$` would accept a trailing newline) and ASCII digits only (`\d` takes any
+# Unicode digit, and int() would read "١" as 1).
+_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+_V_TAG = re.compile(r"v([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?(-[0-9A-Za-z.-]+)?")
 _GLOB = re.compile(r"[*?\[\]{}]")
 _NOISE = re.compile(r" ?For more information check: \S+")  # the client's pointer to MDN's page on the status
 _TAG_ATTEMPTS = 3
@@ -125,6 +135,8 @@ class Plan:
     delete: tuple[str, ...]
     latest_tag: str | None
     has_token: bool
+    warnings: tuple[str, ...] = ()
+    changes: str | None = None  # `format_diff` of the latest release against this build, if there is one
 
     @property
     def needs_commit(self) -> bool:
@@ -147,8 +159,36 @@ class Plan:
         out += [f"    delete  {p}" for p in self.delete]
         out += [f"    same    {p}" for p in self.unchanged]
         out.append(f"  fingerprint {self.build.fingerprint}")
+        if self.changes:
+            out += ["  " + line for line in self.changes.splitlines()]
         if not self.has_token:
             out.append("  no token (HF_TOKEN): a real publish would be refused")
+        return out
+
+
+@dataclass(frozen=True)
+class LocalCheck:
+    """The outcome of the local checks alone (no network): the checked build, the tag, and warnings."""
+
+    repo_id: str
+    tag: str
+    build: LocalBuild
+    has_token: bool
+    warnings: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        out = [f"local checks passed: {self.build.folder} as {self.repo_id} {self.tag}"]
+        out += [f"    file    {f.path} ({f.size} bytes)" for f in self.build.files]
+        out.append(f"  fingerprint {self.build.fingerprint}")
+        out.append(
+            "  token: "
+            + (
+                "HF_TOKEN is set (its rights are checked by a dry run with the network)"
+                if self.has_token
+                else "none (HF_TOKEN): a real publish would be refused"
+            )
+        )
+        out.append("  not checked without the network: the token's rights, the repo's tags and files, the version order")
         return out
 
 
@@ -184,7 +224,7 @@ class PublishResult:
 
 def parse_version(version: str) -> tuple[int, int, int]:
     """X.Y.Z (no leading zeros, no prefix or suffix) as a tuple of ints; InputError otherwise."""
-    m = _VERSION.match(version or "")
+    m = _VERSION.fullmatch(version or "")
     if m is None:
         raise InputError("--version", f"{version!r} is not a semantic version X.Y.Z (for example 1.2.0; no 'v' prefix, no suffix)")
     return int(m[1]), int(m[2]), int(m[3])
@@ -297,6 +337,26 @@ def check_folder(folder: str | os.PathLike[str]) -> LocalBuild:
     return LocalBuild(root.resolve(), tuple(ordered), fingerprint, files)
 
 
+def card_warnings(build: LocalBuild, repo_id: str) -> list[str]:
+    """What the card says that will be wrong once it is on the Hub as `repo_id` (its loading examples)."""
+    card = (build.folder / "README.md").read_text(encoding="utf-8")
+    if f'load_dataset("{repo_id}"' not in card:
+        return [
+            f"the card's loading examples do not name {repo_id}; for a card that does, rebuild with "
+            f"`fsb build --hub-id {repo_id}` (same data files)"
+        ]
+    return []
+
+
+def check_local(folder: str | os.PathLike[str], repo_id: str, version: str, *, token: str | None = None) -> LocalCheck:
+    """Every check that needs no network: the repo id, the version, the folder (see `check_folder`), the
+    card's Hub id; whether a token is set. Sends nothing. Raises InputError for bad input."""
+    _check_repo_id(repo_id)
+    parse_version(version)
+    build = check_folder(folder)
+    return LocalCheck(repo_id, f"v{version}", build, _resolve_token(token) is not None, tuple(card_warnings(build, repo_id)))
+
+
 def _resolve_token(token: str | None) -> str | None:
     token = token if token is not None else os.environ.get("HF_TOKEN")
     return (token.strip() or None) if token else None
@@ -336,7 +396,14 @@ def _read(what: str, fn: Callable[[], _T], token: str | None) -> _T:
     try:
         return fn()
     except _remote_errors() as e:
-        raise PublishError(f"{what} failed: {_short(e, token)}; nothing was changed") from None
+        raise PublishError(f"{what} failed: {_short(e, token)}; nothing was changed{_offline_hint(e)}") from None
+
+
+def _offline_hint(e: BaseException) -> str:
+    """For a failure without an HTTP answer (offline, unreachable): where the checks that need no network are."""
+    if _status(e) is not None:
+        return ""
+    return " (the local checks alone need no network: `fsb publish --local`, or fsb.publish.check_local)"
 
 
 def _remote_tree(api: Any, repo_id: str, revision: str) -> dict[str, Any]:
@@ -352,25 +419,161 @@ def _same(local: LocalFile, remote: Any) -> bool:
     return remote.blob_id == local.git_oid
 
 
+def _download(api: Any, repo_id: str, path: str, revision: str, folder: Path) -> Path:
+    """One remote file at `revision`, downloaded into `folder` (a temporary cache; nothing is kept)."""
+    return Path(api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE, revision=revision, cache_dir=str(folder)))
+
+
+def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any], token: str | None) -> set[str] | None:
+    """The files of the fsb release at `revision` (its card, stats.json and the data files the card's configs
+    list), or None when the revision does not hold one: no README.md and stats.json, a stats.json without
+    fsb's fingerprint and `built_with.fsb`, or a card without exact `configs` data files."""
+    from huggingface_hub import DatasetCard
+
+    if "README.md" not in remote or "stats.json" not in remote:
+        return None
+    with tempfile.TemporaryDirectory(prefix="fsb-publish-") as tmp:
+        stats_path = _read(f"reading stats.json of {repo_id}", lambda: _download(api, repo_id, "stats.json", revision, Path(tmp)), token)
+        card_path = _read(f"reading the card of {repo_id}", lambda: _download(api, repo_id, "README.md", revision, Path(tmp)), token)
+        try:
+            stats = json.loads(stats_path.read_text(encoding="utf-8"))
+            card = DatasetCard(card_path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+    if not (isinstance(stats, dict) and isinstance(stats.get("fingerprint"), str) and "fsb" in (stats.get("built_with") or {})):
+        return None
+    from datasets.utils.metadata import MetadataConfigs
+
+    try:
+        configs = MetadataConfigs.from_dataset_card_data(card.data)
+        listed = {p for name, cfg in configs.items() for p in _data_file_paths(Path("README.md"), name, cfg.get("data_files", []))}
+    except Exception:  # a card that does not parse, or lists globs: not one fsb wrote
+        return None
+    return {"README.md", "stats.json", *listed} if configs else None
+
+
+def _fetch_build(api: Any, repo_id: str, revision: str, dest: Path, token: str | None) -> Path:
+    """Download the fsb build at `revision` (card, stats.json, the card's data files) into the new folder
+    `dest`; PublishError when the revision does not hold one."""
+    tree = _read(f"listing the files of {repo_id} at {revision}", lambda: _remote_tree(api, repo_id, revision), token)
+    files = _release_files(api, repo_id, revision, tree, token)
+    if files is None:
+        raise PublishError(f"{repo_id} at {revision} is not an fsb build (no card and stats.json written by `fsb build`)")
+    with tempfile.TemporaryDirectory(prefix="fsb-download-") as cache:
+        for rel in sorted(files):
+            if rel not in tree:
+                raise PublishError(f"{repo_id} at {revision}: its card lists {rel}, which is not in the repo")
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = _read(
+                f"downloading {rel} of {repo_id} at {revision}", lambda rel=rel: _download(api, repo_id, rel, revision, Path(cache)), token
+            )
+            target.write_bytes(source.read_bytes())
+    return dest
+
+
+def download_build(
+    repo_id: str, revision: str, dest: str | os.PathLike[str], *, token: str | None = None, endpoint: str | None = None
+) -> Path:
+    """Download the fsb build that `repo_id` holds at `revision` (a tag such as v1.0.0, a branch or a commit)
+    into the folder `dest` (created; it must not exist), e.g. to `fsb diff` it. Reads only."""
+    from huggingface_hub import HfApi
+
+    _check_repo_id(repo_id)
+    target = Path(dest)
+    if target.exists():
+        raise InputError(target, "already exists: give a new folder to download the build into")
+    token = _resolve_token(token)
+    return _fetch_build(HfApi(endpoint=endpoint, token=token if token else False), repo_id, revision, target, token)
+
+
+def _changes_since(api: Any, repo_id: str, tag: str, build: LocalBuild, token: str | None) -> str:
+    """`format_diff` of release `tag` (downloaded) against the local build; a one-line note instead when
+    that release cannot be read or compared (the notes are advisory: they never block a publish)."""
+    from .diff import diff_builds, format_diff
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="fsb-previous-") as tmp:
+            folder = _fetch_build(api, repo_id, tag, Path(tmp) / "previous", token)
+            return format_diff(diff_builds(folder, build.folder, old_label=tag, new_label=f"this build ({build.folder.name})"))
+    except (*_remote_errors(), FsbError) as e:
+        return f"changes since {tag}: not computed ({_short(e, token)})"
+
+
+def _shown(paths: list[str] | tuple[str, ...], limit: int = 10) -> str:
+    return ", ".join(paths[:limit]) + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def _refuse_foreign_files(
+    api: Any, repo_id: str, head: str, remote: dict[str, Any], build: LocalBuild, delete: tuple[str, ...], token: str | None
+) -> None:
+    """Refuse to delete or replace files a publish did not write: main must be empty (only what repo creation
+    puts there, e.g. .gitattributes) or an fsb release, and only that release's own files may go."""
+    present = sorted(p for p in remote if p not in KEEP_REMOTE)
+    if not present:
+        return
+    owned = _release_files(api, repo_id, head, remote, token)
+    if owned is None:
+        replaced = [p for p in present if p in build.paths]
+        what = f"would delete {_shown(list(delete))}" if delete else "would delete nothing"
+        what += f" and replace {_shown(replaced)}" if replaced else ""
+        raise PublishError(
+            f"{repo_id} main ({head[:12]}) is not an fsb release (no card and stats.json written by `fsb build`): publishing {what}; "
+            "publish to a new or empty repo, or remove those files on the Hub first; nothing was changed"
+        )
+    foreign = [p for p in delete if p not in owned]
+    if foreign:
+        raise PublishError(
+            f"{repo_id} main ({head[:12]}) holds files that are not part of its fsb release: publishing would delete {_shown(foreign)}; "
+            "remove them on the Hub first (or keep them in a separate repo); nothing was changed"
+        )
+
+
 def _version_of_tag(tag: str) -> tuple[int, int, int, int] | None:
     """(major, minor, patch, 1) of a release tag vX.Y.Z; a pre-release (v2.0.0-rc1) ends in 0, so the
     release 2.0.0 counts as newer than it, as in semantic versioning. Other tags: None."""
-    m = _V_TAG.match(tag)
+    m = _V_TAG.fullmatch(tag)
     return (int(m[1]), int(m[2] or 0), int(m[3] or 0), 0 if m[4] else 1) if m else None
 
 
-def _check_namespace(api: Any, repo_id: str, token: str) -> None:
+def _write_scope(api: Any, repo_id: str, token: str) -> str:
+    """What the token may write, from whoami, before any write: "namespace" (create and write repos in the
+    repo's namespace) or "repo" (write to this existing repo only: a fine-grained token scoped to it).
+
+    A classic token has role "read" or "write"; a write token writes where its user does (the user's own
+    namespace and its orgs, unless its org role is "read"). A fine-grained token (role "fineGrained")
+    writes only where a scoped entry grants "repo.write": on the user or org, or on the dataset repo itself.
+    """
     who = _read("checking the token (whoami)", lambda: api.whoami(), token)
     namespace = repo_id.split("/")[0]
-    role = ((who.get("auth") or {}).get("accessToken") or {}).get("role")
+    access = (who.get("auth") or {}).get("accessToken") or {}
+    role = access.get("role")
     if role == "read":
         raise PublishError("the token is read-only; publishing needs a token with write access; nothing was changed")
-    names = {who.get("name"), *((o or {}).get("name") for o in who.get("orgs") or [])}
-    if namespace not in names:
+    if role == "fineGrained":
+        scoped = (access.get("fineGrained") or {}).get("scoped") or []
+        grants = {
+            ((e.get("entity") or {}).get("type"), (e.get("entity") or {}).get("name"))
+            for e in scoped
+            if isinstance(e, dict) and "repo.write" in (e.get("permissions") or [])
+        }
+        if ("user", namespace) in grants or ("org", namespace) in grants:
+            return "namespace"
+        if (REPO_TYPE, repo_id) in grants:
+            return "repo"
+        raise PublishError(
+            f"the fine-grained token has no repo.write permission on {namespace!r} or on dataset {repo_id!r} "
+            "(add it in the token's settings); nothing was changed"
+        )
+    orgs = {(o or {}).get("name"): (o or {}).get("roleInOrg") for o in who.get("orgs") or []}
+    if namespace != who.get("name") and namespace not in orgs:
         raise PublishError(
             f"the token's user {who.get('name')!r} cannot write to namespace {namespace!r} "
             "(not the user or one of its orgs); nothing was changed"
         )
+    if orgs.get(namespace) == "read":
+        raise PublishError(f"the token's user {who.get('name')!r} has the read role in org {namespace!r}; nothing was changed")
+    return "namespace"
 
 
 def plan_publish(
@@ -387,9 +590,8 @@ def plan_publish(
 
     Sends read requests only. Raises InputError for bad input and PublishError for other refusals.
     """
-    _check_repo_id(repo_id)
-    parse_version(version)
-    build = check_folder(folder)
+    local = check_local(folder, repo_id, version, token=token)
+    build = local.build
     token = _resolve_token(token)
     if token is None and require_token:
         raise PublishError("no Hugging Face token: set HF_TOKEN (a token with write access); nothing was sent to the Hub")
@@ -398,8 +600,7 @@ def plan_publish(
 
     api = HfApi(endpoint=endpoint, token=token if token else False)
     tag = f"v{version}"
-    if token:
-        _check_namespace(api, repo_id, token)
+    scope = _write_scope(api, repo_id, token) if token else None
     try:
         info = api.repo_info(repo_id, repo_type=REPO_TYPE)
     except GatedRepoError as e:
@@ -407,8 +608,13 @@ def plan_publish(
     except RepositoryNotFoundError:
         info = None
     except _remote_errors() as e:
-        raise PublishError(f"reading {repo_id} failed: {_short(e, token)}; nothing was changed") from None
+        raise PublishError(f"reading {repo_id} failed: {_short(e, token)}; nothing was changed{_offline_hint(e)}") from None
     if info is None:
+        if scope == "repo":
+            raise PublishError(
+                f"{repo_id} does not exist and the fine-grained token can write to that repo only, not create it "
+                "(create it on the Hub, or grant repo.write on the namespace); nothing was changed"
+            )
         return Plan(
             repo_id=repo_id,
             version=version,
@@ -423,6 +629,7 @@ def plan_publish(
             delete=(),
             latest_tag=None,
             has_token=token is not None,
+            warnings=local.warnings,
         )
     if private and not info.private:
         raise PublishError(
@@ -442,6 +649,7 @@ def plan_publish(
     add = tuple(f.path for f in build.files if f.path not in remote or not _same(f, remote[f.path]))
     unchanged = tuple(f.path for f in build.files if f.path not in add)
     delete = tuple(sorted(p for p in remote if p not in build.paths and p not in KEEP_REMOTE))
+    _refuse_foreign_files(api, repo_id, head, remote, build, delete, token)
     return Plan(
         repo_id=repo_id,
         version=version,
@@ -456,6 +664,8 @@ def plan_publish(
         delete=delete,
         latest_tag=latest,
         has_token=token is not None,
+        warnings=local.warnings,
+        changes=_changes_since(api, repo_id, latest, build, token) if latest else None,
     )
 
 
@@ -466,8 +676,15 @@ def _description(plan: Plan) -> str:
     from . import __version__
 
     lines = [f"Fifty Shades of Bias {plan.tag}, published by fsb {__version__}.", "", f"Build fingerprint: {plan.build.fingerprint}", ""]
+    if plan.changes:
+        lines += [plan.changes, ""]
     lines += [f"- add {p}" for p in plan.add] + [f"- delete {p}" for p in plan.delete]
     return "\n".join(lines)
+
+
+def _tag_message(plan: Plan) -> str:
+    head = f"Fifty Shades of Bias {plan.tag} (fingerprint {plan.build.fingerprint[:16]})"
+    return f"{head}\n\n{plan.changes}" if plan.changes else head
 
 
 def _rollback_created(api: Any, repo_id: str, token: str) -> tuple[str, bool]:
@@ -516,7 +733,7 @@ def _create_tag(api: Any, plan: Plan, commit_oid: str, token: str, commit_url: s
             api.create_tag(
                 plan.repo_id,
                 tag=plan.tag,
-                tag_message=f"Fifty Shades of Bias {plan.tag} (fingerprint {plan.build.fingerprint[:16]})",
+                tag_message=_tag_message(plan),
                 revision=commit_oid,
                 repo_type=REPO_TYPE,
             )
@@ -613,14 +830,18 @@ def publish(
     endpoint: str | None = None,
     message: str | None = None,
     dry_run: bool = False,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> PublishResult:
     """Publish `folder` (an `fsb build`) to the dataset repo `repo_id` (ORG/NAME) and tag it `v<version>`.
 
     Everything is checked before the first write (see the module docstring); `dry_run` stops after the
     plan. Raises InputError for bad input, PublishError for refusals and failures (with a one-line
     message that says what changed on the Hub). The token is `token` or $HF_TOKEN, nothing else.
+    `on_plan` is called with the plan before anything is written (the CLI prints it there).
     """
     plan = plan_publish(folder, repo_id, version, token=token, private=private, endpoint=endpoint, require_token=not dry_run)
+    if on_plan is not None:
+        on_plan(plan)
     if dry_run:
         return PublishResult(plan, dry_run=True)
     return execute(plan, token=token, message=message)
