@@ -375,6 +375,11 @@ def _ours(name: str) -> bool:
     return name in ("report.md", "report.json", "forest.png") or (name.startswith("scatter-") and name.endswith(".png"))
 
 
+def is_report_folder(out: Path) -> bool:
+    """True when every entry of `out` is a file `fsb report` writes (so replacing it loses nothing else)."""
+    return out.is_dir() and all(p.is_file() and _ours(p.name) for p in out.iterdir())
+
+
 def check_out(out: Path) -> None:
     """Refuse an output folder that holds anything `fsb report` did not write (it is replaced whole)."""
     from ._io import InputError
@@ -393,7 +398,7 @@ def write_outputs(report: dict[str, Any], entries: list[Scored], out: Path) -> l
 
     check_out(out)
     written = []
-    with atomic_dir(out) as stage:
+    with atomic_dir(out, owned=is_report_folder, kind="a report folder from `fsb report`") as stage:
         (stage / "report.md").write_text(render_markdown(report) + "\n", encoding="utf-8")
         (stage / "report.json").write_text(to_json(report) + "\n", encoding="utf-8")
         forest_plot(report, stage / "forest.png")
