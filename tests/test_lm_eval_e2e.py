@@ -1,6 +1,6 @@
 """End to end through lm-eval's own CLI, from a temporary folder with no --include_path, with a real
 tiny model (`hf` backend) and a real OpenAI-compatible server (`local-completions`); and through
-`fsb eval` (lm-eval's Python API). Metrics are recomputed with scipy from the logged samples."""
+`fsb eval` (lm-eval's Python API). Metrics are recomputed from the logged samples by the textbook formulas."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_lm_eval_cli_finds_the_task_and_the_last_build(cli_run: dict[str, Path])
         assert run.results["results"][g]["pearson,none"] == pytest.approx(float(np.mean(vals)), nan_ok=True)
 
 
-def test_every_metric_equals_scipy_on_the_logged_samples(cli_run: dict[str, Path]) -> None:
+def test_every_metric_equals_the_textbook_formulas_on_the_logged_samples(cli_run: dict[str, Path]) -> None:
     run = load_run(cli_run["out"])
     _samples_check(run)
     # the scoring model's answers parse and vary, so these are real numbers, not NaN
