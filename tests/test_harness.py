@@ -329,3 +329,16 @@ def test_fsb_eval_refuses_bad_models_and_tasks_in_one_line(release_dataset: Path
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith(line) and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
         assert proc.stdout.startswith(f"dataset: {release_dataset.resolve()} (fingerprint "), "it names the dataset it read"
+
+
+def test_lm_eval_noise_is_quieted_and_warnings_kept(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from fsb.evaluate import _quiet_lm_eval
+
+    with caplog.at_level(logging.WARNING), _quiet_lm_eval():
+        logging.getLogger("lm_eval.api.task").warning("fsb_set0: Custom kwargs can be passed to `--metadata` in console")
+        logging.getLogger("lm_eval.evaluator").warning("pretrained=pretrained=/m/SmolLM2-Instruct appears to be an instruct variant")
+        logging.getLogger("lm_eval.api.task").warning("a real warning")
+    kept = [r.getMessage() for r in caplog.records]
+    assert kept == ["pretrained=/m/SmolLM2-Instruct appears to be an instruct variant", "a real warning"]
