@@ -53,7 +53,7 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "model: SmolLM2-135M-Instruct" in out
-    assert "expected: 224 requests, about " in out, "4 sentences x 5 sets x (1 generation + 11 log-likelihoods)"
+    assert "expected: 240 requests, about " in out, "4 sentences x 5 sets x (1 generation + 11 log-likelihoods)"
     stratified = "a stratified sample of 1 sentences per equispaced score bin (4; inflates correlations vs the full protocol)"
     stratified += " x 5 few-shot sets"
     assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
