@@ -116,8 +116,8 @@ def test_nearest_tenth_rounds_halves_up(score: float, choice: str) -> None:
 
 
 def test_harness_bins_agree_with_the_build(release_dataset: Path) -> None:
-    """The harness bins with float scores (it must stay self-contained); the build bins exactly from
-    integer counts. On the release (62 sentences sit exactly on 0.25, 0.5 or 0.75) they must agree."""
+    """The harness bins float scores (fifty_shades_of_bias.bin_codes); the build bins exactly from integer
+    counts (exact_bin_codes). On the release (62 sentences sit exactly on 0.25, 0.5 or 0.75) they must agree."""
     import json
 
     rows = spec.load(source=str(release_dataset))[spec.SPLIT]
