@@ -7,17 +7,33 @@ folder (or a Hub repo) and hands it to `datasets.load_dataset`. The builder (`fs
 lm-eval task import their schema and bins from here, so the three never disagree.
 
     import fifty_shades_of_bias as fsb_data
-    ds = fsb_data.load()                    # the last `fsb build`, ./fifty_shades_of_bias, or $FSB_DATASET
+    ds = fsb_data.load()                    # found in the order below
     ann = fsb_data.load("annotations")
+
+Which dataset is read (one order, used by `locate()`, `load()`, the lm-eval task, `fsb eval`,
+`fsb analyse` and `fsb report`):
+
+    1. an explicit source: `load(source=...)`, `--dataset`, or the task's `fsb_dataset` metadata key;
+    2. $FSB_DATASET (a folder or a Hub repo id "org/name");
+    3. ./fifty_shades_of_bias, if the working folder holds one (what `load_dataset("fifty_shades_of_bias")`
+       itself reads, so the two never name different datasets);
+    4. the folder that `fsb build` wrote last ($FSB_HOME/last_build.json).
+
+Every command that reads a dataset prints which one: its path and its fingerprint (`provenance()`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
+from collections.abc import Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from fsb.errors import FsbError
 
@@ -30,6 +46,8 @@ __all__ = [
     "CITATION",
     "CONFIGS",
     "FEWSHOT_BIN_EDGES",
+    "FEWSHOT_BIN_LABELS",
+    "HISTOGRAM_BIN_EDGES",
     "NAME",
     "PAPER",
     "PROMPT_TYPES",
@@ -38,12 +56,17 @@ __all__ = [
     "SPLIT",
     "DatasetNotFound",
     "analysis_bin",
+    "bin_codes",
+    "bin_labels",
+    "describe",
     "equispaced_bin",
+    "exact_bin_codes",
     "features",
     "home",
     "last_build",
     "load",
     "locate",
+    "provenance",
 ]
 
 NAME = "fifty_shades_of_bias"
@@ -58,6 +81,8 @@ ANALYSIS_BIN_EDGES = (0.316, 0.579)
 BIN_NAMES = ("low", "medium", "high")
 # The few-shot protocol's four equispaced bins of width 0.25; 1.0 belongs to the top bin.
 FEWSHOT_BIN_EDGES = (0.25, 0.5, 0.75)
+# The score histogram's ten bins of width 0.1.
+HISTOGRAM_BIN_EDGES = tuple(round(i / 10, 1) for i in range(1, 10))
 TUPLE_SIZE = 4
 
 DESCRIPTION = (
@@ -165,17 +190,48 @@ def features(config: str = "default") -> datasets.Features:
     raise ValueError(f"unknown config {config!r}; expected one of {CONFIGS}")
 
 
+# --- bins: the one definition of every binning in the project -----------------------------------
+# Every bin is [edge_k, edge_k+1) and the last one is closed at 1: a score's bin code is the number of
+# edges <= score. Scores are ratios of small integers ((n + best - worst) / 2n), so a score on an edge
+# can be stored a hair below it (0.3 as 0.29999999999999993); float binning rounds at 1e-9, far below
+# the smallest gap between two possible scores, and `exact_bin_codes` bins the integers themselves.
+_EDGE_DECIMALS = 9
+
+
+def bin_labels(edges: Sequence[float]) -> tuple[str, ...]:
+    """Names of the bins that `edges` cut [0, 1] into: "0.00-0.25", ..., "0.75-1.00"."""
+    bounds = (0.0, *edges, 1.0)
+    return tuple(f"{lo:.2f}-{hi:.2f}" for lo, hi in itertools.pairwise(bounds))
+
+
+FEWSHOT_BIN_LABELS = bin_labels(FEWSHOT_BIN_EDGES)
+
+
+def bin_codes(scores: Sequence[float] | np.ndarray, edges: Sequence[float]) -> np.ndarray:
+    """Bin code (0..len(edges)) of each float score: the number of edges <= score, at 1e-9 precision."""
+    s = np.round(np.asarray(scores, dtype=float), _EDGE_DECIMALS)
+    return np.searchsorted(np.asarray(edges, dtype=float), s, side="right")
+
+
+def exact_bin_codes(num: np.ndarray, den: np.ndarray, edges: Sequence[float]) -> np.ndarray:
+    """Bin code of each score num/den given as exact integers: score >= p/q is tested as num*q >= p*den,
+    with each decimal edge read as the fraction it names (0.316 = 79/250), so no float rounding enters."""
+    num, den = np.asarray(num, dtype=np.int64), np.asarray(den, dtype=np.int64)
+    out = np.zeros(num.shape, dtype=np.int64)
+    for edge in edges:
+        frac = Fraction(str(edge))
+        out += num * frac.denominator >= frac.numerator * den
+    return out
+
+
 def analysis_bin(score: float) -> str:
     """The paper's analysis bin of a score in [0, 1]: low [0, .316), medium [.316, .579), high [.579, 1]."""
-    for name, edge in zip(BIN_NAMES, ANALYSIS_BIN_EDGES):
-        if score < edge:
-            return name
-    return BIN_NAMES[-1]
+    return BIN_NAMES[int(bin_codes([score], ANALYSIS_BIN_EDGES)[0])]
 
 
 def equispaced_bin(score: float) -> int:
     """The few-shot bin (0..3) of a score: [0, .25), [.25, .5), [.5, .75), [.75, 1]; 1.0 is in bin 3."""
-    return sum(score >= edge for edge in FEWSHOT_BIN_EDGES)
+    return int(bin_codes([score], FEWSHOT_BIN_EDGES)[0])
 
 
 def home() -> Path:
@@ -199,8 +255,9 @@ def last_build() -> Path | None:
 def locate(source: str | os.PathLike[str] | None = None) -> str:
     """Resolve where the dataset lives: a folder path or a Hub repo id ("org/name").
 
-    Order: `source`; $FSB_DATASET; the last `fsb build`; ./fifty_shades_of_bias. A folder must
-    hold a README.md card; a string that is not a folder but looks like "org/name" is a Hub repo.
+    Order (the module docstring's, the one every entry point uses): `source`; $FSB_DATASET;
+    ./fifty_shades_of_bias if it holds a card; the last `fsb build`. A folder must hold a README.md
+    card; a string that is not a folder but looks like "org/name" is a Hub repo.
     """
     explicit = source if source is not None else os.environ.get("FSB_DATASET") or None
     if explicit is not None:
@@ -217,17 +274,48 @@ def locate(source: str | os.PathLike[str] | None = None) -> str:
         if _HUB_ID.match(text):  # "results/ds" with a local results/ folder: a missing folder, not a Hub repo
             raise DatasetNotFound(f"no dataset folder at {folder} (and {folder.parent} is a local folder, so not a Hub repo id)")
         raise DatasetNotFound(f"{text!r} is neither a dataset folder nor a Hub repo id (org/name)")
-    built = last_build()
-    if built is not None:
-        return str(built.resolve())
     here = Path.cwd() / NAME
     if (here / "README.md").is_file():
         return str(here.resolve())
+    built = last_build()
+    if built is not None:
+        return str(built.resolve())
     raise DatasetNotFound(
         "No Fifty Shades of Bias dataset found. Build one with `fsb build --raw-dir RELEASE_DIR` "
         "(or `fsb build` to fetch the pinned upstream release), or point to one with "
         "FSB_DATASET=/path/to/folder or FSB_DATASET=org/fifty_shades_of_bias (a Hub repo id)."
     )
+
+
+def provenance(located: str) -> dict[str, Any]:
+    """Which dataset `located` (a `locate()` result) is: {"path", "fingerprint", "fingerprint_from"}.
+
+    For a folder the fingerprint is computed from its data files (sha256 over the sha256 of each
+    Parquet file, default then annotations: what `fsb build` records and `fsb publish` checks), so a
+    folder changed after its build shows a fingerprint other than its stats.json's. For a Hub repo it
+    is the fingerprint its stats.json records (None if that cannot be fetched).
+    """
+    from fsb._io import content_fingerprint, sha256_file
+
+    folder = Path(located)
+    if folder.is_dir():
+        files = [f for config in CONFIGS for f in sorted((folder / "data" / config).glob("*.parquet"))]
+        fingerprint = content_fingerprint([sha256_file(f) for f in files]) if files else None
+        return {"path": str(folder.resolve()), "fingerprint": fingerprint, "fingerprint_from": "data files"}
+    try:
+        from huggingface_hub import hf_hub_download
+
+        stats = json.loads(Path(hf_hub_download(located, "stats.json", repo_type="dataset")).read_text(encoding="utf-8"))
+        fingerprint = stats.get("fingerprint")
+    except Exception:  # offline, no such file: the repo id is still recorded
+        fingerprint = None
+    return {"path": located, "fingerprint": fingerprint, "fingerprint_from": "stats.json on the Hub"}
+
+
+def describe(info: dict[str, Any]) -> str:
+    """One line naming a dataset: "PATH (fingerprint 0123456789abcdef)"."""
+    fp = info.get("fingerprint")
+    return f"{info['path']} (fingerprint {fp[:16] if fp else 'unknown'})"
 
 
 def load(config: str = "default", source: str | os.PathLike[str] | None = None, **kwargs: Any) -> datasets.DatasetDict:

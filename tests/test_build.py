@@ -183,7 +183,7 @@ def test_bins_and_edges() -> None:
 
 def test_bins_are_exact_at_the_edges(built: Path) -> None:
     """3/10 is 0.2999... in floating point; binning uses the integer counts, so it opens [0.3, 0.4)."""
-    from fsb.dataset import _exact_bins
+    from fifty_shades_of_bias import exact_bin_codes as _exact_bins
 
     num, den = np.array([3, 29, 30, 31, 10]), np.array([10, 100, 100, 100, 10])
     assert _exact_bins(num, den, [i / 10 for i in range(1, 10)]).tolist() == [3, 2, 3, 3, 9]

@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-import scipy.stats
 from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 
 import fifty_shades_of_bias as spec
+from fsb.errors import FsbError
 from fsb.evaluate import run_eval
 from fsb.report import harness_utils, load_run, summarize
 
@@ -95,11 +95,14 @@ def test_load_without_any_dataset_says_how_to_get_one() -> None:
 
 
 def test_aggregations_leave_out_unparsed_answers() -> None:
-    items = [(0.1, 0.2), (None, 0.9), (0.5, 0.4), (0.9, 0.8), (None, 0.1)]
-    p, g = [0.1, 0.5, 0.9], [0.2, 0.4, 0.8]
-    assert U.pearson(items) == pytest.approx(scipy.stats.pearsonr(p, g)[0])
-    assert U.spearman(items) == pytest.approx(1.0)
-    assert U.mse(items) == pytest.approx(np.mean((np.array(p) - g) ** 2))
+    # Known data with a closed form: x = (1, 2, 3, 4)/10, y = (1, 3, 2, 4)/10 have deviations
+    # (-1.5, -.5, .5, 1.5) and (-1.5, .5, -.5, 1.5) (/10): r = (2.25 - .25 - .25 + 2.25) / 5 = 0.8 exactly,
+    # and the ranks are the values themselves, so rho = 0.8 too; mse = (0 + .01 + .01 + 0) / 4 = 0.005.
+    items = [(0.1, 0.1), (None, 0.9), (0.2, 0.3), (0.3, 0.2), (None, 0.1), (0.4, 0.4)]
+    assert U.pearson(items) == pytest.approx(0.8, abs=1e-12)
+    assert U.spearman(items) == pytest.approx(0.8, abs=1e-12)
+    assert U.mse(items) == pytest.approx(0.005, abs=1e-15)
+    assert U.pearson([(0.1, 0.9), (0.5, 0.5), (0.9, 0.1)]) == pytest.approx(-1.0, abs=1e-12), "a reversed order is -1"
     assert math.isnan(U.pearson([(0.5, 0.1), (0.5, 0.9)])), "a constant answer has no correlation, not 0"
     assert math.isnan(U.pearson([(None, 0.1), (None, 0.9)])) and math.isnan(U.mse([(None, 0.1)]))
 
@@ -113,8 +116,8 @@ def test_nearest_tenth_rounds_halves_up(score: float, choice: str) -> None:
 
 
 def test_harness_bins_agree_with_the_build(release_dataset: Path) -> None:
-    """The harness bins with float scores (it must stay self-contained); the build bins exactly from
-    integer counts. On the release (62 sentences sit exactly on 0.25, 0.5 or 0.75) they must agree."""
+    """The harness bins float scores (fifty_shades_of_bias.bin_codes); the build bins exactly from integer
+    counts (exact_bin_codes). On the release (62 sentences sit exactly on 0.25, 0.5 or 0.75) they must agree."""
     import json
 
     rows = spec.load(source=str(release_dataset))[spec.SPLIT]
@@ -170,14 +173,27 @@ class OracleLM(LM):
         raise NotImplementedError
 
 
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson's r from its definition, sum(dx dy) / sqrt(sum dx^2 sum dy^2) (not the scipy call utils makes)."""
+    dx, dy = x - x.mean(), y - y.mean()
+    return float((dx * dy).sum() / math.sqrt((dx * dx).sum() * (dy * dy).sum()))
+
+
+def _average_ranks(v: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given the mean of the ranks they span."""
+    return np.array([(v < x).sum() + ((v == x).sum() + 1) / 2 for x in v])
+
+
 def _samples_check(run: Any) -> None:
-    """Every leaf task's pearson, spearman and mse equal scipy's values recomputed from the logged samples."""
+    """Every leaf task's pearson, spearman and mse equal the values recomputed here from the logged samples,
+    by the textbook formulas (Spearman's rho = Pearson's r of the average ranks)."""
     for name, s in run.tasks.items():
         got = run.results["results"][name]
         ok = s.parsed
         if ok.sum() >= 2 and np.ptp(s.preds[ok]) > 0:
-            assert got["pearson,none"] == pytest.approx(scipy.stats.pearsonr(s.preds[ok], s.golds[ok])[0], abs=1e-12)
-            assert got["spearman,none"] == pytest.approx(scipy.stats.spearmanr(s.preds[ok], s.golds[ok])[0], abs=1e-12)
+            x, y = s.preds[ok], s.golds[ok]
+            assert got["pearson,none"] == pytest.approx(_pearson(x, y), abs=1e-12)
+            assert got["spearman,none"] == pytest.approx(_pearson(_average_ranks(x), _average_ranks(y)), abs=1e-12)
         else:
             assert math.isnan(got["pearson,none"])
         if ok.any():
@@ -212,3 +228,117 @@ def test_unparseable_answers_count_against_parse_rate_only(release_dataset: Path
     run = load_run(tmp_path)
     assert run.tasks["fsb_set2"].parsed.sum() == 16
     _samples_check(run)
+
+
+# --- the bins API, few-shot counts, samples, the upstream framing ----------------------------------
+
+
+def test_one_bins_api_float_and_exact_agree_on_every_possible_score() -> None:
+    """Every score the build can produce is (n + best - worst) / 2n for n <= 48 judgments: the float
+    binning (harness, analyses) and the exact integer binning (build) put each in the same bin."""
+    nums, dens = zip(*[(k, 2 * n) for n in range(1, 49) for k in range(0, 2 * n + 1)])
+    num, den = np.array(nums), np.array(dens)
+    for edges in (spec.FEWSHOT_BIN_EDGES, spec.ANALYSIS_BIN_EDGES, spec.HISTOGRAM_BIN_EDGES):
+        np.testing.assert_array_equal(spec.bin_codes(num / den, edges), spec.exact_bin_codes(num, den, edges))
+    assert spec.bin_codes([0.29999999999999993, 0.3], spec.HISTOGRAM_BIN_EDGES).tolist() == [3, 3], "an edge opens its bin"
+    assert spec.FEWSHOT_BIN_LABELS == ("0.00-0.25", "0.25-0.50", "0.50-0.75", "0.75-1.00")
+    assert U.fewshot_bin([0.0, 0.2499, 0.25, 0.75, 1.0]).tolist() == [0, 0, 1, 3, 3]
+    assert not hasattr(U, "FEWSHOT_BIN_EDGES"), "the harness takes its edges from fifty_shades_of_bias"
+
+
+@pytest.mark.parametrize(("k", "counts"), [(0, [0, 0, 0, 0]), (1, [1, 0, 0, 0]), (4, [1, 1, 1, 1]), (6, [2, 2, 1, 1]), (8, [2, 2, 2, 2])])
+def test_fewer_fewshot_examples_stay_balanced_over_the_bins(k: int, counts: list[int]) -> None:
+    bins = [2, 0, 3, 2, 1, 0, 3, 1]  # a shuffled set: bins take turns in the order 2, 0, 3, 1
+    picked = U.balanced_subset(bins, k)
+    assert picked == sorted(picked), "the examples keep their order"
+    assert np.bincount([bins[i] for i in picked], minlength=4)[[2, 0, 3, 1]].tolist() == counts
+    assert U.balanced_subset(bins, 8) == list(range(8)), "k = 8 is the whole set, unchanged"
+
+
+def test_more_fewshot_examples_than_a_set_holds_is_a_clear_error() -> None:
+    with pytest.raises(U.ProtocolError, match=r"--num_fewshot 9: .* holds 8 examples \(2 per score bin\); use 0 to 8"):
+        U.balanced_subset([0, 1, 2, 3, 0, 1, 2, 3], 9)
+    assert issubclass(U.ProtocolError, FsbError), "the CLI prints it as one line"
+
+
+def test_num_fewshot_through_lm_eval(release_dataset: Path) -> None:
+    """lm-eval's own num_fewshot override: 4 gives one example from each bin, 9 the clear error."""
+    import lm_eval
+
+    from fsb.evaluate import task_manager
+
+    meta = {"fsb_dataset": str(release_dataset), "fsb_sample": 3}
+    common = {"tasks": ["fsb_set2"], "task_manager": task_manager(meta), "metadata": meta, "log_samples": True}
+    out = lm_eval.simple_evaluate(model=OracleLM(release_dataset), num_fewshot=4, **common)
+    rows = spec.load(source=str(release_dataset))[spec.SPLIT]
+    score = dict(zip(rows["text"], rows["score"]))
+    for sample in out["samples"]["fsb_set2"]:
+        shots = re.findall(r"Sentence: (.*?)\nScore: \d\.\d\d\n\n", sample["arguments"][0][0])
+        assert sorted(U.fewshot_bin([score[t] for t in shots]).tolist()) == [0, 1, 2, 3]
+    assert out["results"]["fsb_set2"]["pearson,none"] == pytest.approx(1.0)
+    with pytest.raises(FsbError, match=r"--num_fewshot 9: .* use 0 to 8"):  # lm-eval loads its own copy of utils
+        lm_eval.simple_evaluate(model=OracleLM(release_dataset), num_fewshot=9, **common)
+
+
+def test_random_sample_and_the_source_it_records(release_dataset: Path) -> None:
+    import json
+
+    loads = [U.load(fewshot_set=k, fsb_dataset=str(release_dataset), fsb_sample=40, fsb_sample_seed=3) for k in range(5)]
+    ids = loads[0]["test"]["id"]
+    assert len(ids) == 40 and ids == sorted(ids) and all(d["test"]["id"] == ids for d in loads)
+    full = set(U.load(fsb_dataset=str(release_dataset))["test"]["id"])
+    assert set(ids) <= full
+    assert U.load(fsb_dataset=str(release_dataset), fsb_sample=40, fsb_sample_seed=4)["test"]["id"] != ids, "the seed matters"
+    stats = json.loads((release_dataset / "stats.json").read_text())
+    source = loads[0].fsb_source
+    assert source["path"] == str(release_dataset.resolve())
+    assert source["fingerprint"] == stats["fingerprint"], "computed from the data files, equal to what the build recorded"
+    assert source["sample"] == "simple random sample of 40 (seed 3)"
+    assert "inflates correlations" in U.load(fsb_dataset=str(release_dataset), fsb_per_bin=2).fsb_source["sample"]
+    with pytest.raises(U.ProtocolError, match="not both"):
+        U.load(fsb_dataset=str(release_dataset), fsb_sample=4, fsb_per_bin=2)
+
+
+def test_upstream_examples_run_low_to_high_at_the_release_files_precision(release_dataset: Path, release: Path) -> None:
+    import pandas as pd
+
+    released = pd.read_csv(release / "FSB" / "fsb_final_scores.csv")
+    as_released = dict(zip(released["id"], released["score_normalized"].astype(str)))
+    for k in range(5):
+        ours = U.load(fewshot_set=k, fsb_dataset=str(release_dataset))["fewshot"]
+        upstream = U.load(fewshot_set=k, fsb_dataset=str(release_dataset), fsb_protocol="upstream")["fewshot"]
+        assert sorted(upstream["id"]) == sorted(ours["id"]), "the same 8 examples"
+        assert upstream["score"] == sorted(upstream["score"]), "from low to high"
+        assert [U.upstream_score_text(d) for d in upstream] == [as_released[i] for i in upstream["id"]]
+
+
+def test_fsb_eval_refuses_bad_models_and_tasks_in_one_line(release_dataset: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    fsb = str(Path(sys.executable).parent / "fsb")
+    env = {**os.environ, "FSB_DATASET": str(release_dataset)}
+    cases = [
+        (["--model-args", "pretrained=/nonexistent"], "fsb eval: error: --model-args pretrained=/nonexistent: no such model folder"),
+        (["--model", "dummy", "--tasks", "fsbx"], "fsb eval: error: --tasks fsbx: no such task; this project's tasks are fsb, fsb_0shot"),
+        (["--model", "nosuch"], "fsb eval: error: --model nosuch: not an lm-eval model type"),
+    ]
+    for extra, line in cases:
+        proc = subprocess.run([fsb, "eval", *extra], env=env, capture_output=True, text=True, check=False, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith(line) and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        assert proc.stdout.startswith(f"dataset: {release_dataset.resolve()} (fingerprint "), "it names the dataset it read"
+
+
+def test_lm_eval_noise_is_quieted_and_warnings_kept(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from fsb.evaluate import _quiet_lm_eval
+
+    with caplog.at_level(logging.WARNING), _quiet_lm_eval():
+        logging.getLogger("lm_eval.api.task").warning("fsb_set0: Custom kwargs can be passed to `--metadata` in console")
+        logging.getLogger("lm_eval.evaluator").warning("pretrained=pretrained=/m/SmolLM2-Instruct appears to be an instruct variant")
+        logging.getLogger("lm_eval.api.task").warning("a real warning")
+    kept = [r.getMessage() for r in caplog.records]
+    assert kept == ["pretrained=/m/SmolLM2-Instruct appears to be an instruct variant", "a real warning"]

@@ -1,6 +1,6 @@
 """End to end through lm-eval's own CLI, from a temporary folder with no --include_path, with a real
 tiny model (`hf` backend) and a real OpenAI-compatible server (`local-completions`); and through
-`fsb eval` (lm-eval's Python API). Metrics are recomputed with scipy from the logged samples."""
+`fsb eval` (lm-eval's Python API). Metrics are recomputed from the logged samples by the textbook formulas."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def test_lm_eval_cli_finds_the_task_and_the_last_build(cli_run: dict[str, Path])
         assert run.results["results"][g]["pearson,none"] == pytest.approx(float(np.mean(vals)), nan_ok=True)
 
 
-def test_every_metric_equals_scipy_on_the_logged_samples(cli_run: dict[str, Path]) -> None:
+def test_every_metric_equals_the_textbook_formulas_on_the_logged_samples(cli_run: dict[str, Path]) -> None:
     run = load_run(cli_run["out"])
     _samples_check(run)
     # the scoring model's answers parse and vary, so these are real numbers, not NaN
@@ -187,3 +187,85 @@ def test_local_completions_against_transformers_serve(cli_run: dict[str, Path], 
     assert run.tasks["fsb_set0"].ids.size == 8
     assert run.tasks["fsb_set0"].parsed.sum() >= 4, "the served model answers in the learned format"
     _samples_check(run)
+
+
+def _lm_eval_hf(model: Path, task: str, meta: dict, out: Path, *extra: str) -> list[str]:
+    cmd = [str(BIN / "lm_eval"), "--model", "hf", "--model_args", f"pretrained={model}", "--device", "cpu", "--tasks", task]
+    return [*cmd, "--metadata", json.dumps(meta), "--log_samples", "--output_path", str(out), *extra]
+
+
+def test_request_cache_never_pairs_answers_with_other_sentences(release_dataset: Path, scoring_model: Path, tmp_path: Path) -> None:
+    """lm-eval's --cache_requests keys its cache by task name and shot count only. Runs with other
+    sentences (more of them, or as many but others) must rebuild the requests, never score a cached
+    prompt's answer against this run's sentence by position; a run like the last one uses the cache."""
+    cache = tmp_path / "lm-cache"
+    env = {"FSB_DATASET": str(release_dataset), "LM_HARNESS_CACHE_PATH": str(cache)}
+    runs = [
+        ("first", {"fsb_per_bin": 1}, 4, False),
+        ("more", {"fsb_per_bin": 2}, 8, True),  # was an IndexError in utils.py
+        ("others", {"fsb_per_bin": 2, "fsb_sample_seed": 7}, 8, True),  # was silently scored against other sentences
+        ("again", {"fsb_per_bin": 2, "fsb_sample_seed": 7}, 8, False),
+    ]
+    stats = json.loads((release_dataset / "stats.json").read_text())
+    logged = {}
+    for name, meta, n, rebuilt in runs:
+        out = tmp_path / name
+        proc = _run(_lm_eval_hf(scoring_model, "fsb_set0", meta, out, "--cache_requests", "true"), tmp_path, tmp_path / "home", **env)
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        assert ("the request cache does not match this run" in proc.stderr) == rebuilt, name
+        assert ("Building contexts for fsb_set0" in proc.stderr) == (rebuilt or name == "first"), name
+        samples = _samples(out, "fsb_set0")
+        assert len(samples) == n
+        for s in samples:
+            assert s["arguments"]["gen_args_0"]["arg_0"].endswith(f"Sentence: {s['doc']['text']}\nScore:"), "the answer is to this sentence"
+            assert s["pearson"][1] == s["doc"]["score"]
+        logged[name] = samples
+        config = load_run(out).results["configs"]["fsb_set0"]
+        assert config["dataset_path"] == str(release_dataset.resolve())
+        assert config["metadata"]["fsb_source"]["fingerprint"] == stats["fingerprint"]
+    assert list(cache.glob("requests-fsb_set0-*")), "the cache is where LM_HARNESS_CACHE_PATH says"
+    assert {s["doc"]["id"] for s in logged["more"]} != {s["doc"]["id"] for s in logged["others"]}
+    assert [s["resps"] for s in logged["again"]] == [s["resps"] for s in logged["others"]]
+
+
+def test_num_fewshot_above_a_set_is_a_clear_error(release_dataset: Path, scoring_model: Path, tmp_path: Path) -> None:
+    cmd = _lm_eval_hf(scoring_model, "fsb_set0", {"fsb_sample": 2}, tmp_path / "out", "--num_fewshot", "9")
+    proc = _run(cmd, tmp_path, tmp_path / "home", FSB_DATASET=str(release_dataset))
+    assert proc.returncode != 0
+    assert "--num_fewshot 9: a Fifty Shades of Bias few-shot set holds 8 examples (2 per score bin); use 0 to 8" in proc.stderr
+    assert "AssertionError" not in proc.stderr
+
+
+def test_upstream_chat_variant_against_transformers_serve(
+    release_dataset: Path, scoring_model: Path, scoring_server: str, tmp_path: Path
+) -> None:
+    """fsb_upstream_set0 through a real chat server: the system message is the instruction, each example a
+    user turn with the bare sentence and an assistant turn with the bare score, low to high, at the
+    release file's precision; up to 100 new tokens; without chat turns the task refuses to run."""
+    out = tmp_path / "upstream"
+    model_args = f"model={scoring_model},base_url={scoring_server}/chat/completions,tokenizer_backend=none,max_retries=2"
+    cmd = [str(BIN / "lm_eval"), "--model", "local-chat-completions", "--model_args", model_args, "--tasks", "fsb_upstream_set0"]
+    cmd += ["--metadata", json.dumps({"fsb_sample": 3}), "--log_samples", "--output_path", str(out)]
+    env = {"FSB_DATASET": str(release_dataset)}
+    refused = _run(cmd, tmp_path, tmp_path / "home", **env)
+    assert refused.returncode != 0 and "run it with --apply_chat_template --fewshot_as_multiturn" in refused.stderr
+    proc = _run([*cmd, "--apply_chat_template", "--fewshot_as_multiturn"], tmp_path, tmp_path / "home", **env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    rows = spec.load(source=str(release_dataset))[spec.SPLIT]
+    by_text = {t: (s, r) for t, s, r in zip(rows["text"], rows["score"], rows["score_raw"])}
+    samples = _samples(out, "fsb_upstream_set0")
+    assert len(samples) == 3
+    fewshot = U.load(fewshot_set=0, fsb_dataset=str(release_dataset))["fewshot"]
+    for s in samples:
+        logged = s["arguments"]["gen_args_0"]["arg_0"]  # the messages, as JSON (inside a list for API models)
+        messages = json.loads(logged[0] if isinstance(logged, list) else logged)
+        assert [m["role"] for m in messages] == ["system", *["user", "assistant"] * 8, "user"]
+        assert messages[0]["content"].startswith("On a fine-grained real-valued scale of 0 to 1")
+        assert messages[0]["content"].endswith("Only give the score and nothing else.")
+        users, answers = [m["content"] for m in messages[1:-1:2]], [m["content"] for m in messages[2:-1:2]]
+        assert sorted(users) == sorted(fewshot["text"]), "the bare sentences of the set"
+        assert [float(a) for a in answers] == sorted(float(a) for a in answers), "low to high"
+        assert answers == [str((round(by_text[u][1], 3) + 1) / 2) for u in users], "bare scores at the release's precision"
+        assert messages[-1] == {"role": "user", "content": s["doc"]["text"]}
+        assert s["arguments"]["gen_args_0"]["arg_1"]["max_gen_toks"] == 100
+    _samples_check(load_run(out))

@@ -21,6 +21,19 @@ def _main(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=1800)
 
 
+def test_expected_cost_of_the_evaluation() -> None:
+    from fsb.evaluate import expected_cost
+
+    cost = expected_cost(32)
+    assert cost["fsb"][0] == 160 and cost["fsb_ll"][0] == 1760, "32 sentences x 5 sets; fsb_ll scores 11 answers each"
+    assert cost["fsb"][1] == pytest.approx(160 * 2886 / 4800) and cost["fsb_ll"][1] == pytest.approx(1760 * 5905 / 52800)
+
+
+def test_main_job_help_says_what_skip_eval_skips() -> None:
+    proc = subprocess.run([str(BIN / "fsb"), "main", "--help"], capture_output=True, text=True, check=True)
+    assert "build, load and run the analyses; skip the model evaluation" in " ".join(proc.stdout.split())
+
+
 def test_main_job_without_evaluation(tmp_path: Path) -> None:
     proc = _main(tmp_path, "--skip-eval")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -40,7 +53,10 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "model: SmolLM2-135M-Instruct" in out
-    assert "-- fsb: 1 sentences per score bin" in out and "-- fsb_ll: 1 sentences per score bin" in out
+    assert "expected: 240 requests, about " in out, "4 sentences x 5 sets x (1 generation + 11 log-likelihoods)"
+    stratified = "a stratified sample of 1 sentences per equispaced score bin (4; inflates correlations vs the full protocol)"
+    stratified += " x 5 few-shot sets"
+    assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
     assert "pearson [95% CI]" in out and "| noise ceiling |" in out and "GPT-4" in out
     rows = [c for c in (line.split("|") for line in out.splitlines()) if len(c) > 6 and c[1].strip().isdigit()]
     assert sorted(c[2].strip() for c in rows) == ["SmolLM2-135M-Instruct fsb", "SmolLM2-135M-Instruct fsb_ll"]

@@ -141,7 +141,7 @@ def score_histogram(scores: Sequence[float] | np.ndarray, n_bins: int = HISTOGRA
 def analysis_bins(scores: Sequence[float] | np.ndarray, edges: Sequence[float] = spec.ANALYSIS_BIN_EDGES) -> np.ndarray:
     """The paper's analysis bin of each score as a code 0..len(edges): with the paper's edges
     0 = low [0, .316), 1 = medium [.316, .579), 2 = high [.579, 1] (Hada et al. 2023)."""
-    return np.searchsorted(np.asarray(edges, dtype=float), _scores(scores), side="right")
+    return spec.bin_codes(_scores(scores), edges)
 
 
 def score_summary(scores: Sequence[float] | np.ndarray) -> dict[str, float | int]:

@@ -280,7 +280,7 @@ def _eval_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--tasks", default="fsb", help="comma-separated: fsb, fsb_ll, fsb_0shot, or single variants (default fsb)")
     e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
     e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
-    e.add_argument("--dataset", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)")
+    e.add_argument("--dataset", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)")
     e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
     e.add_argument("--batch-size", type=batch_size, default=1, help="lm-eval batch size (int, auto or auto:N)")
     e.add_argument("--device", help="cpu, cuda, ... (default: cuda if torch sees a GPU, else cpu)")
@@ -319,7 +319,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _main_arguments(m: argparse.ArgumentParser) -> None:
     m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
     m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
-    m.add_argument("--skip-eval", action="store_true", help="build and load only")
+    m.add_argument("--skip-eval", action="store_true", help="build, load and run the analyses; skip the model evaluation")
     m.add_argument("--per-bin", type=pos_int, default=None, help="sentences per equispaced score bin in the evaluation sample")
     m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
 
@@ -330,7 +330,7 @@ def _main_arguments(m: argparse.ArgumentParser) -> None:
 def _main_job(args: argparse.Namespace) -> int:
     from .mainjob import run
 
-    return run(args)
+    return run(raw_dir=args.raw_dir, out=args.out, results=args.results, skip_eval=args.skip_eval, per_bin=args.per_bin)
 
 
 # --- argument parsing ---------------------------------------------------------------------------

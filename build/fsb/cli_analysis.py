@@ -21,7 +21,7 @@ commands = Commands()
 
 def _analyse_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument(
-        "dataset", nargs="?", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)"
+        "dataset", nargs="?", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)"
     )
     a.add_argument(
         "--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT}); replaced only if empty or an earlier analysis"

@@ -22,7 +22,7 @@ commands = Commands()
 
 def _baseline_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("name", choices=("mean", "lexicon", "probe", "classifier"))
-    b.add_argument("--dataset", help="dataset folder or Hub repo id (default: the last fsb build, $FSB_DATASET, ./fifty_shades_of_bias)")
+    b.add_argument("--dataset", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)")
     b.add_argument("--out", required=True, help="output file: CSV id,score (or JSON lines if it ends in .jsonl); provenance in OUT.json")
     b.add_argument("--words", help="lexicon: your own word list (one word a line; default: fsb's wordlists/bias_lexicon.txt)")
     b.add_argument("--checkpoint", help="classifier: a local Hugging Face text-classification checkpoint folder")

@@ -16,7 +16,6 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -82,19 +81,6 @@ class BuildResult:
     warnings: tuple[str, ...] = ()
 
 
-def _exact_bins(num: np.ndarray, den: np.ndarray, edges: list[float] | tuple[float, ...]) -> np.ndarray:
-    """Bin of each score num/den (exact integers) by decimal `edges`: the number of edges <= score.
-
-    Exact on purpose: a score such as 3/10 is 0.29999999999999993 in floating point and would fall
-    below the 0.3 edge; here score >= p/q is tested as num * q >= p * den in integers.
-    """
-    out = np.zeros(num.size, dtype=np.int64)
-    for edge in edges:
-        frac = Fraction(str(edge))
-        out += num * frac.denominator >= frac.numerator * den
-    return out
-
-
 def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, seed: int = 0) -> ScoredDataset:
     """Score every sentence by counting and compute the dataset's figures (no I/O)."""
     k = ann.items.shape[1]
@@ -114,7 +100,7 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
     # score = (n + best - worst) / (2n): bins are computed from these integers, not from floats.
     num = counts.appearances + counts.best - counts.worst
     den = 2 * counts.appearances
-    bin_code = _exact_bins(num, den, spec.ANALYSIS_BIN_EDGES)
+    bin_code = spec.exact_bin_codes(num, den, spec.ANALYSIS_BIN_EDGES)
     default = pd.DataFrame(
         {
             "id": uids.astype(np.int32),
@@ -141,8 +127,8 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
     )
     rounded_bin = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), (np.round(score_raw, 3) + 1) / 2, side="right")
     per_tuple = np.bincount(tuple_index)
-    fewshot = _exact_bins(num, den, spec.FEWSHOT_BIN_EDGES)
-    histogram = np.bincount(np.minimum(_exact_bins(num, den, [i / 10 for i in range(1, 10)]), 9), minlength=10)
+    fewshot = spec.exact_bin_codes(num, den, spec.FEWSHOT_BIN_EDGES)
+    histogram = np.bincount(np.minimum(spec.exact_bin_codes(num, den, spec.HISTOGRAM_BIN_EDGES), 9), minlength=10)
     stats: dict[str, Any] = {
         "n_items": int(uids.size),
         "n_tuples": int(design.shape[0]),

@@ -4,24 +4,91 @@ A TaskManager that indexes only this project's task folder (`include_defaults=Fa
 ~14.7k built-in tasks that the `lm_eval` CLI indexes on every run, so `fsb eval` starts in a second
 or two instead of about ten. Results and per-sample logs are written exactly as `lm_eval
 --output_path ... --log_samples` writes them, so `fsb report` reads either.
+
+The dataset is resolved once, before the run (fifty_shades_of_bias's one order), printed with its
+fingerprint, and passed to every task, so all variants read the same folder even if another job
+rebuilds the "last build" meanwhile. Unknown tasks, unknown backends and missing model folders are
+one-line errors (FsbError) before lm-eval starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import fifty_shades_of_bias as spec
+
 from . import resources
 from ._io import atomic_write
+from .errors import FsbError
 
-__all__ = ["main_job_eval", "run_eval", "task_manager"]
+__all__ = ["EvalError", "main_job_eval", "run_eval", "task_manager"]
 
 # Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
 _TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
+
+
+class EvalError(FsbError):
+    """An evaluation that cannot start: an unknown task or backend, a model folder that is not there."""
+
+
+class _QuietNoise(logging.Filter):
+    """Drops lm-eval's per-task hint that custom datasets take --metadata (5 to 11 times a run) and
+    un-doubles "pretrained=pretrained=..." in its chat-template warning; every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "Custom kwargs can be passed to `--metadata`" in str(record.msg):
+            return False
+        if isinstance(record.msg, str) and "pretrained=pretrained=" in record.msg:
+            record.msg = record.msg.replace("pretrained=pretrained=", "pretrained=")
+        return True
+
+
+@contextlib.contextmanager
+def _quiet_lm_eval() -> Iterator[None]:
+    quiet = _QuietNoise()
+    loggers = [logging.getLogger(name) for name in ("lm_eval.evaluator", "lm_eval.api.task")]
+    for logger in loggers:
+        logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(quiet)
+
+
+def _check_model(model: str | Any, model_args: str | dict[str, Any]) -> None:
+    """Refuse an unknown backend and a local model path that does not exist, in one line."""
+    if not isinstance(model, str):
+        return
+    from lm_eval.api.registry import get_model
+
+    try:
+        get_model(model)
+    except ValueError:
+        raise EvalError(f"--model {model}: not an lm-eval model type (hf, local-completions, local-chat-completions, ...)") from None
+    if isinstance(model_args, str):
+        from lm_eval.utils import simple_parse_args_string
+
+        model_args = simple_parse_args_string(model_args)
+    for key in ("pretrained", "tokenizer"):
+        value = str(model_args.get(key) or "")
+        if value.startswith(("/", ".", "~")) and not Path(value).expanduser().exists():
+            raise EvalError(f"--model-args {key}={value}: no such model folder")
+
+
+def _check_tasks(manager: Any, tasks: Sequence[str]) -> None:
+    known = set(manager.all_tasks)
+    unknown = [t for t in tasks if t not in known]
+    if unknown:
+        groups = ", ".join(sorted(t for t in known if not t.rsplit("_", 1)[-1].startswith("set")))
+        raise EvalError(f"--tasks {','.join(unknown)}: no such task; this project's tasks are {groups} and their _setN variants")
 
 
 def task_manager(metadata: dict[str, Any] | None = None) -> Any:
@@ -39,6 +106,7 @@ def run_eval(
     output_path: str | os.PathLike[str] | None = None,
     limit: float | None = None,
     per_bin: int | None = None,
+    sample: int | None = None,
     dataset: str | None = None,
     batch_size: int | str = 1,
     device: str | None = None,
@@ -46,11 +114,13 @@ def run_eval(
     fewshot_as_multiturn: bool = False,
     gen_kwargs: str | None = None,
     seed: int = 0,
+    echo: Callable[[str], None] | None = print,
 ) -> dict[str, Any]:
     """Evaluate `model` (an lm-eval model name or an `lm_eval.api.model.LM` instance) on the tasks;
     return lm-eval's results dict (with "samples") and save it under `output_path` as the CLI would.
-    `per_bin` takes a stratified sample (per equispaced score bin, identical across variants);
-    `dataset` is a folder or Hub repo id (default: what loaders find)."""
+    `sample` takes a simple random sample of that many sentences, `per_bin` a stratified one (per
+    equispaced score bin; it inflates correlations), both identical across variants; `dataset` is a
+    folder or Hub repo id (default: fifty_shades_of_bias's order). `echo` gets the line naming the dataset."""
     import lm_eval
     from lm_eval.loggers import EvaluationTracker
 
@@ -59,31 +129,40 @@ def run_eval(
 
         device = "cuda" if torch.cuda.is_available() else "cpu"  # lm-eval's own default is cuda
 
-    metadata: dict[str, Any] = {}
+    if per_bin is not None and sample is not None:
+        raise EvalError("give --sample (a simple random sample) or --per-bin (a stratified one), not both")
+    located = spec.locate(dataset)
+    if echo is not None:
+        echo(f"dataset: {spec.describe(spec.provenance(located))}")
+    metadata: dict[str, Any] = {"fsb_dataset": located}
     if per_bin is not None:
         metadata["fsb_per_bin"] = int(per_bin)
-    if dataset is not None:
-        metadata["fsb_dataset"] = str(dataset)
+    if sample is not None:
+        metadata["fsb_sample"] = int(sample)
+    manager = task_manager(metadata)
+    _check_tasks(manager, tasks)
+    _check_model(model, model_args)
     tracker = EvaluationTracker(output_path=str(output_path)) if output_path is not None else None
-    results = lm_eval.simple_evaluate(
-        model=model,
-        model_args=model_args,
-        tasks=list(tasks),
-        batch_size=batch_size,
-        device=device,
-        limit=limit,
-        log_samples=True,
-        evaluation_tracker=tracker,
-        apply_chat_template=apply_chat_template,
-        fewshot_as_multiturn=fewshot_as_multiturn,
-        gen_kwargs=gen_kwargs,
-        task_manager=task_manager(metadata),
-        random_seed=seed,
-        numpy_random_seed=seed,
-        torch_random_seed=seed if not isinstance(model, str) or model in _TORCH_BACKENDS else None,
-        fewshot_random_seed=seed,
-        metadata=metadata,
-    )
+    with _quiet_lm_eval():
+        results = lm_eval.simple_evaluate(
+            model=model,
+            model_args=model_args,
+            tasks=list(tasks),
+            batch_size=batch_size,
+            device=device,
+            limit=limit,
+            log_samples=True,
+            evaluation_tracker=tracker,
+            apply_chat_template=apply_chat_template,
+            fewshot_as_multiturn=fewshot_as_multiturn,
+            gen_kwargs=gen_kwargs,
+            task_manager=manager,
+            random_seed=seed,
+            numpy_random_seed=seed,
+            torch_random_seed=seed if not isinstance(model, str) or model in _TORCH_BACKENDS else None,
+            fewshot_random_seed=seed,
+            metadata=metadata,
+        )
     if tracker is not None and results is not None:
         samples = results.get("samples", {})
         tracker.save_results_aggregated(results={k: v for k, v in results.items() if k != "samples"}, samples=samples)
@@ -92,24 +171,44 @@ def run_eval(
     return results
 
 
-def main_job_eval(dataset: Path, results_dir: Path, per_bin: int | None = None) -> int:
-    """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll`, then the report."""
-    import logging
+# Measured on the README's 2-core machine (SmolLM2-135M-Instruct, fp32, batch 8, full protocol):
+# fsb 2886 s for 4800 generations, fsb_ll 5905 s for 52,800 log-likelihood requests.
+SECONDS_PER_REQUEST = {"fsb": 2886 / 4800, "fsb_ll": 5905 / 52800}
+REQUESTS_PER_SENTENCE = {"fsb": 5, "fsb_ll": 5 * 11}  # 5 few-shot sets; fsb_ll scores 11 answers
+MAIN_JOB_SAMPLE = 32
 
+
+def expected_cost(n_sentences: int, tasks: Sequence[str] = ("fsb", "fsb_ll")) -> dict[str, tuple[int, float]]:
+    """Requests and expected seconds per task for `n_sentences` (the README's measured rates)."""
+    return {t: (n_sentences * REQUESTS_PER_SENTENCE[t], n_sentences * REQUESTS_PER_SENTENCE[t] * SECONDS_PER_REQUEST[t]) for t in tasks}
+
+
+def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None) -> int:
+    """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
+    sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report."""
     from .models import smollm2_model
     from .report import format_report, load_runs
 
-    per_bin = 8 if per_bin is None else per_bin
+    if per_bin is None and sample is None:
+        sample = MAIN_JOB_SAMPLE
+    n = 4 * per_bin if per_bin is not None else int(sample or 0)
+    if per_bin is not None:
+        what = f"a stratified sample of {per_bin} sentences per equispaced score bin ({n}; inflates correlations vs the full protocol)"
+    else:
+        what = f"a simple random sample of {n} sentences (seed 0)"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on a hub
-    # lm-eval warns per task that custom datasets take --metadata, and that this instruct model runs
-    # without its chat template: both deliberate here. Its progress bars stay.
-    logging.getLogger("lm_eval").setLevel(logging.ERROR)
     started = time.monotonic()
     model_dir = smollm2_model()
     print(f"model: SmolLM2-135M-Instruct, {model_dir} (ready in {time.monotonic() - started:.0f} s)", flush=True)
+    cost = expected_cost(n)
+    print(
+        f"expected: {sum(r for r, _ in cost.values())} requests, about {sum(t for _, t in cost.values()) / 60:.0f} min on a 2-core CPU "
+        f"(" + "; ".join(f"{t}: {r} requests, ~{s:.0f} s" for t, (r, s) in cost.items()) + "); a loaded machine takes longer",
+        flush=True,
+    )
     timings: dict[str, float] = {}
     for task in ("fsb", "fsb_ll"):
-        print(f"\n-- {task}: {per_bin} sentences per score bin x 5 few-shot sets", flush=True)
+        print(f"\n-- {task}: {what} x 5 few-shot sets", flush=True)
         t0 = time.monotonic()
         run_eval(
             "hf",
@@ -117,6 +216,7 @@ def main_job_eval(dataset: Path, results_dir: Path, per_bin: int | None = None) 
             [task],
             output_path=results_dir / task,
             per_bin=per_bin,
+            sample=None if per_bin is not None else n,
             dataset=str(dataset),
             batch_size=8,
             device="cpu",
@@ -125,8 +225,8 @@ def main_job_eval(dataset: Path, results_dir: Path, per_bin: int | None = None) 
         print(f"{task} took {timings[task]:.0f} s", flush=True)
     runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll")])
     note = (
-        f"SmolLM2-135M-Instruct (plain prompt, greedy) on a stratified sample of {4 * per_bin} sentences: a check that "
-        "the whole pipeline runs on a real model, NOT a result (a 135M model cannot do this task)"
+        f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what}: a check that the whole pipeline runs on a real model, "
+        "NOT a result (a 135M model cannot do this task)"
     )
     report = format_report(runs, dataset=str(dataset), timings=timings, model_note=note)
     print()

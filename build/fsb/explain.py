@@ -99,9 +99,7 @@ def bin_of(score: float, scheme: str) -> str:
     """The bin name of a score: low/medium/high (analysis) or 0.00-0.25 ... 0.75-1.00 (equispaced)."""
     if scheme == "analysis":
         return spec.analysis_bin(score)
-    k = spec.equispaced_bin(score)
-    edges = (0.0, *spec.FEWSHOT_BIN_EDGES, 1.0)
-    return f"{edges[k]:.2f}-{edges[k + 1]:.2f}"
+    return spec.FEWSHOT_BIN_LABELS[spec.equispaced_bin(score)]
 
 
 def stratified_sample(items: Sequence[Item], per_bin: int, *, seed: int = 0, scheme: str = "analysis") -> list[tuple[Item, str]]:

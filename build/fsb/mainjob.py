@@ -1,9 +1,9 @@
-"""The README's main job: build the dataset from the release, load it back through `datasets`, evaluate
-the default model on a stratified sample, and print the report."""
+"""The README's main job: build the dataset from the release, load it back through `datasets`, run the
+paper's analyses, evaluate the default model on a simple random sample, and print the report."""
 
 from __future__ import annotations
 
-import argparse
+import os
 import time
 from pathlib import Path
 
@@ -19,17 +19,29 @@ def _step(message: str) -> None:
     print(f"\n== {message}", flush=True)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(
+    *,
+    raw_dir: str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] = spec.NAME,
+    results: str | os.PathLike[str] = "results/main",
+    skip_eval: bool = False,
+    sample: int | None = None,
+    per_bin: int | None = None,
+) -> int:
     """Run every stage in order, printing progress; returns the process exit code.
 
+    `raw_dir` is the release folder (default: a local copy, else the pinned download), `out` the
+    dataset folder, `results` where the analyses and the evaluation go. `skip_eval` stops after the
+    analyses. The evaluation takes a simple random sample of `sample` sentences (default 32), or a
+    stratified one of `per_bin` per equispaced bin (which inflates correlations).
     The analysis folder (results/.../analysis) is replaced on each run; it is refused only if it
     holds files that are not an earlier analysis.
     """
     started = time.monotonic()
     _step("1/4 build the dataset from the release")
-    folder = release_dir(args.raw_dir)
+    folder = release_dir(raw_dir)
     print(f"release: {folder}")
-    built = build_dataset(folder / GENERATIONS, folder / ANNOTATIONS, args.out)
+    built = build_dataset(folder / GENERATIONS, folder / ANNOTATIONS, out)
     stats = built.stats
     print(f"built {built.out} (fingerprint {stats['fingerprint'][:16]})")
 
@@ -51,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     _step("3/4 the paper's analyses: score histogram, seed and prompt type by bin, distinctive words")
     from . import analysis
 
-    figures = Path(args.results) / "analysis"
+    figures = Path(results) / "analysis"
     found = analysis.write_analysis(analysis.read_sentences(str(built.out)), figures)
     print(f"histogram (bins of 0.1): {' '.join(str(c) for c in found['histogram']['counts'])}")
     for b in spec.BIN_NAMES:
@@ -59,12 +71,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"words marking the {b} bin: {words}")
     print(f"figures and report.md: {figures}")
 
-    if args.skip_eval:
+    if skip_eval:
         print(f"\ndone in {time.monotonic() - started:.0f} s (evaluation skipped)")
         return 0
     _step("4/4 evaluate the default model")
     from .evaluate import main_job_eval
 
-    code = main_job_eval(built.out, Path(args.results), per_bin=args.per_bin)
+    code = main_job_eval(built.out, Path(results), sample=sample, per_bin=per_bin)
     print(f"\ndone in {time.monotonic() - started:.0f} s")
     return code
