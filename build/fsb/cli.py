@@ -108,10 +108,16 @@ def _tuples(args: argparse.Namespace) -> int:
 def _annotate(args: argparse.Namespace) -> int:
     from . import annotate
 
-    if args.action == "export":
+    if args.action == "export" and args.format == "label-studio":
+        _print_json(annotate.export_label_studio(args.design, args.generations, args.out, seed=args.seed))
+    elif args.action == "export":
         n = annotate.export_forms(args.design, args.generations, args.out, seed=args.seed)
         print(f"wrote {n} annotation forms -> {args.out}")
+    elif args.format == "label-studio":
+        _print_json(annotate.import_label_studio(args.responses, args.out, design_csv=args.tuples))
     else:
+        if not args.tuples:
+            raise FsbError("--tuples is required for CSV answers (the exported forms or the design)")
         _print_json(annotate.import_judgments(args.responses, args.tuples, args.out, positions=args.positions))
     return 0
 
@@ -201,7 +207,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed}")
 
     t = sub.add_parser("tuples", help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items")
-    t.add_argument("items", help="a number of items, or a generations file whose uids are the items")
+    t.add_argument("items", help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file")
     t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
     t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
     t.add_argument("--appearances", type=pos_int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
@@ -209,14 +215,18 @@ def _parser() -> argparse.ArgumentParser:
 
     a = sub.add_parser("annotate", help="export tuples for annotators; import their best/worst answers as judgments")
     asub = a.add_subparsers(dest="action", required=True)
-    ex = asub.add_parser("export", help="one form per tuple: tuple_id, Item1..K ids and Text1..K sentences (order shuffled)")
+    ex = asub.add_parser("export", help="one form per tuple (CSV: tuple_id, Item1..K ids, Text1..K texts), or a Label Studio project")
     ex.add_argument("design", help="design CSV from `fsb tuples`")
-    ex.add_argument("--generations", required=True, help="the sentences (release CSV or `fsb generate` JSONL)")
-    ex.add_argument("--out", required=True)
-    ex.add_argument("--seed", type=int, default=0, help="seed of the per-tuple display order")
-    im = asub.add_parser("import", help="answers (tuple_id,best,worst[,annotator]) -> Item1..K,BestItem,WorstItem[,Annotator]")
-    im.add_argument("responses", help="CSV of answers")
-    im.add_argument("--tuples", required=True, help="the exported forms (keeps the order annotators saw) or the design CSV")
+    ex.add_argument(
+        "--generations", "--items", dest="generations", required=True, help="the texts: a CSV with id and text columns, or generations"
+    )
+    ex.add_argument("--out", required=True, help="CSV forms; with --format label-studio a folder (labeling_config.xml, tasks.json)")
+    ex.add_argument("--format", choices=["csv", "label-studio"], default="csv")
+    ex.add_argument("--seed", type=int, help="re-order each tuple (seeded, position-balanced); default: the design's order")
+    im = asub.add_parser("import", help="answers (CSV or Label Studio JSON export) -> Item1..K,BestItem,WorstItem[,Annotator,Timestamp]")
+    im.add_argument("responses", help="CSV of answers (tuple_id,best,worst[,annotator][,timestamp]) or Label Studio's JSON export")
+    im.add_argument("--format", choices=["csv", "label-studio"], default="csv")
+    im.add_argument("--tuples", help="the exported forms or the design CSV (required for CSV; checks a Label Studio export)")
     im.add_argument("--out", required=True)
     im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
 
