@@ -37,23 +37,66 @@ def _item_labels(items: str | int) -> np.ndarray:
     return np.sort(read_items(text).ids)
 
 
-def balance_positions(design: np.ndarray, n_items: int, seed: int = 0, passes: int = 3) -> np.ndarray:
-    """The same tuples with each one's items reordered so that every item sits in every position about
-    equally often (position bias then cancels out of its score), in a seeded random order.
+def _balance_by_matchings(t: np.ndarray, n_items: int, rng: np.random.Generator) -> np.ndarray | None:
+    """Exact position balance by edge colouring, or None when the construction does not apply.
 
-    Greedy over the tuples in random order, then `passes - 1` re-assignments of each tuple given all the
-    others: each tuple takes the arrangement minimising sum over its items of count[item, position]
-    (the marginal cost of a sum of squared counts), ties broken at random. Rows keep their order and
-    their sets of items; only the order within each row changes.
+    The design is a bipartite graph between tuples (degree k) and item occurrences. Each item's
+    occurrences (in random order) are cut into copies of k (the last may be short), and dummy tuples fill
+    the short copies up, so the graph is k-regular; by König's theorem it splits into k perfect matchings,
+    found one after another (Hopcroft-Karp, scipy), and matching p puts its items in position p. Each tuple
+    gets every position once and each item every position floor(a/k) or ceil(a/k) times (a = its appearances).
     """
-    t = np.asarray(design, dtype=np.int64)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
     n_tuples, k = t.shape
-    rng = np.random.default_rng(seed)
+    flat = t.ravel()
+    order = np.lexsort((rng.random(flat.size), flat))
+    appear = np.bincount(flat, minlength=n_items)
+    starts = np.cumsum(appear) - appear
+    rank = np.empty(flat.size, dtype=np.int64)
+    rank[order] = np.arange(flat.size) - starts[flat[order]]
+    copies = -(-appear // k)
+    copy = (np.cumsum(copies) - copies)[flat] + rank // k
+    n_copies = int(copies.sum())
+    missing = k - np.bincount(copy, minlength=n_copies)
+    rounds = [np.flatnonzero(missing > s) for s in range(int(missing.max(initial=0)))]
+    filler = np.concatenate(rounds) if rounds else np.zeros(0, dtype=np.int64)
+    n_rows = n_tuples + filler.size // k
+    if filler.size % k or n_rows != n_copies:
+        return None
+    rows = np.concatenate([np.repeat(np.arange(n_tuples), k), n_tuples + np.arange(filler.size) // k])
+    cols = np.concatenate([copy, filler])
+    rows, cols = rng.permutation(n_rows)[rows], rng.permutation(n_copies)[cols]  # the matchings' randomness
+    key = rows * n_copies + cols
+    by_key = np.argsort(key)
+    sorted_key = key[by_key]
+    if (sorted_key[1:] == sorted_key[:-1]).any():  # a dummy tuple meeting one copy twice: not a simple graph
+        return None
+    alive = np.ones(key.size, dtype=bool)
+    position = np.empty(flat.size, dtype=np.int64)
+    for p in rng.permutation(k):
+        graph = csr_matrix((np.ones(int(alive.sum()), dtype=np.int8), (rows[alive], cols[alive])), shape=(n_rows, n_copies))
+        match = maximum_bipartite_matching(graph, perm_type="column")
+        if (match < 0).any():
+            return None
+        edge = by_key[np.searchsorted(sorted_key, np.arange(n_rows) * n_copies + match)]
+        alive[edge] = False
+        position[edge[edge < flat.size]] = p
+    out = np.empty_like(t)
+    out[np.arange(flat.size) // k, position] = flat
+    return out
+
+
+def _balance_greedy(t: np.ndarray, n_items: int, rng: np.random.Generator, passes: int = 3) -> np.ndarray:
+    """Approximate balance: each tuple in turn takes the arrangement minimising sum over its items of
+    count[item, position], then `passes - 1` re-assignments of each tuple given all the others."""
+    n_tuples, k = t.shape
     perms = np.array(list(itertools.permutations(range(k)))) if k <= 6 else None
     counts = np.zeros((n_items, k), dtype=np.int64)
     pos_of = np.tile(np.arange(k), (n_tuples, 1))
     cols = np.arange(k)
-    for p in range(max(passes, 1)):
+    for p in range(passes):
         for r in rng.permutation(n_tuples):
             row = t[r]
             if p:
@@ -61,13 +104,27 @@ def balance_positions(design: np.ndarray, n_items: int, seed: int = 0, passes: i
             if perms is None:  # large tuples: a random order, no search
                 chosen = rng.permutation(k)
             else:
-                total = counts[row][cols, perms].sum(axis=1) + 0.5 * rng.random(len(perms))
-                chosen = perms[int(np.argmin(total))]
+                chosen = perms[int(np.argmin(counts[row][cols, perms].sum(axis=1) + 0.5 * rng.random(len(perms))))]
             pos_of[r] = chosen
             counts[row, chosen] += 1
     out = np.empty_like(t)
     np.put_along_axis(out, pos_of, t, axis=1)
     return out
+
+
+def balance_positions(design: np.ndarray, n_items: int, seed: int = 0) -> np.ndarray:
+    """The same tuples with each one's items reordered so that every item sits in every position equally
+    often (floor or ceil of appearances / k): position effects then cancel out of its score. Seeded.
+
+    Exact by edge colouring (`_balance_by_matchings`, about 0.3 s for 2e4 tuples); a greedy local search
+    where that construction does not apply. Rows keep their order and their sets of items.
+    """
+    t = np.asarray(design, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    if t.size == 0:
+        return t.copy()
+    exact = _balance_by_matchings(t, n_items, rng)
+    return exact if exact is not None else _balance_greedy(t, n_items, rng)
 
 
 def position_report(design: np.ndarray, n_items: int) -> dict[str, Any]:
