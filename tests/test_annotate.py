@@ -300,3 +300,15 @@ def test_a_json_export_given_as_csv_answers_says_which_format(tmp_path: Path, st
     export = _ls_export(tmp_path, [_ann(1, "1", "2")])
     proc = fsb("annotate", "import", str(export), "--tuples", str(study["forms"]), "--out", str(tmp_path / "j.csv"))
     assert proc.returncode == 2 and "--format label-studio" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_csv_answers_keep_their_timestamps(study: dict[str, Path]) -> None:
+    forms = pd.read_csv(study["forms"])
+    a, b = int(forms.loc[0, "Item1"]), int(forms.loc[0, "Item3"])
+    responses = write_csv(
+        study["dir"] / "r.csv", ["tuple_id", "best", "worst", "annotator", "timestamp"], [[0, a, b, "x", "2026-12-01T06:00:00Z"]]
+    )
+    import_judgments(responses, study["forms"], study["dir"] / "j.csv")
+    got = pd.read_csv(study["dir"] / "j.csv", dtype=str)
+    assert list(got.columns)[-2:] == ["Annotator", "Timestamp"] and got.loc[0, "Timestamp"] == "2026-12-01T06:00:00Z"
+    assert got.loc[0, ["BestItem", "WorstItem"]].astype(int).tolist() == [a, b]

@@ -88,8 +88,9 @@ class Client:
 
 
 @pytest.fixture(scope="module")
-def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Label Studio server on 127.0.0.1 (SQLite in a temporary folder, no network calls); yields its URL."""
+def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A Label Studio server on 127.0.0.1 (SQLite in a temporary folder, no network calls); yields its URL
+    and its log file."""
     exe = _label_studio()
     data = tmp_path_factory.mktemp("label-studio")
     port = _free_port()
@@ -122,7 +123,7 @@ def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     pytest.fail(f"label-studio did not answer within 600 s: {(data / 'server.log').read_text()[-3000:]}")
                 time.sleep(1)
-        yield base
+        yield base, data / "server.log"
     finally:
         proc.terminate()
         try:
@@ -137,7 +138,8 @@ def fsb(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False, timeout=600)
 
 
-def test_label_studio_round_trip(label_studio: str, tmp_path: Path) -> None:
+def test_label_studio_round_trip(label_studio: tuple[str, Path], tmp_path: Path) -> None:
+    base, server_log = label_studio
     # A study: 12 sentences; the items for annotators come as a plain `id,text` list.
     gens, _ = make_raw(tmp_path / "raw", n=12)
     texts = pd.read_csv(gens)
@@ -152,7 +154,7 @@ def test_label_studio_round_trip(label_studio: str, tmp_path: Path) -> None:
     tasks = json.loads((project_dir / "tasks.json").read_text())
     assert len(tasks) == 24
 
-    admin = Client(label_studio, ADMIN_TOKEN)
+    admin = Client(base, ADMIN_TOKEN)
     project = admin.call("POST", "/api/projects", {"title": "fsb round trip", "label_config": config})
     assert project["label_config"] == config.strip(), "Label Studio accepted the exported config as it is"
     imported = admin.call("POST", f"/api/projects/{project['id']}/import", tasks)
@@ -165,7 +167,7 @@ def test_label_studio_round_trip(label_studio: str, tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     users = {}
     for name in ("ann1", "ann2", "ann3"):
-        client = Client(label_studio)
+        client = Client(base)
         client.sign_up(f"{name}@fsb.test", f"{name}-password-123")
         users[name] = (client, client.call("GET", "/api/current-user/whoami")["id"])
     expected = []
@@ -217,3 +219,5 @@ def test_label_studio_round_trip(label_studio: str, tmp_path: Path) -> None:
     # ann1 and ann3 always pick the highest id; ann2 is noisy: item 12 is best at least 2 of 3 times.
     assert top["n_judgments"] >= 15 and top["n_best"] >= 2 * top["n_judgments"] / 3 - 1
     assert top["score"] > 0.8
+    log = server_log.read_text()
+    assert "pypi.org" not in log and "Can't get latest version" not in log, "the server made no calls outside 127.0.0.1"
