@@ -131,6 +131,9 @@ def test_export_takes_an_id_text_list_and_refuses_one_without_texts(tmp_path: Pa
     short = write_csv(tmp_path / "short.csv", ["id", "text"], [[c, c] for c in "abc"])
     with pytest.raises(InputError, match=r"unknown id '.': no such item in"):
         export_forms(tmp_path / "d.csv", short, tmp_path / "f3.csv")
+    numbers = write_csv(tmp_path / "n.csv", ["id", "text"], [[i, f"t{i}"] for i in range(1, 18)])
+    with pytest.raises(InputError, match=r"line 2, field 'Item1': unknown id '.': no such item in .*n.csv"):
+        export_forms(tmp_path / "d.csv", numbers, tmp_path / "f4.csv")
 
 
 @pytest.mark.parametrize(

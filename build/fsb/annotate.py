@@ -222,9 +222,12 @@ def _texts_for(design: pd.DataFrame, design_csv: str | os.PathLike[str], items_p
     """The text of every shown item (same shape as `shown`); an id missing from the item list is refused."""
     text_of = read_items(items_path).text_of()
     line_of = design.attrs["line_of"]
-    for row, col in zip(*np.nonzero(~np.isin(shown, np.array(list(text_of), dtype=shown.dtype)))):
-        raise InputError(design_csv, f"unknown id {shown[row, col]!r}: no such item in {items_path}", line=line_of(int(row)))
-    return [[text_of[v] for v in row] for row in shown.tolist()]
+    rows = shown.tolist()
+    for r, row in enumerate(rows):
+        for j, v in enumerate(row):
+            if v not in text_of:
+                raise InputError(design_csv, f"unknown id {v!r}: no such item in {items_path}", line=line_of(r), field=f"Item{j + 1}")
+    return [[text_of[v] for v in row] for row in rows]
 
 
 def export_forms(
