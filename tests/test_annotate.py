@@ -266,7 +266,7 @@ def test_label_studio_import_maps_positions_to_ids_and_keeps_who_and_when(tmp_pa
     got = pd.read_csv(tmp_path / "j.csv", dtype=str)
     assert got.values.tolist() == [
         ["5", "2", "9", "1", "9", "1", "3", "2026-12-01T06:00:00.5Z"],
-        ["5", "2", "9", "1", "5", "2", "b@x.org", "2026-12-01T06:00:00.5Z"],
+        ["5", "2", "9", "1", "5", "2", "4", "2026-12-01T06:00:00.5Z"],
     ]
 
 

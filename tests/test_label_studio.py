@@ -205,6 +205,21 @@ def test_label_studio_round_trip(label_studio: tuple[str, Path], tmp_path: Path)
     first = got.iloc[0][["Item1", "Item2", "Item3", "Item4"]].astype(int).tolist()
     assert first in shown_by_tuple.values(), "items are kept in the order annotators saw them"
 
+    # The snapshot export with completed_by expanded ({id, email, ...}): the same judgments, ids not emails.
+    options = {"serialization_options": {"annotations__completed_by": {"only_id": False}}}
+    snap = admin.call("POST", f"/api/projects/{project['id']}/exports/", options)
+    for _ in range(120):
+        if admin.call("GET", f"/api/projects/{project['id']}/exports/{snap['id']}")["status"] == "completed":
+            break
+        time.sleep(0.5)
+    expanded = admin.call("GET", f"/api/projects/{project['id']}/exports/{snap['id']}/download?exportType=JSON")
+    assert {type(a["completed_by"]) for t in expanded for a in t["annotations"]} == {dict}
+    (tmp_path / "expanded.json").write_text(json.dumps(expanded))
+    proc = fsb("annotate", "import", str(tmp_path / "expanded.json"), "--format", "label-studio", "--out", str(tmp_path / "j2.csv"))
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(pd.read_csv(tmp_path / "j2.csv", dtype=str).values.tolist()) == sorted(got.values.tolist())
+    assert "@fsb.test" not in (tmp_path / "j2.csv").read_text()
+
     out = tmp_path / "fifty_shades_of_bias"
     proc = fsb("build", "--generations", str(gens), "--annotations", str(judgments), "--out", str(out), "--no-record", "--trials", "10")
     assert proc.returncode == 0, proc.stderr

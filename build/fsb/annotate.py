@@ -348,7 +348,7 @@ def import_label_studio(
     export_json: str | os.PathLike[str], out: str | os.PathLike[str], design_csv: str | os.PathLike[str] | None = None
 ) -> dict[str, Any]:
     """Turn Label Studio's JSON export of a project made by `export_label_studio` into the common judgments
-    format with Annotator (the user's email when the export carries it, else Label Studio's user id) and
+    format with Annotator (Label Studio's user id; never the email, which a published dataset would expose) and
     Timestamp (the annotation's created_at, UTC ISO 8601). Cancelled (skipped) annotations are left out
     and counted. With `design_csv`, every task's items are checked against its tuple in the design."""
     from . import labelstudio

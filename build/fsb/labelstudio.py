@@ -77,9 +77,10 @@ class Export:
 
 
 def _annotator(value: Any) -> str:
-    """Label Studio writes completed_by as a user id, or (when expanded) as {id, email, ...}."""
+    """The annotator's Label Studio user id. completed_by is the id, or (when expanded) {id, email, ...}:
+    the id is kept, never the email, which would otherwise be published with the dataset."""
     if isinstance(value, dict):
-        return str(value.get("email") or value.get("id") or "")
+        value = value.get("id")
     return "" if value is None else str(value)
 
 
