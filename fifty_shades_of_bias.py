@@ -33,12 +33,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from fsb.errors import FsbError
 
-if TYPE_CHECKING:  # importing datasets costs about a second; only the functions that need it do
-    import datasets
+if TYPE_CHECKING:
+    import datasets  # importing datasets costs about a second; only the functions that need it do
+    import numpy as np
 
 __all__ = [
     "ANALYSIS_BIN_EDGES",
@@ -209,6 +208,8 @@ FEWSHOT_BIN_LABELS = bin_labels(FEWSHOT_BIN_EDGES)
 
 def bin_codes(scores: Sequence[float] | np.ndarray, edges: Sequence[float]) -> np.ndarray:
     """Bin code (0..len(edges)) of each float score: the number of edges <= score, at 1e-9 precision."""
+    import numpy as np  # imported here: `fsb --help` and small commands never pay for numpy
+
     s = np.round(np.asarray(scores, dtype=float), _EDGE_DECIMALS)
     return np.searchsorted(np.asarray(edges, dtype=float), s, side="right")
 
@@ -216,6 +217,8 @@ def bin_codes(scores: Sequence[float] | np.ndarray, edges: Sequence[float]) -> n
 def exact_bin_codes(num: np.ndarray, den: np.ndarray, edges: Sequence[float]) -> np.ndarray:
     """Bin code of each score num/den given as exact integers: score >= p/q is tested as num*q >= p*den,
     with each decimal edge read as the fraction it names (0.316 = 79/250), so no float rounding enters."""
+    import numpy as np
+
     num, den = np.asarray(num, dtype=np.int64), np.asarray(den, dtype=np.int64)
     out = np.zeros(num.shape, dtype=np.int64)
     for edge in edges:

@@ -23,7 +23,7 @@ commands = Commands()
 SCORES_HEADER = r"item,score(_raw)?,.*"
 DESIGN_HEADER = r"tuple_id(,Item\d+)+"
 FORMS_HEADER = r"tuple_id(,Item\d+)+(,Text\d+)+"
-JUDGMENTS_HEADER = r"Item\d+(,Item\d+)*,BestItem,WorstItem(,Annotator)?"
+JUDGMENTS_HEADER = r"Item\d+(,Item\d+)*,BestItem,WorstItem(,Annotator)?(,Timestamp)?"
 
 _INVALID_HELP = (
     "rows whose tuple repeats an item or whose best = worst (quality-control rows): refuse (default) stops at the first; "
@@ -203,7 +203,7 @@ def _reliability(args: argparse.Namespace) -> int:
 
 
 def _tuples_arguments(t: argparse.ArgumentParser) -> None:
-    t.add_argument("items", help="a number of items, or a generations file whose uids are the items")
+    t.add_argument("items", help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file")
     t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
     t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
     t.add_argument("--appearances", type=pos_int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
@@ -227,15 +227,19 @@ def _tuples(args: argparse.Namespace) -> int:
 
 def _annotate_arguments(a: argparse.ArgumentParser) -> None:
     asub = a.add_subparsers(dest="action", required=True)
-    ex = asub.add_parser("export", help="one form per tuple: tuple_id, Item1..K ids and Text1..K sentences (order shuffled)")
+    ex = asub.add_parser("export", help="one form per tuple (CSV: tuple_id, Item1..K ids, Text1..K texts), or a Label Studio project")
     ex.add_argument("design", help="design CSV from `fsb tuples`")
-    ex.add_argument("--generations", required=True, help="the sentences (release CSV or `fsb generate` JSONL)")
-    ex.add_argument("--out", required=True)
-    ex.add_argument("--seed", type=int, default=0, help="seed of the per-tuple display order")
+    ex.add_argument(
+        "--generations", "--items", dest="generations", required=True, help="the texts: a CSV with id and text columns, or generations"
+    )
+    ex.add_argument("--out", required=True, help="CSV forms; with --format label-studio a folder (labeling_config.xml, tasks.json)")
+    ex.add_argument("--format", choices=["csv", "label-studio"], default="csv")
+    ex.add_argument("--seed", type=int, help="re-order each tuple (seeded, position-balanced); default: the design's order")
     _force(ex)
-    im = asub.add_parser("import", help="answers (tuple_id,best,worst[,annotator]) -> Item1..K,BestItem,WorstItem[,Annotator]")
-    im.add_argument("responses", help="CSV of answers")
-    im.add_argument("--tuples", required=True, help="the exported forms (keeps the order annotators saw) or the design CSV")
+    im = asub.add_parser("import", help="answers (CSV or Label Studio JSON export) -> Item1..K,BestItem,WorstItem[,Annotator,Timestamp]")
+    im.add_argument("responses", help="CSV of answers (tuple_id,best,worst[,annotator][,timestamp]) or Label Studio's JSON export")
+    im.add_argument("--format", choices=["csv", "label-studio"], default="csv")
+    im.add_argument("--tuples", help="the exported forms or the design CSV (required for CSV; checks a Label Studio export)")
     im.add_argument("--out", required=True)
     im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
     _force(im)
@@ -245,13 +249,23 @@ def _annotate_arguments(a: argparse.ArgumentParser) -> None:
 def _annotate(args: argparse.Namespace) -> int:
     from . import annotate
 
-    if args.action == "export":
+    if args.action == "export" and args.format == "label-studio":
+        result = annotate.export_label_studio(
+            design_csv=args.design, items=args.generations, out_dir=args.out, seed=args.seed, force=args.force
+        )
+        _print_json(result)
+    elif args.action == "export":
         _output_file(args.out, FORMS_HEADER, "annotation forms from `fsb annotate export`", force=args.force)
-        n = annotate.export_forms(design_csv=args.design, generations=args.generations, out=args.out, seed=args.seed)
+        n = annotate.export_forms(design_csv=args.design, items=args.generations, out=args.out, seed=args.seed)
         print(f"wrote {n} annotation forms -> {args.out}")
     else:
         _output_file(args.out, JUDGMENTS_HEADER, "a judgments file from `fsb annotate import`", force=args.force)
-        result = annotate.import_judgments(responses_csv=args.responses, design_csv=args.tuples, out=args.out, positions=args.positions)
+        if args.format == "label-studio":
+            result = annotate.import_label_studio(export_json=args.responses, out=args.out, design_csv=args.tuples)
+        elif not args.tuples:
+            raise FsbError("--tuples is required for CSV answers (the exported forms or the design)")
+        else:
+            result = annotate.import_judgments(responses_csv=args.responses, design_csv=args.tuples, out=args.out, positions=args.positions)
         _print_json(result)
     return 0
 
