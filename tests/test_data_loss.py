@@ -515,3 +515,94 @@ def test_a_release_copy_failing_its_checksum_is_an_error_not_exit_1(release: Pat
     (copy / ANN).write_bytes((copy / ANN).read_bytes() + b"\n")
     with pytest.raises(InputError, match="sha256 differs from the pinned release"):
         check_release(copy)
+
+
+# --- found by the adversarial review of the hardened main ---------------------------------------------------
+
+
+def test_generate_never_replaces_a_users_file_with_its_batch_or_csv_output(release: Path, tmp_path: Path) -> None:
+    """--batch-file and --csv named a user's file (even the seeds input) and replaced it, exit 0."""
+    (tmp_path / "seeds.txt").write_text("seed a\nseed b\n", encoding="utf-8")
+    (tmp_path / "precious.jsonl").write_text("precious\n", encoding="utf-8")
+    common = ["generate", "--seeds", "explicit=seeds.txt", "--out", "g.jsonl", "--model", "m"]
+    common += ["--ic-dir", str(release / "in_context_examples")]
+    env = {"OPENAI_API_KEY": "sk-test"}
+    for target in ("precious.jsonl", "seeds.txt"):
+        before = (tmp_path / target).read_bytes()
+        proc = run(*common, "--batch-file", target, cwd=tmp_path, env=env)
+        assert_one_line(proc, "generate", target, "--force")
+        assert (tmp_path / target).read_bytes() == before
+        proc = run(*common, "--dry-run", "--csv", target, cwd=tmp_path, env=env)
+        assert_one_line(proc, "generate", target)
+        assert (tmp_path / target).read_bytes() == before
+    first = run(*common, "--batch-file", "batch.jsonl", cwd=tmp_path, env=env)
+    assert first.returncode == 0, first.stderr
+    again = run(*common, "--batch-file", "batch.jsonl", cwd=tmp_path, env=env)  # its own earlier output: replaced
+    assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["score", "x.csv", "--method", "bogus"], ["--method", "bogus"]),
+        (["reliability", "x.csv", "--trials", "0"], ["--trials"]),
+        (["reliability", "x.csv", "--seed", "-1"], ["--seed"]),
+        (["score", "x.csv", "--ci", "--seed", "-3"], ["--seed"]),
+        (["tuples", "40", "--seed", "-1", "--out", "t.csv"], ["--seed"]),
+    ],
+)
+def test_usage_errors_and_negative_seeds_are_one_line(args: list[str], words: list[str], tmp_path: Path) -> None:
+    assert_one_line(run(*args, cwd=tmp_path), args[0], *words)
+
+
+def test_a_design_too_large_to_code_is_one_line_before_any_allocation(tmp_path: Path) -> None:
+    assert_one_line(run("tuples", "100000000000", "--out", "t.csv", cwd=tmp_path), "tuples", "100000000000")
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_zero_padded_ids_stay_distinct_items_as_in_the_reference_tool(tmp_path: Path) -> None:
+    """'007' and '7' are two labels (the NRC script keeps them apart); all-canonical digit labels are still ids."""
+    f = tmp_path / "lz.csv"
+    f.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n007,2,3,4,007,4\n7,2,3,5,7,5\n", encoding="utf-8")
+    proc = run("score", str(f), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    items = [line.split(",")[0] for line in proc.stdout.splitlines()[1:]]
+    assert sorted(items) == ["007", "2", "3", "4", "5", "7"]
+
+
+def test_zero_padded_ids_stay_distinct_on_the_large_file_path(tmp_path: Path) -> None:
+    rows = ["Item1,Item2,Item3,Item4,BestItem,WorstItem"]
+    rows += [f"{i},{i + 1},{i + 2},{i + 3},{i},{i + 3}" for i in range(1, 60_001)]  # > 1 MB: the pyarrow reader
+    rows.append("07,8,9,10,07,10")
+    f = tmp_path / "big.csv"
+    f.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert f.stat().st_size > 1_000_000
+    proc = run("score", str(f), "--out", "s.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    items = {line.split(",")[0] for line in (tmp_path / "s.csv").read_text().splitlines()[1:]}
+    assert "07" in items and "7" in items
+
+
+def test_a_temporary_left_by_a_killed_write_is_swept_and_a_live_one_kept(tmp_path: Path) -> None:
+    import fcntl
+
+    out = tmp_path / "scores.csv"
+    stale = tmp_path / ".scores.csv.aaaaaaaaaaaa.tmp"
+    stale.write_bytes(b"half")
+    live = tmp_path / ".scores.csv.bbbbbbbbbbbb.tmp"
+    fd = os.open(live, os.O_CREAT | os.O_WRONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another process's write in progress
+        atomic_write(out, "item,score\n")
+        assert not stale.exists() and live.exists() and out.read_text() == "item,score\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, out.name]
+    finally:
+        os.close(fd)
+
+
+def test_reliability_of_a_file_too_small_says_why_without_warnings(tmp_path: Path) -> None:
+    f = tmp_path / "one.csv"
+    f.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n1,2,3,4,1,4\n", encoding="utf-8")
+    proc = run("reliability", str(f), "--trials", "3", cwd=tmp_path)
+    assert proc.returncode == 0 and "Warning" not in proc.stderr, proc.stderr
+    assert "undefined: too few items were scored in both halves" in proc.stdout

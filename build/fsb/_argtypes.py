@@ -4,6 +4,7 @@ that names the option, never a traceback."""
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 __all__ = ["batch_size", "nonneg_int", "pos_float", "pos_int"]
 
@@ -47,3 +48,22 @@ def batch_size(text: str) -> int | str:
         return pos_int(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"not an integer >= 1, auto or auto:N: {text!r}") from None
+
+
+def seed(text: str) -> int:
+    """A random seed: an integer from 0 to 2**63 - 1 (numpy's generators refuse negative seeds)."""
+    value = int(_number(text, int))
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"a seed is an integer from 0 to 2**63 - 1, got {text}")
+    return value
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (`fsb CMD: error: ...`, exit 2) like every other
+    expected failure; the usage itself is one `--help` away. Subparsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        import sys
+
+        sys.stderr.write(f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+        raise SystemExit(2)

@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -222,7 +223,8 @@ def atomic_write(
     raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp, fd = _fresh_sibling(p.parent, f".{p.name}.", ".tmp", _new_file)
+        sweep_stale_temporaries(p)
+        tmp, fd = _locked_temporary(p)
     except OSError as e:
         raise _named(e, p, always=True) from e
     try:
@@ -240,6 +242,43 @@ def atomic_write(
             os.unlink(tmp)
         raise
     _durable_rename(p.parent)
+
+
+def _locked_temporary(p: Path) -> tuple[Path, int]:
+    """A new `.NAME.XXXX.tmp` beside `p`, open for writing and exclusively locked (flock) while this process
+    lives, so a later write of the same target can tell a temporary left by a kill from one being written."""
+    while True:
+        tmp, fd = _fresh_sibling(p.parent, f".{p.name}.", ".tmp", _new_file)
+        _try_lock(fd, block=True)
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(tmp).st_ino == os.fstat(fd).st_ino:
+                return tmp, fd
+        os.close(fd)  # swept between creation and lock: take another name
+
+
+def sweep_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove the `.NAME.XXXX.tmp` files of target `path` that no live process holds (a write killed before
+    its rename); a temporary another process is writing is locked and kept. Returns what was removed."""
+    target = Path(path).absolute()
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.{_HEX}\.tmp")
+    removed = []
+    try:
+        candidates = [q for q in target.parent.iterdir() if pattern.fullmatch(q.name)]
+    except OSError:
+        return removed
+    for tmp in candidates:
+        try:
+            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode) and _try_lock(fd, block=False):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                removed.append(tmp)
+        finally:
+            os.close(fd)
+    return removed
 
 
 def _durable_rename(folder: Path) -> None:

@@ -29,11 +29,17 @@ __all__ = [
 ]
 
 
+MAX_ITEMS = 2**21  # bws.bws_design codes 3-subsets of item indices in 63 bits
+
+
 def _item_labels(items: str | int) -> np.ndarray:
     """Item labels: 1..N for a number, else the ids of an item list or generations file (sorted)."""
     text = str(items)
-    if text.isdigit():
-        return np.arange(1, int(text) + 1)
+    if text.isascii() and text.isdigit():
+        n = int(text)
+        if not 1 <= n < MAX_ITEMS:
+            raise InputError(text, f"a design needs from 1 to {MAX_ITEMS - 1} items (tuples are coded in 63 bits), got {n}")
+        return np.arange(1, n + 1)
     return np.sort(read_items(text).ids)
 
 

@@ -209,6 +209,8 @@ def _rank_average(x: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def _pearson(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
+    if x.size < 2:  # undefined (no item scored in both halves): NaN, without numpy's empty-mean warnings
+        return float("nan")
     xc = x - x.mean()
     yc = y - y.mean()
     # Elementwise sums, not np.dot: BLAS threads spin on a busy machine (0.14 s for a dot of 1e5 here).

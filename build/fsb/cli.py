@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from ._argtypes import batch_size, pos_int
+from ._argtypes import OneLineParser, batch_size, pos_int, seed
 from ._commands import Commands, Handler
 from .errors import FsbError
 
@@ -63,7 +63,7 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
         help="output folder (default: ./fifty_shades_of_bias); replaced only if absent, empty or an unchanged earlier build",
     )
     b.add_argument("--trials", type=pos_int, default=100, help="split-half reliability trials (default 100)")
-    b.add_argument("--seed", type=int, default=0, help="split-half reliability seed (default 0)")
+    b.add_argument("--seed", type=seed, default=0, help="split-half reliability seed (default 0)")
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
     b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
     b.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
@@ -124,7 +124,7 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
     )
     s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% intervals of score by bootstrap over tuples")
     s.add_argument("--bootstrap", type=pos_int, default=200, help="bootstrap resamples for --ci (default 200)")
-    s.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    s.add_argument("--seed", type=seed, default=0, help="bootstrap seed (default 0)")
     s.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
     _force(s)
 
@@ -160,7 +160,7 @@ def _score(args: argparse.Namespace) -> int:
 def _reliability_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("annotations")
     r.add_argument("--trials", type=pos_int, default=100)
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=seed, default=0)
     r.add_argument(
         "--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed[, spearman_brown, annotators]}"
     )
@@ -188,6 +188,8 @@ def _reliability(args: argparse.Namespace) -> int:
     print(f"split-half reliability over {result['trials']} trials (seed {result['seed']}), mean ± sd over trials:")
     for name in ("pearson", "spearman"):
         print(f"  {name:8s} {result[name]['mean']:.4f} ± {result[name]['sd']:.4f}")
+    if result["pearson"]["mean"] != result["pearson"]["mean"]:  # NaN
+        print("  undefined: too few items were scored in both halves (each half needs judgments of 2+ distinct items)")
     if "spearman_brown" in result:
         sb = result["spearman_brown"]
         print(f"  Spearman-Brown corrected (full panel, 2r/(1+r) of the means): pearson {sb['pearson']:.4f}, spearman {sb['spearman']:.4f}")
@@ -207,7 +209,7 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
     t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
     t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
     t.add_argument("--appearances", type=pos_int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=seed, default=0)
     _force(t)
 
 
@@ -234,7 +236,7 @@ def _annotate_arguments(a: argparse.ArgumentParser) -> None:
     )
     ex.add_argument("--out", required=True, help="CSV forms; with --format label-studio a folder (labeling_config.xml, tasks.json)")
     ex.add_argument("--format", choices=["csv", "label-studio"], default="csv")
-    ex.add_argument("--seed", type=int, help="re-order each tuple (seeded, position-balanced); default: the design's order")
+    ex.add_argument("--seed", type=seed, help="re-order each tuple (seeded, position-balanced); default: the design's order")
     _force(ex)
     im = asub.add_parser("import", help="answers (CSV or Label Studio JSON export) -> Item1..K,BestItem,WorstItem[,Annotator,Timestamp]")
     im.add_argument("responses", help="CSV of answers (tuple_id,best,worst[,annotator][,timestamp]) or Label Studio's JSON export")
@@ -301,7 +303,7 @@ def _eval_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--apply-chat-template", action="store_true")
     e.add_argument("--fewshot-as-multiturn", action="store_true")
     e.add_argument("--gen-kwargs", help="override generation settings, e.g. temperature=0")
-    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--seed", type=seed, default=0)
 
 
 @commands.add(
@@ -351,7 +353,7 @@ def _main_job(args: argparse.Namespace) -> int:
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    p = argparse.ArgumentParser(prog="fsb", description="Fifty Shades of Bias: build, score, evaluate and publish the dataset.")
+    p = OneLineParser(prog="fsb", description="Fifty Shades of Bias: build, score, evaluate and publish the dataset.")
     p.add_argument("--version", action="version", version=f"fsb {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     handlers: dict[str, Handler] = {}

@@ -17,7 +17,7 @@ from typing import Any
 
 from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
 
-from ._argtypes import nonneg_int, pos_float, pos_int
+from ._argtypes import nonneg_int, pos_float, pos_int, seed
 from ._commands import Commands
 from .seeds import DEFAULT_COUNTS  # stdlib-only module: cheap to import
 
@@ -174,11 +174,22 @@ def _run(args: argparse.Namespace, plan: Any, endpoint: Any, side_outputs: list[
     return _report(result, args.out)
 
 
+SEEDS_LINE = r'\{"seed": .*'  # the first line of a seeds file `fsb seeds` wrote
+
+
+def _output_file(path: str, pattern: str, kind: str, *, force: bool) -> None:
+    """Refuse, before any request, an output path that is a folder or an existing file this command did not write."""
+    from ._io import check_replaceable_file, first_line_matches
+
+    check_replaceable_file(path, replace_if=None if force else first_line_matches(pattern), kind=kind, hint=", or pass --force")
+
+
 # --- arguments ---------------------------------------------------------------------------------------------
 
 
 def _seeds_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
+    s.add_argument("--force", action="store_true", help="replace --out even if it is not an earlier output of fsb seeds")
     s.add_argument("--copa", help="COPA premises: the XML corpus (e.g. balacopa-dev-all.xml) or JSON lines with 'premise'")
     s.add_argument("--stereoset", help="StereoSet: the original dev.json, or a list of items such as EditBias's gender_test.json")
     for seed_type in SEED_TYPES:
@@ -188,7 +199,7 @@ def _seeds_arguments(s: argparse.ArgumentParser) -> None:
             default=DEFAULT_COUNTS[seed_type],
             help=f"{seed_type} seeds (default {DEFAULT_COUNTS[seed_type]})",
         )
-    s.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    s.add_argument("--seed", type=seed, default=0, help="sampling seed (default 0)")
     s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
     s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
     s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
@@ -211,10 +222,11 @@ def _generate_arguments(g: argparse.ArgumentParser) -> None:
         "--ic", type=_ic, action="append", default=[], metavar="[SEED_TYPE:]FORMAT=FILE", help="your own in-context examples (repeatable)"
     )
     g.add_argument("--shots", type=nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
-    g.add_argument("--seed", type=int, default=0, help="seed for choosing in-context examples (default 0)")
+    g.add_argument("--seed", type=seed, default=0, help="seed for choosing in-context examples (default 0)")
     g.add_argument("--csv", help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here")
     g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
     g.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
+    g.add_argument("--force", action="store_true", help="replace --csv / --batch-file even if they are not earlier outputs of fsb generate")
     _add_endpoint_options(g, "completion tokens per request (default 100; 512 for conversation)")
 
 
@@ -228,7 +240,7 @@ def _explain_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument(
         "--bins", choices=("analysis", "equispaced"), default="analysis", help="the paper's 3 analysis bins or 4 equispaced bins"
     )
-    e.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    e.add_argument("--seed", type=seed, default=0, help="sampling seed (default 0)")
     _add_endpoint_options(e, "completion tokens per request (default 200)")
 
 
@@ -246,6 +258,7 @@ def _seeds(args: argparse.Namespace) -> int:
     from .marks import Marker, load_wordlist
     from .seeds import Seed, curate, read_seeds, summarize, write_seeds
 
+    _output_file(args.out, SEEDS_LINE, "a seeds file from `fsb seeds`", force=args.force)
     marker = Marker(
         load_wordlist(args.gendered_words, name="gendered") if args.gendered_words else None,
         load_wordlist(args.person_words, name="person") if args.person_words else None,
@@ -286,6 +299,7 @@ def _generate(args: argparse.Namespace) -> int:
     from . import engine
     from .generate import build_generation_plan, release_csv
     from .prompts import load_prompt_set
+    from .raw import GENERATION_COLUMNS
     from .release import find_local_release
     from .seeds import read_seeds
 
@@ -304,12 +318,16 @@ def _generate(args: argparse.Namespace) -> int:
         ic_dir, dict(args.ic), formats=args.formats, seed_types=sorted({s.seed_type for s in seeds}), shots=args.shots, seed=args.seed
     )
     plan = build_generation_plan(seeds, prompts, args.formats, args.model, _sampling(args))
+    if args.csv:
+        _output_file(args.csv, ",".join(GENERATION_COLUMNS), "a generations CSV from `fsb generate --csv`", force=args.force)
+    if args.batch_file:
+        _output_file(args.batch_file, engine.BATCH_LINE, "a Batch API input file from `fsb generate --batch-file`", force=args.force)
     side_outputs = [(args.csv, release_csv)] if args.csv else []
     if args.dry_run:
         _dry_run(plan, args.out, args.limit)
         return 0
     if args.batch_file:
-        written = engine.write_batch(plan, args.out, args.batch_file, args.limit)
+        written = engine.write_batch(plan, args.out, args.batch_file, args.limit, force=args.force)
         where = ", ".join(str(p) for p, _ in written) or "(nothing left to send)"
         n = sum(count for _, count in written)
         print(f"wrote {n} requests for the Batch API -> {where}; merge its output with --collect FILE and the same arguments")

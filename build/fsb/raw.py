@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -165,6 +166,16 @@ def _show(value: object) -> str:
 
 def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+# A field starting with 0 and another digit, at the start of a line or after a comma (quoted or not).
+_LEADING_ZERO = re.compile(rb'(?:^|,)[ \t]*"?[ \t]*0[0-9]', re.M)
+
+
+def _canonical_id(text: str) -> bool:
+    """All ASCII digits with no leading zero ("0" itself is fine): labels that read back as the same integer.
+    Labels like "007" keep the whole file's labels opaque, so "007" and "7" stay two items."""
+    return text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0"))
 
 
 def _id_problem(text: str, high: int) -> str | None:
@@ -366,6 +377,8 @@ def _fast_cells(path: Path, data: bytes, fields: list[str], annotator: str | Non
 
     columns = None
     try:
+        if _LEADING_ZERO.search(data, start + offset):  # "007" is not the id 7 (as in the reference tool): read labels as text
+            raise pa.ArrowInvalid("a label with a leading zero")
         table = read(pa.int64())
         columns = [table[c] for c in fields]
         ranges = [pc.min_max(c) for c in columns]
@@ -477,7 +490,7 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
         problems: list[str | None] = [None] * uniques.size
         values = uniques.astype(np.int64)
     else:
-        integer = integer_ids or all(u.isascii() and u.isdigit() for u in uniques if u)
+        integer = integer_ids or all(_canonical_id(u) for u in uniques if u)
         if integer:
             problems = [_id_problem(u, high) for u in uniques]
             values = np.array([int(u) if q is None else -1 for u, q in zip(uniques, problems)], dtype=np.int64)

@@ -19,7 +19,7 @@ ends. Expected failures raise `EngineError` (an `fsb.errors.FsbError`). Modules,
 
 from __future__ import annotations
 
-from .batch import collect_batch, write_batch
+from .batch import BATCH_LINE, collect_batch, write_batch
 from .endpoint import Endpoint, EngineError, resolve_endpoint
 from .journal import Journal, failures_path, journal_path
 from .outputs import SideOutput, finished_ids, pending
@@ -28,6 +28,7 @@ from .responses import Failure, backoff_delay, classify, first_line, retry_after
 from .runner import Progress, RunOptions, RunResult, run
 
 __all__ = [
+    "BATCH_LINE",
     "Cost",
     "Endpoint",
     "EngineError",

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._io import InputError, atomic_write, iter_jsonl, sha256_file
+from .._io import InputError, atomic_write, first_line_matches, iter_jsonl, sha256_file
 from .endpoint import Endpoint
 from .journal import Journal, journal_path
 from .outputs import SideOutput, check_out, pending, recover_rows, write_outputs
@@ -29,11 +29,15 @@ BATCH_MAX_REQUESTS = 50_000  # the OpenAI Batch API's limits per input file
 BATCH_MAX_BYTES = 190_000_000
 
 
+BATCH_LINE = r'\{"custom_id": .*'  # the first line of a Batch API input file that write_batch wrote
+
+
 def write_batch(
-    plan: RequestPlan, out: str | os.PathLike[str], batch_file: str | os.PathLike[str], limit: int | None = None
+    plan: RequestPlan, out: str | os.PathLike[str], batch_file: str | os.PathLike[str], limit: int | None = None, force: bool = False
 ) -> list[tuple[Path, int]]:
     """Write the unfinished requests as OpenAI Batch API input (JSON lines, custom_id = request id), split at the
-    API's limits; the files written and how many requests each holds."""
+    API's limits; the files written and how many requests each holds. An existing file is replaced only if it is
+    an earlier Batch API input (its first line starts `{"custom_id": `), or with `force`."""
     out = check_out(out)
     with Journal(journal_path(out)).open(plan) as journal:
         recover_rows(plan, journal, out)
@@ -53,7 +57,8 @@ def write_batch(
             if not chunk:
                 continue
             p = target if len(chunks) == 1 else target.with_name(f"{target.name.removesuffix('.jsonl')}-{i:03d}.jsonl")
-            atomic_write(p, b"".join(chunk))
+            ours = None if force else first_line_matches(BATCH_LINE)
+            atomic_write(p, b"".join(chunk), replace_if=ours, kind="a Batch API input file", hint=", or pass --force")
             journal.append({"event": "batch", "file": p.name, "requests": len(chunk), "sha256": sha256_file(p), "created": now_iso()})
             written.append((p, len(chunk)))
         return written
