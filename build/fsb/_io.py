@@ -75,8 +75,8 @@ class InputError(FsbError, ValueError):
         super().__init__(f"{', '.join(where)}: {message}")
 
 
-def read_utf8(path: str | os.PathLike[str]) -> str:
-    """The whole file as text; refuses a missing, empty or non-UTF-8 file with the line of the bad byte."""
+def read_input_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The whole input file as bytes; a missing file, a folder or an empty (all-blank) file is an InputError."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -86,6 +86,13 @@ def read_utf8(path: str | os.PathLike[str]) -> str:
         raise InputError(p, "is a folder, expected a file") from None
     if not data.strip():
         raise InputError(p, "file is empty")
+    return data
+
+
+def read_utf8(path: str | os.PathLike[str]) -> str:
+    """The whole file as text; refuses a missing, empty or non-UTF-8 file with the line of the bad byte."""
+    p = Path(path)
+    data = read_input_bytes(p)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

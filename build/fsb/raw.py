@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ._io import InputError, iter_jsonl, read_utf8
+from ._io import InputError, iter_jsonl, read_input_bytes, read_utf8
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -465,14 +465,7 @@ def read_annotations(path: str | Path, *, integer_ids: bool = False, invalid: In
     if invalid not in INVALID_POLICIES:
         raise ValueError(f"invalid must be one of {INVALID_POLICIES}")
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(p, "file not found") from None
-    except IsADirectoryError:
-        raise InputError(p, "is a folder, expected a file") from None
-    if not data or data.isspace():
-        raise InputError(p, "file is empty")
+    data = read_input_bytes(p)
     high = INT32_MAX if integer_ids else INT64_MAX
     fields, annotator = _label_fields(p, _peek_header(p, data))
     got = _fast_cells(p, data, fields, annotator, high) if len(data) > FAST_READER_BYTES else None
