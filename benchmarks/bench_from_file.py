@@ -102,6 +102,44 @@ def _fmt(r: dict[str, float] | None) -> str:
     return "      --" if r is None else f"{r['wall']:7.2f}s {r['cpu']:7.2f}s {r['rss']:6.0f}MB"
 
 
+GOALS = [  # (label, size, command, field, limit, kind): issue 14's goals, checked on this run's figures
+    ("fsb score on 10 rows under 0.3 s", 10, "score", "wall", 0.3, "max"),
+    ("fsb score at 1e5 at least 5x faster than Perl (wall)", 100_000, "score", "perl_ratio", 5.0, "min"),
+    ("fsb score at 1e6 within 2x of the file floor (wall)", 1_000_000, "score", "floor_ratio", 2.0, "max"),
+    ("fsb score at 1e6 under 2 GB peak", 1_000_000, "score", "rss", 2048, "max"),
+    ("fsb reliability --trials 100 at 1e5 under 10 s (wall)", 100_000, "reliability", "wall", 10, "max"),
+    ("fsb reliability --trials 100 at 1e6 under 2 minutes (wall)", 1_000_000, "reliability", "wall", 120, "max"),
+    ("fsb reliability at 1e6 under 2 GB peak", 1_000_000, "reliability", "rss", 2048, "max"),
+    ("fsb tuples at 1e6 under 60 s CPU", 1_000_000, "tuples", "cpu", 60, "max"),
+    ("fsb tuples at 1e6 under 2 GB peak", 1_000_000, "tuples", "rss", 2048, "max"),
+]
+
+
+def print_goals(results: dict[int, dict[str, dict[str, float] | None]], tiny: dict[str, float] | None) -> None:
+    """Say, goal by goal, whether this run met it; goals whose size or command was not run are skipped."""
+    print("\ngoals (issue 14), on this run's figures; wall times include waiting on a loaded machine, CPU does not:")
+    for label, n, name, field, limit, kind in GOALS:
+        res = {"score": tiny} if n == 10 else results.get(n, {})
+        r = res.get(name)
+        if r is None:
+            continue
+        if field == "perl_ratio":
+            if not res.get("perl score"):
+                continue
+            value, cpu = res["perl score"]["wall"] / r["wall"], res["perl score"]["cpu"] / r["cpu"]
+            shown = f"{value:.1f}x (CPU {cpu:.1f}x)"
+        elif field == "floor_ratio":
+            if not res.get("floor"):
+                continue
+            value, cpu = r["wall"] / res["floor"]["wall"], r["cpu"] / res["floor"]["cpu"]
+            shown = f"{value:.2f}x (CPU {cpu:.2f}x)"
+        else:
+            value = r[field]
+            shown = f"{value:.0f} MB" if field == "rss" else f"{value:.2f} s" + (f" (CPU {r['cpu']:.2f} s)" if field == "wall" else "")
+        met = value >= limit if kind == "min" else value <= limit
+        print(f"  {'met   ' if met else 'MISSED'} {label}: {shown}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
@@ -182,6 +220,7 @@ def main() -> int:
                 f.unlink()
             for d in ("ds",):
                 shutil.rmtree(work / d, ignore_errors=True)
+    print_goals(results, r_tiny)
     sizes = sorted(results)
     if len(sizes) > 1:
         print("\ngrowth per decade (wall at 10N / wall at N; linear = 10):")
