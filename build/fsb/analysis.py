@@ -552,7 +552,10 @@ def render_report(result: dict[str, Any]) -> str:
         [[r["what"], *(r["counts"][b] for b in names), sum(r["counts"].values())] for r in result["bins"]["compared"]],
     )
     if any(r["what"].startswith("the release's scores") for r in result["bins"]["compared"]):
-        history = "The release's judgments were extended after the paper, so its bins differ from the paper's; the edges are the paper's, not tuned."
+        history = (
+            "The release's judgments were extended after the paper, so its bins differ from the paper's; "
+            "the edges are the paper's, not tuned."
+        )
     else:
         history = (
             "This dataset is not (or is not known to be) the release the paper describes (see its card's provenance): "
