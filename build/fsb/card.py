@@ -166,9 +166,7 @@ def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: 
         annotator_note = f"{annotators['n']} distinct ids" + (
             f"; {annotators['judgments_without_id']} judgments have none" if annotators["judgments_without_id"] else ""
         )
-        annotator_limits = (
-            f"The judgments carry annotator ids ({_annotators_phrase(annotators)}); they are pseudonymous ids, not identities."
-        )
+        annotator_limits = f"The judgments carry pseudonymous annotator ids, not identities: {_annotators_phrase(annotators)}."
     else:
         annotator_text = "The judgments carry no annotator ids: who made which judgment is not part of this dataset."
         annotator_note = "none in these judgments"

@@ -282,7 +282,7 @@ def make_extension(
     if clash.size:
         i = int(clash[0])
         raise InputError(
-            items, f"id {new_ids[i]!r} is already an item of {existing}: new items need new ids", line=found.lines[i], field="id"
+            items, f"id {new_ids.tolist()[i]!r} is already an item of {existing}: new items need new ids", line=found.lines[i], field="id"
         )
     try:
         tuples = extend_design(new_ids, ex, k=k, seed=seed)
