@@ -168,8 +168,10 @@ def features(config: str = "default") -> datasets.Features:
                 "seed": Value("string"),
                 "seed_type": ClassLabel(names=list(SEED_TYPES)),
                 "prompt_type": ClassLabel(names=list(PROMPT_TYPES)),
+                "round": Value("int32"),
                 "score": Value("float64"),
                 "score_raw": Value("float64"),
+                "score_maxdiff": Value("float64"),
                 "bin": ClassLabel(names=list(BIN_NAMES)),
                 "n_judgments": Value("int32"),
                 "n_best": Value("int32"),
@@ -184,6 +186,7 @@ def features(config: str = "default") -> datasets.Features:
                 "best": Value("int32"),
                 "worst": Value("int32"),
                 "annotator": Value("string"),
+                "round": Value("int32"),
             }
         )
     raise ValueError(f"unknown config {config!r}; expected one of {CONFIGS}")

@@ -198,7 +198,7 @@ def test_a_build_for_the_hub_names_the_repo_in_its_card(tmp_path: Path) -> None:
     g, a = make_raw(tmp_path / "raw", n=20)
     build_dataset(g, a, tmp_path / "local", record=False)
     build_dataset(g, a, tmp_path / "hub", record=False, hub_id="org/fifty_shades_of_bias")
-    assert 'load_dataset("fifty_shades_of_bias")' in (tmp_path / "local" / "README.md").read_text()
+    assert 'load_dataset("local")' in (tmp_path / "local" / "README.md").read_text(), "the folder's own name"
     card = (tmp_path / "hub" / "README.md").read_text()
     assert 'load_dataset("org/fifty_shades_of_bias", "annotations")' in card
     assert sorted(p.name for p in (tmp_path / "hub").rglob("*.parquet")) == sorted(p.name for p in (tmp_path / "local").rglob("*.parquet"))

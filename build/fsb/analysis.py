@@ -422,7 +422,10 @@ def analyse(
     names = list(spec.BIN_NAMES)
     counts = {b: int((bins == i).sum()) for i, b in enumerate(names)}
     bin_rows: list[dict[str, Any]] = [{"counts": counts, "what": "this dataset (its exact scores)"}]
-    if "score_raw" in frame:
+    # The release's score file rounds score_raw to 3 decimals: that row exists only for the release itself
+    # (its stats.json says so: the inputs' sha256 are the pinned release's, one round).
+    is_release = bool(((sentences.stats or {}).get("release") or {}).get("is_release"))
+    if "score_raw" in frame and is_release:
         rounded = analysis_bins(np.clip((np.round(frame["score_raw"].to_numpy(dtype=float), 3) + 1) / 2, 0, 1))
         bin_rows.append(
             {
@@ -548,11 +551,17 @@ def render_report(result: dict[str, Any]) -> str:
         ["counts", *names, "total"],
         [[r["what"], *(r["counts"][b] for b in names), sum(r["counts"].values())] for r in result["bins"]["compared"]],
     )
-    out += [
-        "",
-        "The release's judgments were extended after the paper, so its bins differ from the paper's; the edges are the paper's, not tuned.",
-        "",
-    ]
+    if any(r["what"].startswith("the release's scores") for r in result["bins"]["compared"]):
+        history = (
+            "The release's judgments were extended after the paper, so its bins differ from the paper's; "
+            "the edges are the paper's, not tuned."
+        )
+    else:
+        history = (
+            "This dataset is not (or is not known to be) the release the paper describes (see its card's provenance): "
+            "the paper's counts describe other judgments; the edges are the paper's, not tuned."
+        )
+    out += ["", history, ""]
     out += _md_table(
         ["bin", "n", "mean score", "sd", "min", "max"],
         [

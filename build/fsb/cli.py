@@ -5,9 +5,11 @@ importable function with keyword arguments, and prints; heavy imports happen ins
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import __version__
@@ -67,6 +69,19 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
     b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
     b.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
+    b.add_argument(
+        "--rounds",
+        metavar="MANIFEST",
+        help="a rounds manifest (YAML: rounds: [{round, name, generations, annotations}], paths relative to it) "
+        "instead of --raw-dir or --generations/--annotations; scores are computed over all rounds' judgments",
+    )
+    b.add_argument(
+        "--previous",
+        metavar="DIR|ORG/NAME@REV",
+        help="the previous version (a build folder, or a Hub revision such as ORG/NAME@v1.0.0): the card gets a "
+        "'Changes since' section from `fsb diff`",
+    )
+    b.add_argument("--previous-label", metavar="LABEL", help="how the card names the previous version (default: REV, or the folder's name)")
 
 
 @commands.add("build", arguments=_build_arguments, help="build the Hugging Face dataset folder from raw generations and judgments")
@@ -74,23 +89,31 @@ def _build(args: argparse.Namespace) -> int:
     from .dataset import build_dataset
     from .release import ANNOTATIONS, GENERATIONS, release_dir
 
-    if args.generations or args.annotations:
+    generations = annotations = None
+    if args.rounds:
+        if args.generations or args.annotations or args.raw_dir:
+            raise FsbError("give --rounds, or --raw-dir, or both --generations and --annotations (one of the three)")
+    elif args.generations or args.annotations:
         if not (args.generations and args.annotations) or args.raw_dir:
             raise FsbError("give --raw-dir, or both --generations and --annotations")
         generations, annotations = Path(args.generations), Path(args.annotations)
     else:
         folder = release_dir(raw_dir=args.raw_dir)
         generations, annotations = folder / GENERATIONS, folder / ANNOTATIONS
-    result = build_dataset(
-        generations=generations,
-        annotations=annotations,
-        out=args.out,
-        trials=args.trials,
-        seed=args.seed,
-        record=not args.no_record,
-        hub_id=args.hub_id,
-        invalid=args.invalid,
-    )
+    with _previous_build(args.previous) as (previous, label):
+        result = build_dataset(
+            generations=generations,
+            annotations=annotations,
+            out=args.out,
+            rounds=args.rounds,
+            trials=args.trials,
+            seed=args.seed,
+            record=not args.no_record,
+            hub_id=args.hub_id,
+            invalid=args.invalid,
+            previous=previous,
+            previous_label=args.previous_label or label,
+        )
     s = result.stats
     shr = s["shr"]
     if "invalid" in s:
@@ -104,12 +127,39 @@ def _build(args: argparse.Namespace) -> int:
         f"Pearson {shr['pearson']['mean']:.4f} ± {shr['pearson']['sd']:.4f}, "
         f"Spearman {shr['spearman']['mean']:.4f} ± {shr['spearman']['sd']:.4f}"
     )
+    if len(s["rounds"]) > 1:
+        for r in s["rounds"]:
+            print(
+                f"  round {r['round']} ({r['name']}): {r['sentences']} sentences, {r['judgments']} judgments, {r['new_tuples']} new tuples"
+            )
     print(f"  fingerprint {s['fingerprint']}")
+    if "changes_since" in s:
+        print(f"  the card carries the changes since {s['changes_since']['label']}:")
+        print("\n".join("    " + line for line in s["changes_since"]["summary"].splitlines()))
     for warning in result.warnings:
         print(f"fsb build: warning: {warning}", file=sys.stderr)
     if not args.no_record and not result.warnings:
         print("  loaders and the lm-eval task now read this folder (fsb build --no-record leaves the previous one in place)")
     return 0
+
+
+@contextlib.contextmanager
+def _previous_build(arg: str | None) -> Iterator[tuple[str | None, str | None]]:
+    """(folder, label) of `--previous`: a folder as given, or ORG/NAME@REV downloaded (from $HF_ENDPOINT)
+    into a temporary folder that lives as long as the build needs it."""
+    if arg is None:
+        yield None, None
+        return
+    if os.path.exists(arg) or arg.count("@") != 1:
+        yield arg, Path(arg).name
+        return
+    repo_id, revision = arg.split("@")
+    import tempfile
+
+    from .publish import download_build
+
+    with tempfile.TemporaryDirectory(prefix="fsb-previous-") as tmp:
+        yield str(download_build(repo_id, revision, Path(tmp) / "previous")), revision
 
 
 def _score_arguments(s: argparse.ArgumentParser) -> None:
@@ -208,20 +258,31 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
     t.add_argument("items", help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file")
     t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
     t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
-    t.add_argument("--appearances", type=pos_int, default=8, help="tuples per item (default 8, giving 2N 4-tuples)")
+    t.add_argument("--appearances", "--k", type=pos_int, default=8, help="tuples per (new) item (default 8, giving 2N 4-tuples)")
     t.add_argument("--seed", type=seed, default=0)
+    t.add_argument(
+        "--extend",
+        metavar="EXISTING",
+        help="tie ITEMS (new items) to an existing study, a judgments or design file: writes only the new tuples, each holding "
+        ">= 1 existing item spread over the existing scores; the tuple size is EXISTING's",
+    )
     _force(t)
 
 
 @commands.add(
     "tuples",
     arguments=_tuples_arguments,
-    help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items",
+    help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items (--extend: new items tied to a study)",
 )
 def _tuples(args: argparse.Namespace) -> int:
     from . import annotate
 
     _output_file(args.out, DESIGN_HEADER, "a design from `fsb tuples`", force=args.force)
+    if args.extend:
+        from .extend import make_extension
+
+        _print_json(make_extension(items=args.items, existing=args.extend, out=args.out, k=args.appearances, seed=args.seed))
+        return 0
     design = annotate.make_tuples(items=args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed)
     _print_json(design)
     return 0

@@ -223,6 +223,12 @@ def _generate_arguments(g: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--shots", type=nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
     g.add_argument("--seed", type=seed, default=0, help="seed for choosing in-context examples (default 0)")
+    g.add_argument(
+        "--first-uid",
+        type=nonneg_int,
+        default=1,
+        help="the first generation's uid (default 1); a later round starts past the earlier rounds' uids, e.g. 1001",
+    )
     g.add_argument("--csv", help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here")
     g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
     g.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
@@ -317,7 +323,10 @@ def _generate(args: argparse.Namespace) -> int:
     prompts = load_prompt_set(
         ic_dir, dict(args.ic), formats=args.formats, seed_types=sorted({s.seed_type for s in seeds}), shots=args.shots, seed=args.seed
     )
-    plan = build_generation_plan(seeds, prompts, args.formats, args.model, _sampling(args))
+    try:
+        plan = build_generation_plan(seeds, prompts, args.formats, args.model, _sampling(args), first_uid=args.first_uid)
+    except ValueError as e:
+        raise engine.EngineError(str(e)) from None
     if args.csv:
         _output_file(args.csv, ",".join(GENERATION_COLUMNS), "a generations CSV from `fsb generate --csv`", force=args.force)
     if args.batch_file:

@@ -23,43 +23,45 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import yaml
 
 import fifty_shades_of_bias as spec
 
-from . import __version__, bws, card, scoring
+from . import __version__, bws, card, maxdiff, scoring
 from ._io import InputError, atomic_dir, atomic_write, check_replaceable_dir, content_fingerprint, sha256_file, write_file
 from .raw import Annotations, Generations, check_coverage, read_annotations, read_generations
 
-__all__ = ["BuildResult", "ScoredDataset", "build_dataset", "is_build_folder", "score_dataset", "write_last_build"]
+__all__ = [
+    "BuildResult",
+    "Round",
+    "ScoredDataset",
+    "arrow_schema",
+    "build_dataset",
+    "is_build_folder",
+    "read_rounds",
+    "score_dataset",
+    "write_last_build",
+]
 
 DEFAULT_OUT = Path(spec.NAME)
 
-_SCHEMAS = {
-    "default": pa.schema(
-        [
-            ("id", pa.int32()),
-            ("text", pa.string()),
-            ("seed", pa.string()),
-            ("seed_type", pa.string()),
-            ("prompt_type", pa.string()),
-            ("score", pa.float64()),
-            ("score_raw", pa.float64()),
-            ("bin", pa.string()),
-            ("n_judgments", pa.int32()),
-            ("n_best", pa.int32()),
-            ("n_worst", pa.int32()),
-        ]
-    ),
-    "annotations": pa.schema(
-        [
-            ("tuple_id", pa.int32()),
-            ("items", pa.list_(pa.int32())),
-            ("best", pa.int32()),
-            ("worst", pa.int32()),
-            ("annotator", pa.string()),
-        ]
-    ),
-}
+
+def arrow_schema(config: str) -> pa.Schema:
+    """The Parquet schema of a config, derived from `fifty_shades_of_bias.features` (the one schema):
+    ClassLabel columns are stored as their string names (the card declares the names), lists of a
+    fixed length as plain Arrow lists."""
+    from datasets import ClassLabel, List, Value
+
+    def arrow_type(feature: Any) -> pa.DataType:
+        if isinstance(feature, ClassLabel):
+            return pa.string()
+        if isinstance(feature, Value):
+            return feature.pa_type
+        if isinstance(feature, List):
+            return pa.list_(arrow_type(feature.feature))
+        raise TypeError(f"no Parquet type for the feature {feature!r} of config {config!r}")
+
+    return pa.schema([(name, arrow_type(f)) for name, f in spec.features(config).items()])
 
 
 @dataclass(frozen=True)
@@ -81,20 +83,41 @@ class BuildResult:
     warnings: tuple[str, ...] = ()
 
 
-def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, seed: int = 0) -> ScoredDataset:
-    """Score every sentence by counting and compute the dataset's figures (no I/O)."""
+def score_dataset(
+    gens: Generations,
+    ann: Annotations,
+    *,
+    trials: int = 100,
+    seed: int = 0,
+    gen_round: np.ndarray | None = None,
+    ann_round: np.ndarray | None = None,
+    round_names: dict[int, str] | None = None,
+) -> ScoredDataset:
+    """Score every sentence by counting and by the MaxDiff fit, and compute the dataset's figures (no I/O).
+
+    `gen_round` / `ann_round` give the round of each generations row and judgment (default: all round 1,
+    the plain build); the scores are computed over every round's judgments together."""
     k = ann.items.shape[1]
     if k != spec.TUPLE_SIZE:
         raise InputError(
             ann.path, f"the dataset's judgments are over {spec.TUPLE_SIZE}-tuples; this file has {k} item columns", line=1, field=f"Item{k}"
         )
-    check_coverage(gens, ann)
-    frame = gens.frame.sort_values("uid", kind="stable").reset_index(drop=True)
+    if gen_round is None:
+        check_coverage(gens, ann)
+    gen_round = np.ones(len(gens.frame), dtype=np.int64) if gen_round is None else np.asarray(gen_round, dtype=np.int64)
+    ann_round = np.ones(len(ann), dtype=np.int64) if ann_round is None else np.asarray(ann_round, dtype=np.int64)
+    frame = gens.frame.assign(round=gen_round).sort_values("uid", kind="stable").reset_index(drop=True)
     uids = frame["uid"].to_numpy()
+    item_round = frame["round"].to_numpy()
     coded = scoring.encode(ann, labels=uids)
     design, tuple_index = coded.design, coded.tuple_index
     counts = bws.count_best_worst(design, coded.best, coded.worst, n_items=uids.size, tuple_index=tuple_index)
     shr = bws.split_half_reliability(design, coded.best, coded.worst, tuple_index, n_items=uids.size, trials=trials, seed=seed)
+    fit = maxdiff.fit_maxdiff(design, coded.best, coded.worst, tuple_index, uids.size)
+    # The logit scale fixes only differences: anchor it on the first round's sentences (mean 0), so that a
+    # later round's sentences land on the scale the earlier version published and old scores stay put.
+    first_round = int(item_round.min())
+    score_maxdiff = fit.utility - fit.utility[item_round == first_round].mean()
     score_raw = counts.score_raw
     score = counts.score
     # score = (n + best - worst) / (2n): bins are computed from these integers, not from floats.
@@ -108,8 +131,10 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
             "seed": frame["query"].to_numpy(),
             "seed_type": frame["seed_type"].to_numpy(),
             "prompt_type": frame["prompt_type"].to_numpy(),
+            "round": item_round.astype(np.int32),
             "score": score,
             "score_raw": score_raw,
+            "score_maxdiff": score_maxdiff,
             "bin": np.asarray(spec.BIN_NAMES)[bin_code],
             "n_judgments": counts.appearances.astype(np.int32),
             "n_best": counts.best.astype(np.int32),
@@ -123,6 +148,7 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
             "best": ann.best.astype(np.int32),
             "worst": ann.worst.astype(np.int32),
             "annotator": ann.annotator if ann.annotator is not None else [None] * len(ann),
+            "round": ann_round.astype(np.int32),
         }
     )
     rounded_bin = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), (np.round(score_raw, 3) + 1) / 2, side="right")
@@ -154,8 +180,73 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
         },
         "design": bws.design_report(design, uids.size),
         "shr": shr.summary(),
+        "maxdiff": {
+            "converged": fit.converged,
+            "iterations": fit.iterations,
+            "anchor_round": first_round,
+            "spearman_with_counting": _spearman(score_maxdiff, score),
+            "min": float(score_maxdiff.min()),
+            "max": float(score_maxdiff.max()),
+        },
+        "annotators": _annotator_figures(ann.annotator),
+        "rounds": _round_table(item_round, ann_round, tuple_index, design, ann.annotator, round_names or {}),
     }
     return ScoredDataset(default, annotations, stats)
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rho: Pearson's r of average ranks (as `scipy.stats.spearmanr`)."""
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a, b).statistic)
+
+
+def _annotator_figures(annotator: np.ndarray | None) -> dict[str, Any]:
+    """What the judgments say about who made them: the number of distinct annotator ids, judgments per
+    annotator (min, median, max), and how many judgments carry no id."""
+    if annotator is None:
+        return {"n": 0, "judgments_without_id": None}
+    ids = pd.Series(annotator, dtype=object)
+    missing = ids.isna() | (ids.astype(str).str.strip() == "")
+    per = ids[~missing].value_counts()
+    return {
+        "n": int(per.size),
+        "judgments_per_annotator": ({"min": int(per.min()), "median": float(per.median()), "max": int(per.max())} if per.size else None),
+        "judgments_without_id": int(missing.sum()),
+    }
+
+
+def _round_table(
+    item_round: np.ndarray,
+    ann_round: np.ndarray,
+    tuple_index: np.ndarray,
+    design: np.ndarray,
+    annotator: np.ndarray | None,
+    names: dict[int, str],
+) -> list[dict[str, Any]]:
+    """Per round: sentences introduced, judgments, annotators, tuples judged (new ones, and those that
+    tie the round's sentences to earlier rounds' sentences)."""
+    first_round_of_tuple = np.full(design.shape[0], np.iinfo(np.int64).max)
+    np.minimum.at(first_round_of_tuple, tuple_index, ann_round)
+    rounds_in_tuple = item_round[design]  # (n_tuples, k): the round of each sentence shown
+    table = []
+    for r in sorted(set(item_round.tolist()) | set(ann_round.tolist())):
+        rows = ann_round == r
+        judged = np.unique(tuple_index[rows])
+        mixed = (rounds_in_tuple[judged] == r).any(axis=1) & (rounds_in_tuple[judged] < r).any(axis=1)
+        table.append(
+            {
+                "round": int(r),
+                "name": names.get(int(r), f"round {r}"),
+                "sentences": int((item_round == r).sum()),
+                "judgments": int(rows.sum()),
+                "annotators": _annotator_figures(None if annotator is None else annotator[rows]),
+                "tuples": int(judged.size),
+                "new_tuples": int((first_round_of_tuple == r).sum()),
+                "tuples_linking_earlier_rounds": int(mixed.sum()),
+            }
+        )
+    return table
 
 
 def _parquet_bytes(frame: pd.DataFrame, schema: pa.Schema) -> tuple[bytes, int]:
@@ -166,12 +257,165 @@ def _parquet_bytes(frame: pd.DataFrame, schema: pa.Schema) -> tuple[bytes, int]:
     return sink.getvalue().to_pybytes(), int(table.nbytes)
 
 
-def _inputs(paths: dict[str, Path]) -> dict[str, Any]:
-    pinned = {Path(k).name: v for k, v in spec.RELEASE["files"].items() if v}
-    out = {}
-    for role, p in paths.items():
-        digest = sha256_file(p)
-        out[role] = {"file": p.name, "sha256": digest, "pinned_release_file": pinned.get(p.name) == digest}
+# The release's two inputs, as pinned (by sha256) in fifty_shades_of_bias.RELEASE.
+_RELEASE_INPUTS = {"generations": "FSB/FSB_text.csv", "annotations": "FSB/fsb-tuples-annotations.csv"}
+
+
+@dataclass(frozen=True)
+class Round:
+    """One annotation round: its number and name, its generations file (the sentences it adds) and its
+    judgments file (which may also show earlier rounds' sentences)."""
+
+    number: int
+    name: str
+    generations: Path
+    annotations: Path
+
+
+def read_rounds(manifest: str | os.PathLike[str]) -> list[Round]:
+    """Read a rounds manifest (YAML): `rounds:`, a list of {round: N, name: ..., generations: FILE,
+    annotations: FILE}; paths are relative to the manifest's folder, `round` defaults to the position
+    (1, 2, ...) and must increase, `name` defaults to "round N"."""
+    path = Path(manifest)
+    from ._io import read_utf8
+
+    text = read_utf8(path)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise InputError(path, f"not valid YAML: {getattr(e, 'problem', None) or e}", line=mark.line + 1 if mark else None) from None
+    entries = doc.get("rounds") if isinstance(doc, dict) else None
+    if not isinstance(entries, list) or not entries:
+        raise InputError(path, "expected `rounds:`, a list of rounds, each with generations and annotations files", field="rounds")
+    rounds: list[Round] = []
+    for i, entry in enumerate(entries):
+        where = f"rounds[{i}]"
+        if not isinstance(entry, dict):
+            raise InputError(path, "each round is a mapping with generations and annotations", field=where)
+        unknown = sorted(set(entry) - {"round", "name", "generations", "annotations"})
+        if unknown:
+            raise InputError(path, f"unknown key {unknown[0]!r} (expected round, name, generations, annotations)", field=where)
+        number = entry.get("round", i + 1)
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise InputError(path, f"round must be an integer >= 1, got {number!r}", field=f"{where}.round")
+        if rounds and number <= rounds[-1].number:
+            raise InputError(path, f"round {number} follows round {rounds[-1].number}: rounds must increase", field=f"{where}.round")
+        files = {}
+        for role in ("generations", "annotations"):
+            value = entry.get(role)
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(path, f"missing {role} file", field=f"{where}.{role}")
+            files[role] = (path.parent / value).resolve() if not Path(value).is_absolute() else Path(value)
+        name = entry.get("name", f"round {number}")
+        rounds.append(Round(number, str(name), files["generations"], files["annotations"]))
+    return rounds
+
+
+def _merge_rounds(
+    rounds: list[Round], invalid: str
+) -> tuple[Generations, Annotations, np.ndarray, np.ndarray, list[tuple[Round, Generations, Annotations]]]:
+    """Read every round and join them: one Generations (uids unique across rounds), one Annotations
+    (labels re-coded over the union), and the round of each generations row and of each judgment.
+    Every annotated id must be a sentence of some round, and every sentence judged in some round."""
+    from .raw import _first, _show
+
+    read = []
+    for r in rounds:
+        gens = read_generations(r.generations)
+        ann = read_annotations(r.annotations, integer_ids=True, invalid=invalid)  # type: ignore[arg-type]
+        if ann.item_codes.shape[1] != spec.TUPLE_SIZE:
+            k = ann.item_codes.shape[1]
+            raise InputError(
+                ann.path,
+                f"the dataset's judgments are over {spec.TUPLE_SIZE}-tuples; this file has {k} item columns",
+                line=1,
+                field=f"Item{k}",
+            )
+        read.append((r, gens, ann))
+    owner: dict[int, tuple[int, Path]] = {}
+    for r, gens, _ in read:
+        for i, uid in enumerate(gens.frame["uid"].tolist()):
+            if uid in owner:
+                number, where = owner[uid]
+                raise InputError(
+                    gens.path, f"uid {uid} is already a sentence of round {number} ({where})", line=gens.line_of(i), field="uid"
+                )
+            owner[uid] = (r.number, gens.path)
+    all_uids = np.fromiter(owner, dtype=np.int64, count=len(owner))
+    for _, _, ann in read:
+        known = np.isin(ann.labels, all_uids)
+        if not known.all():
+            cell_bad = ~known[ann.item_codes]
+            row = _first(cell_bad.any(axis=1))
+            col = int(np.flatnonzero(cell_bad[row])[0])
+            raise InputError(
+                ann.path,
+                f"unknown id {_show(ann.labels[ann.item_codes[row, col]])}: no such uid in any round's generations",
+                line=ann.line_of(row),
+                field=ann.item_columns[col],
+            )
+    judged = np.unique(np.concatenate([ann.labels for _, _, ann in read]))
+    for _, gens, _ in read:
+        uids = gens.frame["uid"].to_numpy()
+        bad = _first(~np.isin(uids, judged))
+        if bad is not None:
+            raise InputError(
+                gens.path, f"no judgment of any round covers the sentence with uid {uids[bad]}", line=gens.line_of(bad), field="uid"
+            )
+    frame = pd.concat([g.frame for _, g, _ in read], ignore_index=True)
+    gen_round = np.concatenate([np.full(len(g.frame), r.number) for r, g, _ in read])
+    offsets = np.cumsum([0, *(len(g.frame) for _, g, _ in read)])
+
+    def gen_line(i: int) -> int:
+        j = int(np.searchsorted(offsets, i, side="right") - 1)
+        return read[j][1].line_of(i - int(offsets[j]))
+
+    labels = np.unique(np.concatenate([a.labels for _, _, a in read]))
+    recode = [np.searchsorted(labels, a.labels) for _, _, a in read]
+    item_codes = np.concatenate([m[a.item_codes] for m, (_, _, a) in zip(recode, read)])
+    best = np.concatenate([m[a.best_codes] for m, (_, _, a) in zip(recode, read)])
+    worst = np.concatenate([m[a.worst_codes] for m, (_, _, a) in zip(recode, read)])
+    annotator = None
+    if any(a.annotator is not None for _, _, a in read):
+        annotator = np.concatenate([a.annotator if a.annotator is not None else np.full(len(a), None, dtype=object) for _, _, a in read])
+    ann_round = np.concatenate([np.full(len(a), r.number) for r, _, a in read])
+    a_offsets = np.cumsum([0, *(len(a) for _, _, a in read)])
+
+    def ann_line(i: int) -> int:
+        j = int(np.searchsorted(a_offsets, i, side="right") - 1)
+        return read[j][2].line_of(i - int(a_offsets[j]))
+
+    irregular: dict[str, dict[str, Any]] = {}
+    for r, _, a in read:
+        for kind, v in a.irregular.items():
+            if kind not in irregular:
+                irregular[kind] = {"rows": 0, "first_line": v["first_line"], "file": a.path.name, "round": r.number}
+            irregular[kind]["rows"] += v["rows"]
+    first = read[0]
+    merged_gens = Generations(first[1].path, frame, gen_line)
+    merged_ann = Annotations(
+        first[2].path, labels, item_codes, best, worst, annotator, ann_line, invalid, irregular, sum(a.dropped for _, _, a in read)
+    )
+    return merged_gens, merged_ann, gen_round, ann_round, read
+
+
+def _round_inputs(read: list[tuple[Round, Generations, Annotations]]) -> list[dict[str, Any]]:
+    """Each round's inputs: file name, sha256 and rows read, whether each file is the pinned release's,
+    and whether the round IS the release (both files match and no row was left out)."""
+    out = []
+    for r, gens, ann in read:
+        files = {}
+        for role, p, rows in (("generations", r.generations, len(gens.frame)), ("annotations", r.annotations, len(ann) + ann.dropped)):
+            digest = sha256_file(p)
+            files[role] = {
+                "file": Path(p).name,
+                "sha256": digest,
+                "rows": int(rows),
+                "pinned_release_file": digest == spec.RELEASE["files"][_RELEASE_INPUTS[role]],
+            }
+        is_release = all(f["pinned_release_file"] for f in files.values()) and ann.dropped == 0
+        out.append({"round": r.number, "name": r.name, "inputs": files, "is_release": is_release})
     return out
 
 
@@ -218,49 +462,109 @@ def _check_record_writable() -> None:
 
 
 def build_dataset(
-    generations: str | os.PathLike[str],
-    annotations: str | os.PathLike[str],
+    generations: str | os.PathLike[str] | None = None,
+    annotations: str | os.PathLike[str] | None = None,
     out: str | os.PathLike[str] = DEFAULT_OUT,
     *,
+    rounds: str | os.PathLike[str] | list[Round] | None = None,
     trials: int = 100,
     seed: int = 0,
     record: bool = True,
     hub_id: str | None = None,
     invalid: str = "refuse",
+    previous: str | os.PathLike[str] | None = None,
+    previous_label: str | None = None,
 ) -> BuildResult:
-    """Build the dataset folder OUT from a generations file and a judgments file.
+    """Build the dataset folder OUT from a generations file and a judgments file (round 1), or from
+    `rounds` (a manifest path, see `read_rounds`, or a list of `Round`s).
 
     OUT is replaced only if it is absent, empty or an unchanged earlier build (`is_build_folder`; never
     the current folder, an ancestor of it or of an input, home or /). Nothing is written unless every
     check passes, and OUT is replaced in one rename: a failed build leaves the previous folder as it
     was. With `record`, the build becomes the one that loaders find; if that record cannot be written
-    after the swap, the build stands and the result carries a warning. `hub_id` (org/name) makes the
-    card's loading examples name that Hub repo instead of the local folder.
+    after the swap, the build stands and the result carries a warning. The card's loading examples name
+    `hub_id` (org/name) when given, else OUT's own folder name. `previous` (an earlier build folder)
+    adds a "Changes since PREVIOUS_LABEL" section to the card, from `fsb.diff`.
     """
-    inputs = (generations, annotations)
+    if rounds is None:
+        if generations is None or annotations is None:
+            raise InputError(str(out), "give a generations file and a judgments file, or a rounds manifest")
+        round_list = [Round(1, "round 1", Path(generations), Path(annotations))]
+    elif generations is not None or annotations is not None:
+        raise InputError(str(rounds), "give a rounds manifest or a generations and a judgments file, not both")
+    else:
+        round_list = rounds if isinstance(rounds, list) else read_rounds(rounds)
+    inputs = tuple(p for r in round_list for p in (r.generations, r.annotations)) + (
+        () if isinstance(rounds, list) or rounds is None else (rounds,)
+    )
     target = check_replaceable_dir(out, owned=is_build_folder, kind=BUILD_KIND, inputs=inputs)
     if record:
         _check_record_writable()
-    gens = read_generations(generations)
-    ann = read_annotations(annotations, integer_ids=True, invalid=invalid)  # type: ignore[arg-type]
-    scored = score_dataset(gens, ann, trials=trials, seed=seed)
+    if len(round_list) == 1 and rounds is None:
+        r = round_list[0]
+        gens = read_generations(r.generations)
+        ann = read_annotations(r.annotations, integer_ids=True, invalid=invalid)  # type: ignore[arg-type]
+        read = [(r, gens, ann)]
+        gen_round = ann_round = None
+    else:
+        gens, ann, gen_round, ann_round, read = _merge_rounds(round_list, invalid)
+    scored = score_dataset(
+        gens, ann, trials=trials, seed=seed, gen_round=gen_round, ann_round=ann_round, round_names={r.number: r.name for r in round_list}
+    )
     stats = scored.stats
     files: dict[str, tuple[str, bytes, int]] = {}
     for config, frame in (("default", scored.default), ("annotations", scored.annotations)):
-        data, nbytes = _parquet_bytes(frame, _SCHEMAS[config])
+        data, nbytes = _parquet_bytes(frame, arrow_schema(config))
         digest = hashlib.sha256(data).hexdigest()
         files[config] = (f"data/{config}/{spec.SPLIT}-{digest[:16]}.parquet", data, nbytes)
     fingerprint = content_fingerprint([hashlib.sha256(d).hexdigest() for _, d, _ in files.values()])
+    provenance = _round_inputs(read)
+    for entry, row in zip(provenance, stats["rounds"]):
+        name = row["name"]
+        row.update(entry)
+        if entry["is_release"] and name == f"round {row['round']}" and rounds is None:
+            row["name"] = "the release"
+    release_rounds = [e["round"] for e in provenance if e["is_release"]]
     stats = {
         **stats,
         "fingerprint": fingerprint,
-        "inputs": _inputs({"generations": Path(generations), "annotations": Path(annotations)}),
-        "release_commit": spec.RELEASE["commit"],
-        "built_with": {"fsb": __version__, "scoring": "counting", "shr_procedure": "Kiritchenko & Mohammad split-half, no Spearman-Brown"},
+        "inputs": provenance[0]["inputs"]
+        if len(provenance) == 1
+        else {f"round {e['round']} {role}": info for e in provenance for role, info in e["inputs"].items()},
+        "release": {
+            "repo": spec.RELEASE["repo"],
+            "commit": spec.RELEASE["commit"],
+            "rounds": release_rounds,
+            # the build IS the release: one round, both files the pinned ones, nothing left out
+            "is_release": release_rounds == [provenance[0]["round"]] and len(provenance) == 1,
+        },
+        "built_with": {
+            "fsb": __version__,
+            "scoring": "counting",
+            "score_maxdiff": "best-worst multinomial logit (MaxDiff), ML fit, logit scale, mean of the first round's sentences = 0",
+            "shr_procedure": "Kiritchenko & Mohammad split-half, no Spearman-Brown",
+        },
         "paper": {k: spec.PAPER[k] for k in ("n_annotations", "shr", "bin_counts")},
     }
     if ann.irregular:  # only with --invalid count/drop: how many quality-control rows were counted or left out
         stats["invalid"] = {"policy": invalid, "irregular": ann.irregular, "dropped": ann.dropped}
+    if previous is not None:
+        from . import diff
+
+        label = previous_label or Path(previous).name
+        new_label = f"this build ({hub_id or target.name})"
+        old_stats, old_tables = diff.read_build(previous)
+        compared = diff.compare_builds(
+            old_stats,
+            old_tables,
+            {**stats},
+            {"default": scored.default, "annotations": scored.annotations},
+            old_path=Path(previous),
+            new_path=target,
+            old_label=label,
+            new_label=new_label,
+        )
+        stats["changes_since"] = {"label": label, "fingerprint": old_stats.get("fingerprint"), "summary": diff.format_diff(compared)}
     with atomic_dir(target, owned=is_build_folder, kind=BUILD_KIND, inputs=inputs) as stage:
         for rel, data, _ in files.values():
             write_file(stage / rel, data)
@@ -268,7 +572,7 @@ def build_dataset(
             config: {"path": rel, "num_bytes": nbytes, "num_examples": len(frame), "download_size": len(data)}
             for (config, (rel, data, nbytes)), frame in zip(files.items(), (scored.default, scored.annotations))
         }
-        write_file(stage / "README.md", card.render(stats, layout, load_name=hub_id or spec.NAME))
+        write_file(stage / "README.md", card.render(stats, layout, load_name=hub_id or target.name))
         write_file(stage / "stats.json", json.dumps(stats, indent=2, sort_keys=True) + "\n")
     warnings: list[str] = []
     if record:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._io import InputError, content_fingerprint, sha256_file
 
-__all__ = ["diff_builds", "format_diff", "read_build"]
+__all__ = ["compare_builds", "diff_builds", "format_diff", "read_build"]
 
 CONFIGS = ("default", "annotations")
 LARGEST_MOVES = 5
@@ -106,6 +106,23 @@ def diff_builds(
     `format_diff` (default: the folder paths), e.g. the released tag and "this build"."""
     old_stats, old_t = read_build(old)
     new_stats, new_t = read_build(new)
+    return compare_builds(old_stats, old_t, new_stats, new_t, old_path=old, new_path=new, old_label=old_label, new_label=new_label)
+
+
+def compare_builds(
+    old_stats: dict[str, Any],
+    old_t: dict[str, Any],
+    new_stats: dict[str, Any],
+    new_t: dict[str, Any],
+    *,
+    old_path: str | os.PathLike[str],
+    new_path: str | os.PathLike[str],
+    old_label: str | None = None,
+    new_label: str | None = None,
+) -> dict[str, Any]:
+    """`diff_builds` on builds already read (stats and both configs' tables, as `read_build` returns them),
+    e.g. a build being written, whose card carries the changes since an earlier one."""
+    old, new = old_path, new_path
     o, n = old_t["default"].set_index("id"), new_t["default"].set_index("id")
     added = sorted(int(i) for i in n.index.difference(o.index))
     removed = sorted(int(i) for i in o.index.difference(n.index))

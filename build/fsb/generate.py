@@ -32,8 +32,10 @@ def build_generation_plan(
     formats: Sequence[str],
     model: str,
     sampling: Sampling,
+    first_uid: int = 1,
 ) -> RequestPlan:
-    """One request per seed and format; uids run 1.. by seed type, then format, then seed order (the release's layout)."""
+    """One request per seed and format; uids run first_uid, first_uid + 1, ... by seed type, then format, then
+    seed order (the release's layout). A later round starts past the earlier rounds' uids (e.g. 1001)."""
     unknown = [f for f in formats if f not in spec.PROMPT_TYPES]
     if unknown or not formats:
         raise ValueError(f"unknown formats {unknown}; expected some of {', '.join(spec.PROMPT_TYPES)}")
@@ -52,10 +54,12 @@ def build_generation_plan(
                 messages, shown = prompts.messages(s.text, seed_type, fmt, s.occurrence)
                 body = {"model": model, "messages": messages, **sampling.params(FORMAT_MAX_TOKENS[fmt])}
                 rid = request_id(body, ["generate", seed_type, fmt, s.occurrence])
-                uid = len(requests) + 1
+                uid = first_uid + len(requests)
                 fields = {"uid": uid, "seed_type": seed_type, "prompt_type": fmt, "query": s.text, "seed": s.text}
                 provenance = {"seed_source": s.provenance(), "ic_examples": shown, "template_version": TEMPLATE_VERSION}
                 requests.append(Request(uid, rid, body, fields, provenance, "response", one_line=fmt != "conversation"))
+    if requests and requests[-1].uid > 2**31 - 1:
+        raise ValueError(f"uids {first_uid}..{requests[-1].uid} pass 2**31 - 1, the largest uid a dataset stores (int32)")
     ids = [r.request_id for r in requests]
     if len(set(ids)) != len(ids):  # read_seeds refuses duplicates, so this is a bug, not bad input
         raise AssertionError("two planned requests share an id")
@@ -71,6 +75,7 @@ def build_generation_plan(
         "ic_files": prompts.describe(),
         "template_version": TEMPLATE_VERSION,
         "requests": len(requests),
+        "first_uid": first_uid,
     }
     return RequestPlan(requests, summary)
 
