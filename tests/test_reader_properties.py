@@ -145,4 +145,6 @@ def test_leading_zero_fast_path_agrees_with_the_rule(body: list[str], header: st
     regex, from the first data record on (`pos` is always the start of a record)."""
     data = (header + "".join(body)).encode()
     start = len(header.encode())
-    assert raw.has_leading_zero(data, start) == (raw._LEADING_ZERO.search(data, start) is not None)
+    expected = raw._LEADING_ZERO.search(data, start) is not None
+    assert raw.has_leading_zero(data, start) == expected
+    assert raw.has_leading_zero(data, start, block=3) == expected  # matches across block boundaries too

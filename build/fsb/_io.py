@@ -84,7 +84,7 @@ def read_input_bytes(path: str | os.PathLike[str]) -> bytes:
         raise InputError(p, "file not found") from None
     except IsADirectoryError:
         raise InputError(p, "is a folder, expected a file") from None
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(): that copies a large file when it ends in a newline
         raise InputError(p, "file is empty")
     return data
 

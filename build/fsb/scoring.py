@@ -107,9 +107,17 @@ def score_columns(
     best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
     standard error), n, best, worst. With `ci`: ci_low, ci_high, 95% percentile intervals of `score`
     from `n_boot` bootstrap resamples of the tuples (seeded)."""
+    if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
+        n_items = ann.labels.size
+        counts = bws.count_best_worst(ann.item_codes, ann.best_codes, ann.worst_codes, n_items)
+        cols: dict[str, np.ndarray] = {"item": np.asarray(ann.labels)}
+        cols |= {"score_raw": counts.score_raw, "score": counts.score, "n": counts.appearances, "best": counts.best}
+        cols |= {"worst": counts.worst}
+        order = np.argsort(-cols["score"], kind="stable")
+        return {name: values[order] for name, values in cols.items()}
     coded = encode(ann)
     counts = bws.count_best_worst(coded.design, coded.best, coded.worst, coded.n_items, coded.tuple_index)
-    cols: dict[str, np.ndarray] = {"item": coded.labels}
+    cols = {"item": coded.labels}
     if method == "counting":
         cols |= {"score_raw": counts.score_raw, "score": counts.score}
     elif method == "maxdiff":
