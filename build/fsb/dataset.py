@@ -30,36 +30,26 @@ from . import __version__, bws, card, scoring
 from ._io import InputError, atomic_dir, atomic_write, check_replaceable_dir, content_fingerprint, sha256_file, write_file
 from .raw import Annotations, Generations, check_coverage, read_annotations, read_generations
 
-__all__ = ["BuildResult", "ScoredDataset", "build_dataset", "is_build_folder", "score_dataset", "write_last_build"]
+__all__ = ["BuildResult", "ScoredDataset", "arrow_schema", "build_dataset", "is_build_folder", "score_dataset", "write_last_build"]
 
 DEFAULT_OUT = Path(spec.NAME)
 
-_SCHEMAS = {
-    "default": pa.schema(
-        [
-            ("id", pa.int32()),
-            ("text", pa.string()),
-            ("seed", pa.string()),
-            ("seed_type", pa.string()),
-            ("prompt_type", pa.string()),
-            ("score", pa.float64()),
-            ("score_raw", pa.float64()),
-            ("bin", pa.string()),
-            ("n_judgments", pa.int32()),
-            ("n_best", pa.int32()),
-            ("n_worst", pa.int32()),
-        ]
-    ),
-    "annotations": pa.schema(
-        [
-            ("tuple_id", pa.int32()),
-            ("items", pa.list_(pa.int32())),
-            ("best", pa.int32()),
-            ("worst", pa.int32()),
-            ("annotator", pa.string()),
-        ]
-    ),
-}
+
+def arrow_schema(config: str) -> pa.Schema:
+    """The Parquet schema of a config, derived from `fifty_shades_of_bias.features`: ClassLabel columns are
+    stored as their names (strings; the card declares the labels), lists as variable-length lists."""
+    from datasets import ClassLabel, List, Value
+
+    def arrow_type(feature: Any) -> pa.DataType:
+        if isinstance(feature, ClassLabel):
+            return pa.string()
+        if isinstance(feature, List):
+            return pa.list_(arrow_type(feature.feature))
+        if isinstance(feature, Value):
+            return feature.pa_type
+        raise TypeError(f"no Parquet type for the feature {feature!r}")
+
+    return pa.schema([(name, arrow_type(feature)) for name, feature in spec.features(config).items()])
 
 
 @dataclass(frozen=True)
@@ -125,7 +115,7 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
             "annotator": ann.annotator if ann.annotator is not None else [None] * len(ann),
         }
     )
-    rounded_bin = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), (np.round(score_raw, 3) + 1) / 2, side="right")
+    rounded_bin = spec.rounded_bin_codes(score_raw, spec.ANALYSIS_BIN_EDGES)
     per_tuple = np.bincount(tuple_index)
     fewshot = spec.exact_bin_codes(num, den, spec.FEWSHOT_BIN_EDGES)
     histogram = np.bincount(np.minimum(spec.exact_bin_codes(num, den, spec.HISTOGRAM_BIN_EDGES), 9), minlength=10)
@@ -247,7 +237,7 @@ def build_dataset(
     stats = scored.stats
     files: dict[str, tuple[str, bytes, int]] = {}
     for config, frame in (("default", scored.default), ("annotations", scored.annotations)):
-        data, nbytes = _parquet_bytes(frame, _SCHEMAS[config])
+        data, nbytes = _parquet_bytes(frame, arrow_schema(config))
         digest = hashlib.sha256(data).hexdigest()
         files[config] = (f"data/{config}/{spec.SPLIT}-{digest[:16]}.parquet", data, nbytes)
     fingerprint = content_fingerprint([hashlib.sha256(d).hexdigest() for _, d, _ in files.values()])
