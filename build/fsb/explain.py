@@ -41,9 +41,9 @@ class Item:
 def _read_scores(path: Path, column: str | None) -> dict[int, float]:
     import pandas as pd
 
-    from .raw import _read_csv
+    from .raw import INT64_MAX, id_problem, read_csv_table
 
-    table = _read_csv(path)
+    table = read_csv_table(path)
     frame = table.frame
     id_col = next((c for c in _ID_COLUMNS if c in frame.columns), None)
     if id_col is None:
@@ -54,12 +54,12 @@ def _read_scores(path: Path, column: str | None) -> dict[int, float]:
         raise InputError(
             path, f"no score column {column!r} (the header has: {', '.join(frame.columns)}); choose one with --score-column", line=1
         )
-    ids = pd.to_numeric(frame[id_col], errors="coerce")
     values = pd.to_numeric(frame[column], errors="coerce")
     out: dict[int, float] = {}
-    for i, (uid, value) in enumerate(zip(ids, values)):
-        if pd.isna(uid) or uid != int(uid):
-            raise table.fail(i, id_col, f"not an integer id: {frame[id_col].iloc[i]!r}")
+    for i, (text, value) in enumerate(zip(frame[id_col], values)):
+        if problem := id_problem(text.strip(), INT64_MAX):
+            raise table.fail(i, id_col, problem)
+        uid = int(text.strip())
         if pd.isna(value) or not 0.0 <= float(value) <= 1.0:
             raise table.fail(i, column, f"not a score in [0, 1]: {frame[column].iloc[i]!r} (the prompt speaks of a 0 to 1 scale)")
         if int(uid) in out:
