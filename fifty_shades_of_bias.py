@@ -66,6 +66,7 @@ __all__ = [
     "load",
     "locate",
     "provenance",
+    "rounded_bin_codes",
 ]
 
 NAME = "fifty_shades_of_bias"
@@ -228,6 +229,16 @@ def exact_bin_codes(num: np.ndarray, den: np.ndarray, edges: Sequence[float]) ->
         frac = Fraction(str(edge))
         out += num * frac.denominator >= frac.numerator * den
     return out
+
+
+def rounded_bin_codes(score_raw: Sequence[float] | np.ndarray, edges: Sequence[float]) -> np.ndarray:
+    """Bin code of each score as the release's score file gives it: score_raw in [-1, 1] rounded to 3
+    decimals, normalised to (round(score_raw, 3) + 1) / 2. Binned exactly: with k = 1000 round(score_raw, 3)
+    (numpy's round, half to even), the score is (k + 1000) / 2000."""
+    import numpy as np
+
+    k = np.rint(np.asarray(score_raw, dtype=float) * 1000).astype(np.int64)
+    return exact_bin_codes(k + 1000, np.full_like(k, 2000), edges)
 
 
 def analysis_bin(score: float) -> str:

@@ -1,6 +1,7 @@
 """Benchmark: best-worst counting and split-half reliability against a bare numpy.bincount floor
-(and, for scale, the time to make a guaranteed design; FIELD-NOTES: the reference Perl tool takes
-1.1 s at 1e3 items, 18.6 s at 1e4 and 286 s at 1e5, measured on this kind of machine).
+(and, for scale, the time to make a guaranteed design; the reference Perl tuple generator, the NRC
+scripts of Kiritchenko and Mohammad, public in github.com/shmuhammadd/labelstudio-semrel-pipeline,
+scripts/BWS, took 1.1 s at 1e3 items, 18.6 s at 1e4 and 286 s at 1e5 on this kind of machine).
 
 For each size N: a 2N-tuple design (each item in 8 4-tuples), 3 simulated judgments per tuple
 (6N judgments). The floor is one bare `np.bincount` over each array the counting pass reads (best,

@@ -198,7 +198,7 @@ def main() -> int:
                     repeat,
                     args.timeout,
                 )
-            if perl and n <= 1_000 and "tuples" in args.commands:  # 18.6 s at 1e4, 286 s at 1e5 (FIELD-NOTES)
+            if perl and n <= 1_000 and "tuples" in args.commands:  # 18.6 s at 1e4, 286 s at 1e5, measured once on this kind of machine
                 res["perl tuples"] = best_of(["perl", str(perl / "generate-BWS-tuples.pl"), str(files["items"])], work, 1, args.timeout)
             results[n] = res
             floor = res["floor"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 import subprocess
 import sys
@@ -18,7 +19,7 @@ import pytest
 import scipy.stats
 
 import fifty_shades_of_bias as spec
-from fsb import analysis
+from fsb import analysis, terms
 from fsb._io import InputError
 
 
@@ -44,30 +45,30 @@ def png_size(path: Path) -> tuple[int, int]:
 
 def test_tokenizer_rules() -> None:
     text = "She\u2019s so self-absorbed, she doesn't care; the woman's dog (and HIS cat) 42 times!"
-    assert analysis.phrases(text) == [
+    assert terms.phrases(text) == [
         ["she", "so", "self-absorbed"],
         ["she", "doesn't", "care"],
         ["the", "woman", "dog"],
         ["and", "his", "cat"],
         ["42", "times"],
     ]
-    assert analysis.tokenize("'Men' -- are... fine.") == ["men", "are", "fine"]
-    assert analysis.ngrams(["a", "b", "c"], 2) == [("a", "b"), ("b", "c")]
-    assert analysis.ngrams(["a"], 2) == []
+    assert terms.tokenize("'Men' -- are... fine.") == ["men", "are", "fine"]
+    assert terms.ngrams(["a", "b", "c"], 2) == [("a", "b"), ("b", "c")]
+    assert terms.ngrams(["a"], 2) == []
 
 
 def test_term_counts_bigrams_stay_inside_phrases_and_drop_only_all_stopword_grams() -> None:
     stop = frozenset({"the", "of", "are"})
     texts = ["Women are emotional, men of the world.", "women are"]
-    assert analysis.term_counts(texts, 1, stop) == Counter({"women": 2, "emotional": 1, "men": 1, "world": 1})
-    bigrams = analysis.term_counts(texts, 2, stop)
+    assert terms.term_counts(texts, 1, stop) == Counter({"women": 2, "emotional": 1, "men": 1, "world": 1})
+    bigrams = terms.term_counts(texts, 2, stop)
     assert bigrams == Counter({"women are": 2, "are emotional": 1, "men of": 1, "the world": 1})  # "of the" dropped
     assert "emotional men" not in bigrams  # the comma ends the phrase
-    assert sum(analysis.term_counts(texts, 1).values()) == 9  # no stopwords: every word counted
+    assert sum(terms.term_counts(texts, 1).values()) == 9  # no stopwords: every word counted
 
 
 def test_the_project_stopword_list_keeps_pronouns_and_gendered_words() -> None:
-    stop = analysis.load_stopwords()
+    stop = terms.load_stopwords()
     assert {"the", "of", "and", "is"} <= stop
     assert not stop & {"he", "she", "his", "her", "him", "they", "women", "men", "not", "than", "always"}
 
@@ -76,7 +77,7 @@ def test_stopword_file_errors_name_the_line(tmp_path: Path) -> None:
     bad = tmp_path / "stop.txt"
     bad.write_text("# comment\nthe\ntwo words\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"line 3.*not a single word"):
-        analysis.load_stopwords(bad)
+        terms.load_stopwords(bad)
 
 
 # --- log-odds with a Dirichlet prior ---------------------------------------------------------------
@@ -84,7 +85,7 @@ def test_stopword_file_errors_name_the_line(tmp_path: Path) -> None:
 
 def test_log_odds_matches_the_formula_by_hand() -> None:
     # y_i = (2, 0), y_j = (0, 2), alpha = (1, 1): delta_0 = log(3/1) - log(1/3), var_0 = 1/3 + 1/1.
-    delta, var, z = analysis.log_odds_dirichlet(np.array([2, 0]), np.array([0, 2]), np.array([1.0, 1.0]))
+    delta, var, z = terms.log_odds_dirichlet(np.array([2, 0]), np.array([0, 2]), np.array([1.0, 1.0]))
     assert delta[0] == pytest.approx(2 * math.log(3))
     assert var[0] == pytest.approx(4 / 3)
     assert z[0] == pytest.approx(2 * math.log(3) / math.sqrt(4 / 3))
@@ -95,14 +96,14 @@ def test_log_odds_symmetric_inputs_give_zero_and_swapping_negates() -> None:
     rng = np.random.default_rng(0)
     counts = rng.integers(0, 50, size=40).astype(float)
     prior = counts + 1
-    delta, _, z = analysis.log_odds_dirichlet(counts, counts, prior)
+    delta, _, z = terms.log_odds_dirichlet(counts, counts, prior)
     assert np.all(delta == 0) and np.all(z == 0)
     other = rng.integers(0, 50, size=40).astype(float)
-    _, _, z_ij = analysis.log_odds_dirichlet(counts, other, prior)
-    _, _, z_ji = analysis.log_odds_dirichlet(other, counts, prior)
+    _, _, z_ij = terms.log_odds_dirichlet(counts, other, prior)
+    _, _, z_ji = terms.log_odds_dirichlet(other, counts, prior)
     np.testing.assert_allclose(z_ij, -z_ji)
     with pytest.raises(ValueError, match="positive"):
-        analysis.log_odds_dirichlet(counts, other, np.zeros(40))
+        terms.log_odds_dirichlet(counts, other, np.zeros(40))
 
 
 def test_a_word_only_in_one_group_ranks_top_for_it() -> None:
@@ -112,7 +113,7 @@ def test_a_word_only_in_one_group_ranks_top_for_it() -> None:
         "medium": dict(shared),
         "high": {**shared, "dog": 9, "rare": 2},
     }
-    out = analysis.distinctive_terms(groups, min_count=3)
+    out = terms.distinctive_terms(groups, min_count=3)
     assert out["low"][0]["term"] == "apple"
     assert out["high"][0]["term"] == "dog"
     assert all(t["term"] not in {"apple", "dog"} for t in out["medium"])
@@ -120,9 +121,9 @@ def test_a_word_only_in_one_group_ranks_top_for_it() -> None:
     pooled = Counter()
     for g in groups.values():
         pooled.update(g)
-    for name, terms in out.items():
-        assert [t["z"] for t in terms] == sorted((t["z"] for t in terms), reverse=True)
-        for t in terms:
+    for name, ranked in out.items():
+        assert [t["z"] for t in ranked] == sorted((t["z"] for t in ranked), reverse=True)
+        for t in ranked:
             assert t["z"] > 0
             assert t["count"] == groups[name].get(t["term"], 0)
             assert t["count"] + t["count_rest"] == pooled[t["term"]]
@@ -130,9 +131,9 @@ def test_a_word_only_in_one_group_ranks_top_for_it() -> None:
 
 def test_identical_groups_have_no_distinctive_terms() -> None:
     same = {"women": 10, "men": 7, "the": 30}
-    out = analysis.distinctive_terms({"a": same, "b": dict(same)}, min_count=1)
+    out = terms.distinctive_terms({"a": same, "b": dict(same)}, min_count=1)
     assert out == {"a": [], "b": []}
-    assert analysis.distinctive_terms({"a": {}, "b": {}}) == {"a": [], "b": []}
+    assert terms.distinctive_terms({"a": {}, "b": {}}) == {"a": [], "b": []}
 
 
 # --- histogram, bins, tables -------------------------------------------------------------------
@@ -154,6 +155,17 @@ def test_analysis_bins_follow_the_papers_edges() -> None:
     scores = [0.0, 0.3159, 0.316, 0.5789, 0.579, 1.0]
     assert analysis.analysis_bins(scores).tolist() == [0, 0, 1, 1, 2, 2]
     assert [spec.BIN_NAMES[k] for k in analysis.analysis_bins(scores)] == [spec.analysis_bin(s) for s in scores]
+
+
+def test_the_release_rounded_scores_bin_exactly() -> None:
+    """fifty_shades_of_bias.rounded_bin_codes bins (round(score_raw, 3) + 1) / 2 in integers: it agrees with the
+    float binning on all 2001 values the release's 3-decimal file can hold, and an edge opens the bin above."""
+    raw = np.arange(-1000, 1001) / 1000
+    exact = spec.rounded_bin_codes(raw, spec.ANALYSIS_BIN_EDGES)
+    assert exact.tolist() == spec.bin_codes((raw + 1) / 2, spec.ANALYSIS_BIN_EDGES).tolist()
+    assert np.bincount(exact).tolist() == [632, 526, 843]  # k in -1000..-369, -368..157, 158..1000
+    # -0.368 -> 0.316 and 0.158 -> 0.579 sit on the edges; -0.3689 -> 0.3155 and 0.1574 -> 0.5785 below them
+    assert spec.rounded_bin_codes([-0.3689, -0.368, 0.1574, 0.158, 1.0], spec.ANALYSIS_BIN_EDGES).tolist() == [0, 1, 1, 2, 2]
 
 
 def test_crosstab_counts_add_up_and_chi_square_matches_scipy() -> None:
@@ -199,10 +211,9 @@ def test_release_histogram_equals_an_exact_integer_count(release_dataset: Path, 
     assert result["histogram"]["counts"] == exact
     assert sum(exact) == result["n_sentences"] == 1000
     assert result["histogram"]["edges"] == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
-    # stats.json's own histogram is reported beside ours, and flagged when the two disagree.
+    # The build bins the integers (exact_bin_codes), the analysis the float scores (bin_codes): they agree.
     stats = json.loads((release_dataset / "stats.json").read_text(encoding="utf-8"))
-    assert result["checks"]["stats_json_histogram"] == stats["histogram"]["counts"]
-    assert result["checks"]["stats_json_histogram_agrees"] is (stats["histogram"]["counts"] == exact)
+    assert stats["histogram"]["counts"] == exact
 
 
 def test_release_tables_match_the_parquet_and_stats_json(release_dataset: Path, release_result: tuple) -> None:
@@ -232,16 +243,24 @@ def test_release_distinctive_words(release_dataset: Path, release_result: tuple)
     table = default_parquet(release_dataset)
     d = result["distinctive"]
     assert d["unigrams"]["high"][0]["term"] == "women"
-    stop = analysis.load_stopwords()
-    for label, n in (("unigrams", 1), ("bigrams", 2)):
-        pooled = analysis.term_counts(table["text"], n, stop)
+    stop = terms.load_stopwords()
+    for label in ("unigrams", "bigrams"):
         for b in spec.BIN_NAMES:
-            in_bin = analysis.term_counts(table.loc[table["bin"] == b, "text"], n, stop)
+            in_bin = table.loc[table["bin"] == b, "text"]
             assert 0 < len(d[label][b]) <= 15
             for t in d[label][b]:
-                assert t["count"] == in_bin[t["term"]]
-                assert t["count"] + t["count_rest"] == pooled[t["term"]] >= 5
+                assert t["count"] == occurrences(in_bin, t["term"])
+                assert t["count"] + t["count_rest"] == occurrences(table["text"], t["term"]) >= 5
                 assert not all(w in stop for w in t["term"].split())
+
+
+def occurrences(texts: pd.Series, term: str) -> int:
+    """How often `term` occurs in `texts`, counted by one regular expression over the raw text (not by the
+    tokenizer): each word bounded by anything but a letter, digit, apostrophe or hyphen, optionally followed
+    by a possessive 's, the words separated by spaces only (punctuation ends a phrase); overlaps counted."""
+    words = r"\s+".join(re.escape(w) + r"(?:['\u2019]s)?" for w in term.split())
+    pattern = re.compile(rf"(?=(?<![\w'\u2019-]){words}(?![\w'\u2019-]))")
+    return sum(len(pattern.findall(text.lower())) for text in texts)
 
 
 def test_hub_path_maps_class_labels_to_names(release_dataset: Path, monkeypatch: pytest.MonkeyPatch) -> None:

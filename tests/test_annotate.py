@@ -75,6 +75,9 @@ def test_answers_round_trip_into_a_dataset_with_annotators(study: dict[str, Path
         (["0", "1", "1", "x"], "worst", "best and worst are the same item"),
         (["0", "7", "1", "x"], "best", "position 7 is outside 1..4"),
         (["0", "1", "two", "x"], "worst", "not an integer"),
+        # the one id rule (fsb.raw.id_problem): ASCII digits only, as in the judgments files
+        (["\u0660", "1", "2", "x"], "tuple_id", "not an integer id: '\u0660'"),
+        (["+0", "1", "2", "x"], "tuple_id", "not an integer id: '+0'"),
     ],
 )
 def test_bad_answers_are_refused(study: dict[str, Path], row: list[str], field: str, words: str) -> None:
@@ -84,6 +87,21 @@ def test_bad_answers_are_refused(study: dict[str, Path], row: list[str], field: 
         import_judgments(responses, study["forms"], out, positions=True)
     assert (err.value.line, err.value.field) == (3, field) and words in err.value.message
     assert not out.exists(), "nothing is written when an answer is refused"
+
+
+def test_designs_follow_the_one_id_rule(tmp_path: Path) -> None:
+    """tuple_id is an id by fsb.raw.id_problem (ASCII digits only); items are integers only when every label
+    is a canonical id, as in the judgments reader: "007" keeps the labels opaque, so it stays "007"."""
+    from fsb.annotate import read_design
+
+    header = ["tuple_id", "Item1", "Item2"]
+    with pytest.raises(InputError) as err:
+        read_design(write_csv(tmp_path / "d.csv", header, [["0", "1", "2"], ["\u0661", "3", "4"]]))
+    assert (err.value.line, err.value.field) == (3, "tuple_id") and "not an integer id" in err.value.message
+    ints = read_design(write_csv(tmp_path / "i.csv", header, [["0", "1", "2"], ["1", "3", "40"]]))
+    assert ints["Item2"].tolist() == [2, 40]
+    opaque = read_design(write_csv(tmp_path / "o.csv", header, [["0", "007", "7"], ["1", "3", "4"]]))
+    assert opaque["Item1"].tolist() == ["007", "3"] and opaque["Item2"].tolist() == ["7", "4"]
 
 
 def test_one_annotator_twice_on_a_tuple_is_refused(study: dict[str, Path]) -> None:

@@ -126,7 +126,8 @@ def _swap_texts(src: Path, dst: Path, a: int, b: int) -> Path:
 
 
 def test_a_rebuild_with_new_content_is_not_served_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """datasets 5 keys its cache for a local folder on the card's YAML alone (FIELD-NOTES). Swapping
+    """datasets 5 keys its cache for a local folder on the card's YAML alone (seen with datasets 5.2: a
+    hash of the YAML, not of the data files' content, size or mtime, nor of the folder's path). Swapping
     two sentences' texts changes the content but no size or count in the YAML; only the content-addressed
     file names differ. Build, load (warming the cache), rebuild over it, load again: the new rows must
     come back, not the cached old ones. Then the same for another folder of the same name."""

@@ -45,7 +45,7 @@ def test_the_release_card_states_the_release(release_dataset: Path) -> None:
     # the MaxDiff fit orders the sentences almost as counting does on the release's balanced design
     assert spearmanr(frame["score_maxdiff"], frame["score"]).statistic > 0.97
     assert abs(frame["score_maxdiff"].mean()) < 1e-9, "round 1 is the scale's anchor: mean 0"
-    report = analysis.render_report(analysis.analyse(analysis.read_sentences(release_dataset)))
+    report = analysis.analysis_markdown(analysis.analyse(analysis.read_sentences(release_dataset)))
     assert "the release's scores (score_raw rounded to 3 decimals)" in report
 
 
@@ -99,7 +99,7 @@ def test_other_judgments_are_not_called_the_release(other_judgments: Path) -> No
     assert stats["annotators"] == {"n": 7, "judgments_per_annotator": {"min": 10, "median": 667.0, "max": 667}, "judgments_without_id": 0}
     assert "7 annotators (10 to 667 judgments each)" in card
     assert "| 1 | round 1 | 1000 | 4010 | 7 annotators (10 to 667 judgments each) |" in card
-    report = analysis.render_report(analysis.analyse(analysis.read_sentences(other_judgments)))
+    report = analysis.analysis_markdown(analysis.analyse(analysis.read_sentences(other_judgments)))
     assert "the release's scores" not in report and "The release's judgments were extended" not in report
     assert "not (or is not known to be) the release" in report
 

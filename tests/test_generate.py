@@ -801,6 +801,18 @@ def test_the_cost_before_running_counts_what_is_left(tmp_path: Path, release: Pa
     assert engine.estimate_cost([]) == engine.Cost(0, 0, 0)
 
 
+@pytest.mark.parametrize(("uid", "words"), [("7.0", "not an integer id: '7.0'"), ("-7", "not an integer id"), ("", "empty value")])
+def test_explain_score_ids_follow_the_one_id_rule(tmp_path: Path, release: Path, uid: str, words: str) -> None:
+    """A scores file's ids are ids by fsb.raw.id_problem, as in every other reader (pandas' numbers were accepted)."""
+    from fsb.explain import load_items
+
+    scores = tmp_path / "scores.csv"
+    scores.write_text(f"id,score\n1,0.5\n{uid},0.25\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        load_items(generations=release / "FSB" / "FSB_text.csv", scores=scores)
+    assert (e.value.line, e.value.field) == (3, "id") and words in e.value.message
+
+
 def test_explain_refusals_are_engine_errors_not_generation_errors(tmp_path: Path) -> None:
     """explain runs on the engine: its setup failures are the engine's (an FsbError: one line, exit 2)."""
     from fsb.errors import FsbError

@@ -21,7 +21,7 @@ from tests.test_harness import _samples_check
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
-U = harness_utils()
+task_utils = harness_utils()
 EXAMPLE = re.compile(r"Sentence: (.*?)\nScore: (\d\.\d\d)\n\n")
 
 
@@ -81,8 +81,8 @@ def test_fewshot_sets_in_the_logged_prompts(cli_run: dict[str, Path]) -> None:
         assert len(set(examples)) == 1, "every item of a variant sees the same 8 examples, in the same order"
         shots = examples[0]
         assert len(shots) == 8
-        assert [U.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots].count(0) == 2
-        assert np.bincount([U.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots], minlength=4).tolist() == [2, 2, 2, 2]
+        assert [task_utils.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots].count(0) == 2
+        assert np.bincount([task_utils.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots], minlength=4).tolist() == [2, 2, 2, 2]
         assert all(a == f"{score[t]:.2f}" for t, a in shots), "the examples are answered with their human scores"
         for p, s in zip(prompts, _samples(cli_run["out"], f"fsb_set{k}")):
             assert p.startswith("On a fine-grained real-valued scale of 0 to 1")
@@ -255,7 +255,7 @@ def test_upstream_chat_variant_against_transformers_serve(
     by_text = {t: (s, r) for t, s, r in zip(rows["text"], rows["score"], rows["score_raw"])}
     samples = _samples(out, "fsb_upstream_set0")
     assert len(samples) == 3
-    fewshot = U.load(fewshot_set=0, fsb_dataset=str(release_dataset))["fewshot"]
+    fewshot = task_utils.load(fewshot_set=0, fsb_dataset=str(release_dataset))["fewshot"]
     for s in samples:
         logged = s["arguments"]["gen_args_0"]["arg_0"]  # the messages, as JSON (inside a list for API models)
         messages = json.loads(logged[0] if isinstance(logged, list) else logged)

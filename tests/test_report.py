@@ -19,7 +19,7 @@ from fsb import agreement
 from fsb.agreement import bootstrap, draws, paired_difference, summary
 from fsb.results import TaskSamples, dataset_table, harness_utils, load_runs, read_predictions
 
-U = harness_utils()
+task_utils = harness_utils()
 FSB = Path(sys.executable).parent / "fsb"
 
 
@@ -44,9 +44,9 @@ def test_vectorised_draws_equal_the_harness_on_the_identity_resample() -> None:
     s = _samples("t", preds, golds.tolist())
     d = draws(s, np.arange(50)[None, :])
     items = s.items()
-    assert d["pearson"][0] == pytest.approx(U.pearson(items), abs=1e-12)
-    assert d["spearman"][0] == pytest.approx(U.spearman(items), abs=1e-12)
-    assert d["mse"][0] == pytest.approx(U.mse(items), abs=1e-12)
+    assert d["pearson"][0] == pytest.approx(task_utils.pearson(items), abs=1e-12)
+    assert d["spearman"][0] == pytest.approx(task_utils.spearman(items), abs=1e-12)
+    assert d["mse"][0] == pytest.approx(task_utils.mse(items), abs=1e-12)
     assert d["parse_rate"][0] == pytest.approx(42 / 50)  # i % 7 == 0 for 8 of the 50
     const = _samples("c", [0.5] * 10, list(np.linspace(0, 1, 10)))
     assert np.isnan(draws(const, np.arange(10)[None, :])["pearson"][0])
@@ -160,7 +160,7 @@ def _write_run(
     results: dict = {"results": {}, "configs": {}, "group_subtasks": {}, "config": {"model": "hf", "model_args": model_args, **config}}
     for task, rows in tasks.items():
         items = [(p, g) for _, p, g in rows]
-        results["results"][task] = {"pearson,none": U.pearson(items), "mse,none": U.mse(items), "parse_rate,none": 1.0}
+        results["results"][task] = {"pearson,none": task_utils.pearson(items), "mse,none": task_utils.mse(items), "parse_rate,none": 1.0}
         results["configs"][task] = {}
         with open(folder / f"samples_{task}_{stamp}.jsonl", "w", encoding="utf-8") as f:
             for i, p, g in rows:

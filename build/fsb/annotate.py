@@ -183,24 +183,24 @@ def read_design(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Tuples (tuple_id, Item1..ItemK) from a design CSV (`fsb tuples`) or exported forms, validated.
 
     Item labels are integers when every one is, else opaque strings; tuple_id must be an integer."""
-    from .raw import _read_csv, _require_columns
+    from .raw import INT64_MAX, canonical_id, id_problem, read_csv_table, require_columns
 
-    table = _read_csv(Path(path))
+    table = read_csv_table(path)
     k = 0
     while f"Item{k + 1}" in table.frame.columns:
         k += 1
-    _require_columns(table, ["tuple_id", "Item1", "Item2"])
+    require_columns(table, ["tuple_id", "Item1", "Item2"])
     frame = table.frame
     item_cols = [f"Item{j + 1}" for j in range(k)]
-    bad = np.flatnonzero(~frame["tuple_id"].str.fullmatch(r"\s*\d+\s*"))
-    if bad.size:
-        raise table.fail(int(bad[0]), "tuple_id", f"not an integer: {frame['tuple_id'].iloc[bad[0]]!r}")
+    for i, tid in enumerate(frame["tuple_id"]):
+        if problem := id_problem(tid.strip(), INT64_MAX):
+            raise table.fail(i, "tuple_id", problem)
     for col in item_cols:
         bad = np.flatnonzero(frame[col].str.strip() == "")
         if bad.size:
             raise table.fail(int(bad[0]), col, "empty item")
     labels = frame[item_cols].apply(lambda c: c.str.strip())
-    integer = all(labels[c].str.fullmatch(r"[+-]?\d+").all() for c in item_cols)
+    integer = all(id_problem(v, INT64_MAX) is None and canonical_id(v) for c in item_cols for v in labels[c])
     design = pd.concat([frame["tuple_id"].astype(np.int64), labels.astype(np.int64) if integer else labels], axis=1)
     values = design[item_cols].to_numpy()
     for j in range(1, k):
@@ -309,15 +309,15 @@ def import_judgments(
     annotators saw). `best`/`worst` are item ids, or with `positions` 1-based places in that order.
     Every answer is checked against its tuple; one annotator answering a tuple twice is refused.
     """
-    from .raw import _read_csv, _require_columns
+    from .raw import INT64_MAX, id_problem, read_csv_table, require_columns
 
     if _looks_like_json(responses_csv):
         raise InputError(responses_csv, "this is JSON, not a CSV of answers; a Label Studio export needs --format label-studio")
     design = read_design(design_csv)
     by_id = {int(t): row for t, row in zip(design["tuple_id"], design.drop(columns="tuple_id").to_numpy())}
     k = design.shape[1] - 1
-    table = _read_csv(Path(responses_csv))
-    _require_columns(table, ["tuple_id", "best", "worst"])
+    table = read_csv_table(responses_csv)
+    require_columns(table, ["tuple_id", "best", "worst"])
     frame = table.frame
     has_annotator = "annotator" in frame.columns
     has_time = "timestamp" in frame.columns
@@ -325,8 +325,8 @@ def import_judgments(
     for i in range(len(frame)):
         rec = frame.iloc[i]
         tid = str(rec["tuple_id"]).strip()
-        if not re.fullmatch(r"[0-9]+", tid):
-            raise table.fail(i, "tuple_id", f"not an integer: {tid!r}")
+        if problem := id_problem(tid, INT64_MAX):
+            raise table.fail(i, "tuple_id", problem)
         if int(tid) not in by_id:
             raise table.fail(i, "tuple_id", f"no tuple {tid} in {design_csv}")
         items = by_id[int(tid)]

@@ -15,6 +15,7 @@ import yaml
 import fifty_shades_of_bias as spec
 
 from . import __version__, resources
+from .reference import noise_ceiling, spearman_brown
 
 __all__ = ["metadata", "render", "size_category"]
 
@@ -242,10 +243,10 @@ def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: 
         "shr_seed": stats["shr"]["seed"],
         "shr_table": shr_table,
         # full-panel reliability (Spearman-Brown 2r/(1+r)) and the noise ceiling sqrt(reliability)
-        "full_pearson": f"{2 * stats['shr']['pearson']['mean'] / (1 + stats['shr']['pearson']['mean']):.3f}",
-        "full_spearman": f"{2 * stats['shr']['spearman']['mean'] / (1 + stats['shr']['spearman']['mean']):.3f}",
-        "ceiling_pearson": f"{(2 * stats['shr']['pearson']['mean'] / (1 + stats['shr']['pearson']['mean'])) ** 0.5:.3f}",
-        "ceiling_spearman": f"{(2 * stats['shr']['spearman']['mean'] / (1 + stats['shr']['spearman']['mean'])) ** 0.5:.3f}",
+        "full_pearson": f"{spearman_brown(stats['shr']['pearson']['mean']):.3f}",
+        "full_spearman": f"{spearman_brown(stats['shr']['spearman']['mean']):.3f}",
+        "ceiling_pearson": f"{noise_ceiling(spearman_brown(stats['shr']['pearson']['mean'])):.3f}",
+        "ceiling_spearman": f"{noise_ceiling(spearman_brown(stats['shr']['spearman']['mean'])):.3f}",
         "score_mean": f"{stats['score']['mean']:.3f}",
         "score_sd": f"{stats['score']['sd']:.3f}",
         "score_min": f"{stats['score']['min']:.3f}",

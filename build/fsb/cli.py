@@ -228,7 +228,9 @@ def _reliability(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     result = reliability(ann=ann, trials=args.trials, seed=args.seed).summary()
     if args.spearman_brown:  # the full panel's reliability from the half-panel correlation: 2r / (1 + r)
-        result["spearman_brown"] = {k: 2 * result[k]["mean"] / (1 + result[k]["mean"]) for k in ("pearson", "spearman")}
+        from .reference import spearman_brown
+
+        result["spearman_brown"] = {k: spearman_brown(result[k]["mean"]) for k in ("pearson", "spearman")}
     agreement = annotator_agreement(ann)
     if agreement is not None:
         result["annotators"] = agreement

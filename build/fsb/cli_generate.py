@@ -360,11 +360,11 @@ def _generate(args: argparse.Namespace) -> int:
 )
 def _explain(args: argparse.Namespace) -> int:
     from . import engine
-    from .explain import build_explain_plan, load_items, stratified_sample
+    from .explain import build_explain_plan, load_items, sample_by_bin
 
     endpoint = None if args.dry_run else engine.resolve_endpoint(args.base_url)
     items = load_items(dataset=args.dataset, generations=args.generations, scores=args.scores, score_column=args.score_column)
-    sample = stratified_sample(items, args.per_bin, seed=args.seed, scheme=args.bins)
+    sample = sample_by_bin(items, args.per_bin, seed=args.seed, scheme=args.bins)
     plan = build_explain_plan(sample, args.model, _sampling(args), seed=args.seed, scheme=args.bins)
     counts = plan.summary["per_bin"]
     print(f"sample: {len(sample)} sentences ({', '.join(f'{k} {v}' for k, v in counts.items())}) -> {args.out}", file=sys.stderr)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ._commands import Commands
 
 if TYPE_CHECKING:
-    from .publish import Plan
+    from .publish import PublishPlan
 
 __all__ = ["add_commands", "commands"]
 
@@ -26,7 +26,7 @@ _TRUE = {"1", "on", "yes", "true"}
 commands = Commands()
 
 
-def _print_plan(plan: Plan) -> None:
+def _print_plan(plan: PublishPlan) -> None:
     print("\n".join(plan.lines()), flush=True)
     for w in plan.warnings:
         print(f"warning: {w}", file=sys.stderr, flush=True)

@@ -151,7 +151,7 @@ def score_dataset(
             "round": ann_round.astype(np.int32),
         }
     )
-    rounded_bin = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), (np.round(score_raw, 3) + 1) / 2, side="right")
+    rounded_bin = spec.rounded_bin_codes(score_raw, spec.ANALYSIS_BIN_EDGES)
     per_tuple = np.bincount(tuple_index)
     fewshot = spec.exact_bin_codes(num, den, spec.FEWSHOT_BIN_EDGES)
     histogram = np.bincount(np.minimum(spec.exact_bin_codes(num, den, spec.HISTOGRAM_BIN_EDGES), 9), minlength=10)

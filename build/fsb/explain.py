@@ -22,7 +22,7 @@ from .engine import Request, RequestPlan, Sampling, request_id
 from .keys import rank_key
 from .prompts import REASONING_INSTRUCTION, TEMPLATE_VERSION, reasoning_messages
 
-__all__ = ["EXPLAIN_MAX_TOKENS", "Item", "build_explain_plan", "load_items", "score_text", "stratified_sample"]
+__all__ = ["EXPLAIN_MAX_TOKENS", "Item", "build_explain_plan", "load_items", "sample_by_bin", "score_text"]
 
 EXPLAIN_MAX_TOKENS = 200  # completion tokens per request: a reason is a few sentences
 BIN_SCHEMES = ("analysis", "equispaced")
@@ -41,9 +41,9 @@ class Item:
 def _read_scores(path: Path, column: str | None) -> dict[int, float]:
     import pandas as pd
 
-    from .raw import _read_csv
+    from .raw import INT64_MAX, id_problem, read_csv_table
 
-    table = _read_csv(path)
+    table = read_csv_table(path)
     frame = table.frame
     id_col = next((c for c in _ID_COLUMNS if c in frame.columns), None)
     if id_col is None:
@@ -54,12 +54,12 @@ def _read_scores(path: Path, column: str | None) -> dict[int, float]:
         raise InputError(
             path, f"no score column {column!r} (the header has: {', '.join(frame.columns)}); choose one with --score-column", line=1
         )
-    ids = pd.to_numeric(frame[id_col], errors="coerce")
     values = pd.to_numeric(frame[column], errors="coerce")
     out: dict[int, float] = {}
-    for i, (uid, value) in enumerate(zip(ids, values)):
-        if pd.isna(uid) or uid != int(uid):
-            raise table.fail(i, id_col, f"not an integer id: {frame[id_col].iloc[i]!r}")
+    for i, (text, value) in enumerate(zip(frame[id_col], values)):
+        if problem := id_problem(text.strip(), INT64_MAX):
+            raise table.fail(i, id_col, problem)
+        uid = int(text.strip())
         if pd.isna(value) or not 0.0 <= float(value) <= 1.0:
             raise table.fail(i, column, f"not a score in [0, 1]: {frame[column].iloc[i]!r} (the prompt speaks of a 0 to 1 scale)")
         if int(uid) in out:
@@ -95,23 +95,28 @@ def load_items(
     return [Item(int(i), str(t), float(s)) for i, t, s in zip(ds["id"], ds["text"], ds[column])]
 
 
+def bin_names(scheme: str) -> tuple[str, ...]:
+    """The bins' names in order: low/medium/high (analysis) or 0.00-0.25 ... 0.75-1.00 (equispaced)."""
+    return spec.BIN_NAMES if scheme == "analysis" else spec.FEWSHOT_BIN_LABELS
+
+
 def bin_of(score: float, scheme: str) -> str:
-    """The bin name of a score: low/medium/high (analysis) or 0.00-0.25 ... 0.75-1.00 (equispaced)."""
+    """The bin name of a score under `scheme` (fifty_shades_of_bias's bins)."""
     if scheme == "analysis":
         return spec.analysis_bin(score)
     return spec.FEWSHOT_BIN_LABELS[spec.equispaced_bin(score)]
 
 
-def stratified_sample(items: Sequence[Item], per_bin: int, *, seed: int = 0, scheme: str = "analysis") -> list[tuple[Item, str]]:
-    """Up to `per_bin` items from each bin (fewer when a bin is smaller), bins in order, items by uid."""
+def sample_by_bin(items: Sequence[Item], per_bin: int, *, seed: int = 0, scheme: str = "analysis") -> list[tuple[Item, str]]:
+    """Up to `per_bin` items from each bin (fewer when a bin is smaller), bins in order, items by uid, drawn by
+    `rank_key` (not the harness's `stratified_sample`, which draws rows of the lm-eval test split with numpy)."""
     if scheme not in BIN_SCHEMES:
         raise ValueError(f"unknown bin scheme {scheme!r}; expected one of {BIN_SCHEMES}")
     by_bin: dict[str, list[Item]] = {}
     for item in items:
         by_bin.setdefault(bin_of(item.score, scheme), []).append(item)
-    names = list(spec.BIN_NAMES) if scheme == "analysis" else [bin_of(x, scheme) for x in (0.0, 0.25, 0.5, 0.75)]
     out: list[tuple[Item, str]] = []
-    for name in names:
+    for name in bin_names(scheme):
         pool = by_bin.get(name, [])
         chosen = sorted(pool, key=lambda it: rank_key(seed, "explain", name, it.uid))[: max(0, per_bin)]
         out.extend((it, name) for it in sorted(chosen, key=lambda it: it.uid))

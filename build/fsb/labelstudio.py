@@ -17,6 +17,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from ._io import InputError, read_utf8
+from .raw import INT64_MAX, id_problem
 
 __all__ = ["CONFIG_FILE", "TASKS_FILE", "Export", "LsJudgment", "labeling_config", "read_export", "tasks_json"]
 
@@ -125,10 +126,9 @@ def read_export(path: str | os.PathLike[str]) -> Export:
         if k_seen is not None and k != k_seen:
             raise InputError(p, f"task {task_id}: {k} items where earlier tasks have {k_seen}")
         k_seen = k
-        try:
-            tuple_id = int(d["tuple_id"])
-        except (TypeError, ValueError):
-            raise InputError(p, f"task {task_id}: tuple_id {d['tuple_id']!r} is not an integer") from None
+        if problem := id_problem(str(d["tuple_id"]).strip(), INT64_MAX):
+            raise InputError(p, f"task {task_id}: tuple_id {d['tuple_id']!r}: {problem}")
+        tuple_id = int(str(d["tuple_id"]).strip())
         items = [d[f"item{j + 1}"] for j in range(k)]
         for ann in task.get("annotations") or []:
             where = f"task {task_id}, annotation {ann.get('id')}"

@@ -49,8 +49,8 @@ __all__ = [
     "LocalBuild",
     "LocalCheck",
     "LocalFile",
-    "Plan",
     "PublishError",
+    "PublishPlan",
     "PublishResult",
     "card_warnings",
     "check_folder",
@@ -119,7 +119,7 @@ class LocalBuild:
 
 
 @dataclass(frozen=True)
-class Plan:
+class PublishPlan:
     """What a publish will do; computed from local checks and remote reads only."""
 
     repo_id: str
@@ -196,7 +196,7 @@ class LocalCheck:
 class PublishResult:
     """The outcome: the plan, and (unless a dry run) the tagged commit."""
 
-    plan: Plan
+    plan: PublishPlan
     dry_run: bool
     commit_oid: str | None = None
     commit_url: str | None = None
@@ -250,13 +250,8 @@ def _local_file(folder: Path, rel: str) -> LocalFile:
     return LocalFile(rel, data, hashlib.sha256(data).hexdigest(), _git_oid(data))
 
 
-def _data_file_paths(readme: Path, name: str, data_files: Any) -> list[str]:
-    """The exact paths a config's `data_files` lists (globs are refused: a publish needs exact files)."""
-    items = data_files if isinstance(data_files, list) else [data_files]
-    paths: list[str] = []
-    for item in items:
-        value = item.get("path") if isinstance(item, dict) else item
-        paths += value if isinstance(value, list) else [value]
+def _data_file_paths(readme: Path, name: str, paths: list[Any]) -> list[str]:
+    """The exact paths a config's `data_files` lists (`CardMeta.data_files`); globs are refused: a publish needs exact files."""
     for p in paths:
         if not isinstance(p, str) or not p or _GLOB.search(p) or p.startswith("/") or ".." in PurePosixPath(p).parts:
             raise InputError(readme, f"config {name!r} lists {p!r}: expected exact relative file paths", field="configs")
@@ -271,9 +266,8 @@ def check_folder(folder: str | os.PathLike[str]) -> LocalBuild:
     matches the card's `dataset_info`, and stats.json's fingerprint is that of the data files.
     """
     import pyarrow.parquet as pq
-    from datasets.info import DatasetInfosDict
-    from datasets.utils.metadata import MetadataConfigs
-    from huggingface_hub import DatasetCard
+
+    from .cardmeta import read_card
 
     root = Path(folder)
     if not root.is_dir():
@@ -282,25 +276,20 @@ def check_folder(folder: str | os.PathLike[str]) -> LocalBuild:
     for p in (readme, stats_path):
         if not p.is_file():
             raise InputError(p, "file not found: not a complete dataset folder written by `fsb build`")
-    try:
-        card = DatasetCard.load(readme)
-        configs = MetadataConfigs.from_dataset_card_data(card.data)
-        infos = DatasetInfosDict.from_dataset_card_data(card.data)
-    except Exception as e:  # any parse error of the card is bad input, reported on one line
-        raise InputError(readme, f"the dataset card does not parse: {' '.join(str(e).split())[:300]}") from None
+    card = read_card(readme)
+    configs = card.configs
     if not configs:
         raise InputError(readme, "the card's YAML has no `configs:` (data files per config)", field="configs")
     files: dict[str, tuple[str, ...]] = {}
     for name, cfg in configs.items():
         if "data_files" not in cfg:
             raise InputError(readme, f"config {name!r} has no data_files", field="configs")
-        paths = _data_file_paths(readme, name, cfg["data_files"])
+        paths = _data_file_paths(readme, name, card.data_files(name))
         for rel in paths:
             if not (root / rel).is_file():
                 raise InputError(root / rel, f"listed by the card's config {name!r} but not in the folder", field="configs")
         files[name] = tuple(paths)
-        info = infos.get(name)
-        expected = sum(s.num_examples for s in (info.splits or {}).values()) if info is not None and info.splits else None
+        expected = card.num_examples(name)
         if expected:
             try:
                 rows = sum(pq.read_metadata(root / rel).num_rows for rel in paths)
@@ -428,7 +417,7 @@ def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any]
     """The files of the fsb release at `revision` (its card, stats.json and the data files the card's configs
     list), or None when the revision does not hold one: no README.md and stats.json, a stats.json without
     fsb's fingerprint and `built_with.fsb`, or a card without exact `configs` data files."""
-    from huggingface_hub import DatasetCard
+    from .cardmeta import parse_card
 
     if "README.md" not in remote or "stats.json" not in remote:
         return None
@@ -437,19 +426,17 @@ def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any]
         card_path = _read(f"reading the card of {repo_id}", lambda: _download(api, repo_id, "README.md", revision, Path(tmp)), token)
         try:
             stats = json.loads(stats_path.read_text(encoding="utf-8"))
-            card = DatasetCard(card_path.read_text(encoding="utf-8"))
+            card_text = card_path.read_text(encoding="utf-8")
         except (ValueError, UnicodeDecodeError):
             return None
     if not (isinstance(stats, dict) and isinstance(stats.get("fingerprint"), str) and "fsb" in (stats.get("built_with") or {})):
         return None
-    from datasets.utils.metadata import MetadataConfigs
-
     try:
-        configs = MetadataConfigs.from_dataset_card_data(card.data)
-        listed = {p for name, cfg in configs.items() for p in _data_file_paths(Path("README.md"), name, cfg.get("data_files", []))}
-    except Exception:  # a card that does not parse, or lists globs: not one fsb wrote
+        card = parse_card(card_text, "README.md")
+        listed = {p for name in card.configs for p in _data_file_paths(Path("README.md"), name, card.data_files(name))}
+    except InputError:  # a card that does not parse, or lists globs: not one fsb wrote
         return None
-    return {"README.md", "stats.json", *listed} if configs else None
+    return {"README.md", "stats.json", *listed} if card.configs else None
 
 
 def _fetch_build(api: Any, repo_id: str, revision: str, dest: Path, token: str | None) -> Path:
@@ -585,7 +572,7 @@ def plan_publish(
     private: bool = False,
     endpoint: str | None = None,
     require_token: bool = True,
-) -> Plan:
+) -> PublishPlan:
     """Check the folder and the version locally, then read the repo's state and work out the commit and tag.
 
     Sends read requests only. Raises InputError for bad input and PublishError for other refusals.
@@ -615,7 +602,7 @@ def plan_publish(
                 f"{repo_id} does not exist and the fine-grained token can write to that repo only, not create it "
                 "(create it on the Hub, or grant repo.write on the namespace); nothing was changed"
             )
-        return Plan(
+        return PublishPlan(
             repo_id=repo_id,
             version=version,
             tag=tag,
@@ -650,7 +637,7 @@ def plan_publish(
     unchanged = tuple(f.path for f in build.files if f.path not in add)
     delete = tuple(sorted(p for p in remote if p not in build.paths and p not in KEEP_REMOTE))
     _refuse_foreign_files(api, repo_id, head, remote, build, delete, token)
-    return Plan(
+    return PublishPlan(
         repo_id=repo_id,
         version=version,
         tag=tag,
@@ -672,7 +659,7 @@ def plan_publish(
 # --- the publish --------------------------------------------------------------------------------
 
 
-def _description(plan: Plan) -> str:
+def _description(plan: PublishPlan) -> str:
     from . import __version__
 
     lines = [f"Fifty Shades of Bias {plan.tag}, published by fsb {__version__}.", "", f"Build fingerprint: {plan.build.fingerprint}", ""]
@@ -682,7 +669,7 @@ def _description(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-def _tag_message(plan: Plan) -> str:
+def _tag_message(plan: PublishPlan) -> str:
     head = f"Fifty Shades of Bias {plan.tag} (fingerprint {plan.build.fingerprint[:16]})"
     return f"{head}\n\n{plan.changes}" if plan.changes else head
 
@@ -697,7 +684,7 @@ def _rollback_created(api: Any, repo_id: str, token: str) -> tuple[str, bool]:
         return f"the empty repo created for this publish could not be deleted ({_short(e, token)}): delete it on the Hub, or re-run", True
 
 
-def _commit_failure(api: Any, plan: Plan, parent: str | None, created: bool, error: BaseException, token: str) -> PublishError:
+def _commit_failure(api: Any, plan: PublishPlan, parent: str | None, created: bool, error: BaseException, token: str) -> PublishError:
     """Find out what a failed commit left on the Hub (main's head, re-read) and say it in one line."""
     concurrent = _status(error) in (409, 412)
     if concurrent:
@@ -725,7 +712,7 @@ def _commit_failure(api: Any, plan: Plan, parent: str | None, created: bool, err
     )
 
 
-def _create_tag(api: Any, plan: Plan, commit_oid: str, token: str, commit_url: str | None) -> None:
+def _create_tag(api: Any, plan: PublishPlan, commit_oid: str, token: str, commit_url: str | None) -> None:
     """Tag `commit_oid`, retrying transient failures; a tag that already points there counts as done."""
     last: BaseException | None = None
     for attempt in range(_TAG_ATTEMPTS):
@@ -761,7 +748,7 @@ def _create_tag(api: Any, plan: Plan, commit_oid: str, token: str, commit_url: s
     )
 
 
-def execute(plan: Plan, *, token: str | None = None, message: str | None = None) -> PublishResult:
+def execute(plan: PublishPlan, *, token: str | None = None, message: str | None = None) -> PublishResult:
     """Carry out a plan from `plan_publish`: create the repo if planned, make the one commit, tag it.
 
     Raises PublishError (one line, says what changed on the Hub) when a write fails.
@@ -830,7 +817,7 @@ def publish(
     endpoint: str | None = None,
     message: str | None = None,
     dry_run: bool = False,
-    on_plan: Callable[[Plan], None] | None = None,
+    on_plan: Callable[[PublishPlan], None] | None = None,
 ) -> PublishResult:
     """Publish `folder` (an `fsb build`) to the dataset repo `repo_id` (ORG/NAME) and tag it `v<version>`.
 

@@ -26,12 +26,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "GENERATION_COLUMNS",
+    "INT32_MAX",
+    "INT64_MAX",
     "INVALID_POLICIES",
     "Annotations",
     "Generations",
+    "Table",
+    "canonical_id",
     "check_coverage",
+    "id_problem",
     "read_annotations",
+    "read_csv_table",
     "read_generations",
+    "require_columns",
 ]
 
 GENERATION_COLUMNS = ("uid", "prompt_type", "seed_type", "query", "response")
@@ -114,27 +122,30 @@ def _require(path: Path, header: Sequence[str], columns: Sequence[str]) -> None:
             raise InputError(path, f"missing column (the header has: {', '.join(header)})", line=1, field=c)
 
 
-# --- the pandas table layer (annotate, explain) ---------------------------------------------------------
+# --- the public table layer: any CSV a command reads (designs, answers, scores) -------------------------
 
 
 @dataclass
-class _Table:
+class Table:
+    """A CSV file as a DataFrame of strings (`read_csv_table`), with the file line of each row."""
+
     path: Path
     frame: pd.DataFrame
     line_of: Callable[[int], int]
 
     def fail(self, row: int, field: str | None, message: str) -> InputError:
+        """The error for data row `row` (0-based) and `field`, naming the file line."""
         return InputError(self.path, message, line=self.line_of(row), field=field)
 
 
-def _read_csv(path: Path) -> _Table:
+def read_csv_table(path: str | Path) -> Table:
     """A CSV file as a DataFrame of strings, with the line of each row for error messages."""
     import pandas as pd
 
     parsed = _parse(Path(path))
     frame = pd.DataFrame(parsed.rows, columns=parsed.header, dtype=object) if parsed.rows else pd.DataFrame(columns=parsed.header)
     lines = parsed.lines
-    return _Table(Path(path), frame.astype(str) if len(frame) else frame, lambda i: lines[i] if i < len(lines) else i + 2)
+    return Table(Path(path), frame.astype(str) if len(frame) else frame, lambda i: lines[i] if i < len(lines) else i + 2)
 
 
 def _read_jsonl(path: Path, columns: Sequence[str]) -> _Rows:
@@ -153,7 +164,8 @@ def _read_jsonl(path: Path, columns: Sequence[str]) -> _Rows:
     return _Rows(path, list(columns), lines, rows)
 
 
-def _require_columns(table: _Table, columns: Sequence[str]) -> None:
+def require_columns(table: Table, columns: Sequence[str]) -> None:
+    """Refuse a table without one of `columns`, naming the header it has."""
     _require(table.path, list(table.frame.columns), columns)
 
 
@@ -196,13 +208,13 @@ def has_leading_zero(data: bytes, pos: int = 0, *, block: int = 1 << 16) -> bool
     return False
 
 
-def _canonical_id(text: str) -> bool:
+def canonical_id(text: str) -> bool:
     """All ASCII digits with no leading zero ("0" itself is fine): labels that read back as the same integer.
     Labels like "007" keep the whole file's labels opaque, so "007" and "7" stay two items."""
     return text.isascii() and text.isdigit() and (text == "0" or not text.startswith("0"))
 
 
-def _id_problem(text: str, high: int) -> str | None:
+def id_problem(text: str, high: int) -> str | None:
     """Why a stripped field is not an id in 0..high (ASCII digits only), or None. Never calls int() on
     an arbitrarily long string (Python refuses more than 4300 digits)."""
     if not text:
@@ -256,7 +268,7 @@ def read_generations(path: str | Path) -> Generations:
         for name in order:
             value = row[col[name]].strip()
             if name == "uid":
-                problem = _id_problem(value, INT32_MAX)
+                problem = id_problem(value, INT32_MAX)
                 if problem is None:
                     uid = int(value)
                     if uid in seen:
@@ -508,9 +520,9 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
         problems: list[str | None] = [None] * uniques.size
         values = uniques.astype(np.int64)
     else:
-        integer = integer_ids or all(_canonical_id(u) for u in uniques if u)
+        integer = integer_ids or all(canonical_id(u) for u in uniques if u)
         if integer:
-            problems = [_id_problem(u, high) for u in uniques]
+            problems = [id_problem(u, high) for u in uniques]
             values = np.array([int(u) if q is None else -1 for u, q in zip(uniques, problems)], dtype=np.int64)
         else:
             problems = [None if u else "empty value" for u in uniques]

@@ -1,0 +1,100 @@
+"""The shape of the package: fsb's imports run one way (no cycle, counting the imports inside functions too;
+imports under `if TYPE_CHECKING:` never run and do not count), and the package docstring is the map of every
+module. Computed from the source with ast: nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import fsb
+
+PACKAGE = Path(fsb.__file__).resolve().parent
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of `tree` except what sits under `if TYPE_CHECKING:` (imports for type hints never run)."""
+    out: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """fsb module -> the fsb modules it imports when it runs (at import or inside functions), from the source."""
+    modules = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            for t in targets:
+                if t in modules and t != name and t != "fsb":  # `from . import x` counts as x, not the package
+                    found.add(t)
+        graph[name] = found
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of `graph` as [a, b, ..., a], or None (depth-first search, three colours)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+    code = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import a\nelse:\n    import b\ndef f():\n    import c\n"
+    imported = {a.name for n in runtime_nodes(ast.parse(code)) if isinstance(n, ast.Import) for a in n.names}
+    assert imported == {"b", "c"}
+
+
+def test_fsb_imports_have_no_cycle() -> None:
+    graph = import_graph()
+    assert len(graph) > 40 and "fsb.engine.runner" in graph and "fsb.analysis" in graph["fsb.cli_analysis"]
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_package_docstring_maps_every_module() -> None:
+    doc = fsb.__doc__ or ""
+    words = set(doc.replace(",", " ").replace("/", " ").split())
+    missing = sorted(name.rpartition(".")[2] for name in import_graph() if name.count(".") == 1 and name.rpartition(".")[2] not in words)
+    assert not missing, f"fsb/__init__.py's docstring does not name: {', '.join(missing)}"
