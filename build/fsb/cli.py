@@ -245,12 +245,23 @@ def _annotate_arguments(a: argparse.ArgumentParser) -> None:
     im.add_argument("--out", required=True)
     im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
     _force(im)
+    from . import cli_llm  # `fsb annotate llm`: its own registry, installed beside export and import
+
+    llm_handlers: dict[str, Handler] = {}
+    cli_llm.commands.install(asub, llm_handlers)
+    a.set_defaults(annotate_handlers=llm_handlers)
 
 
-@commands.add("annotate", arguments=_annotate_arguments, help="export tuples for annotators; import their best/worst answers as judgments")
+@commands.add(
+    "annotate",
+    arguments=_annotate_arguments,
+    help="export tuples for annotators; import their best/worst answers as judgments; or let a model annotate (llm)",
+)
 def _annotate(args: argparse.Namespace) -> int:
     from . import annotate
 
+    if args.action in args.annotate_handlers:
+        return args.annotate_handlers[args.action](args)
     if args.action == "export" and args.format == "label-studio":
         result = annotate.export_label_studio(
             design_csv=args.design, items=args.generations, out_dir=args.out, seed=args.seed, force=args.force
