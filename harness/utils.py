@@ -682,8 +682,7 @@ def _bws_task_class() -> type:
         lm-eval's hf does, runs 2 forward passes per presentation)."""
 
         def build_all_requests(self, **kwargs: Any) -> None:
-            if self.config.num_fewshot:
-                raise ProtocolError(f"{self.config.task} is zero-shot (the annotators saw no examples): drop --num_fewshot")
+            # zero-shot, as the annotators were: lm-eval ignores --num_fewshot for a task configured with 0
             self._context_kwargs = kwargs
             super().build_all_requests(**kwargs)
 
