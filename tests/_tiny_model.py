@@ -202,7 +202,8 @@ def build_bws_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 
         four = rnd.sample(texts, 4)
         doc = {"texts": four, "rotations": [0]}
         most, least = rnd.sample(range(1, 5), 2)
-        messages = [{"role": "user", "content": u.bws_prompt(doc).rstrip()}, {"role": "assistant", "content": f"Most: {most}\nLeast: {least}"}]
+        answer = f"Most: {most}\nLeast: {least}"
+        messages = [{"role": "user", "content": u.bws_prompt(doc).rstrip()}, {"role": "assistant", "content": answer}]
         return fast.apply_chat_template(messages, tokenize=False)
 
     optim = torch.optim.AdamW(model.parameters(), lr=3e-3)

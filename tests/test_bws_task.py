@@ -57,7 +57,7 @@ def test_rotations_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FSB_BWS_ROTATIONS", "1")
     assert U.bws_rotations() == (1,)
     for bad in ("0,0", "4", "x", [0, 5]):
-        with pytest.raises(U.ProtocolError, match="distinct shifts 0..3"):
+        with pytest.raises(U.ProtocolError, match=r"distinct shifts 0\.\.3"):
             U.bws_rotations(bad)
 
 
@@ -240,6 +240,7 @@ def test_lm_eval_cli_hf_both_tasks(release_dataset: Path, tiny_model: Path, tmp_
             r, best, worst = _recount(samples, gold)
             assert results[task]["pearson,none"] == pytest.approx(r, abs=1e-9, nan_ok=True)
             assert results[task]["best_agreement,none"] == pytest.approx(best)
+            assert results[task]["worst_agreement,none"] == pytest.approx(worst)
         rates = [results[task][f"best_position_{p},none"] for p in range(1, 5)]
         assert sum(rates) == pytest.approx(1.0) or not any(parsed)
     assert results["fsb_bws_ll"]["parse_rate,none"] == 1.0, "nothing to parse by log-likelihood"
