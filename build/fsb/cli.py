@@ -307,6 +307,7 @@ def _eval_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--tasks", default="fsb", help="comma-separated: fsb, fsb_ll, fsb_0shot, or single variants (default fsb)")
     e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
     e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
+    e.add_argument("--sample", type=pos_int, help="a simple random sample of this many sentences (judged tuples for fsb_bws*)")
     e.add_argument("--dataset", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)")
     e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
     e.add_argument("--batch-size", type=batch_size, default=1, help="lm-eval batch size (int, auto or auto:N)")
@@ -331,6 +332,7 @@ def _eval(args: argparse.Namespace) -> int:
         output_path=args.output_path,
         limit=args.limit,
         per_bin=args.per_bin,
+        sample=args.sample,
         dataset=args.dataset,
         batch_size=args.batch_size,
         device=args.device,
