@@ -114,7 +114,7 @@ class _Known(LM):
 
 
 def _samples(out: Path, task: str) -> list[dict[str, Any]]:
-    (path,) = sorted(out.rglob(f"samples_{task}_*.jsonl"))
+    (path,) = [p for p in out.rglob(f"samples_{task}_*.jsonl") if re.fullmatch(rf"samples_{task}_\d{{4}}-.*", p.name)]
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
