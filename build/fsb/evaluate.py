@@ -179,7 +179,7 @@ MAIN_JOB_SAMPLE = 32
 # The best-worst task by log-likelihood: 2 rotations x 8 label requests a tuple (benchmarks/bench_bws_task.py).
 BWS_MAIN_JOB_TUPLES = 40
 BWS_REQUESTS_PER_TUPLE = 16
-BWS_SECONDS_PER_REQUEST = 0.08
+BWS_SECONDS_PER_REQUEST = 0.08  # an earlier run on a quiet machine (44 min for 32,000); a loaded one is slower
 
 
 def expected_cost(n_sentences: int, tasks: Sequence[str] = ("fsb", "fsb_ll")) -> dict[str, tuple[int, float]]:
