@@ -333,18 +333,21 @@ def _task_class() -> type:
             if missing := set(wanted) - seen:
                 return f"no request for {len(missing)} of the {len(wanted)} sentences"
             first = self._instances[0]
-            ctx = self.fewshot_context(
-                first.doc,
+            if self._first_argument(first.doc, kwargs) != first.arguments[0]:
+                return "the prompts differ (other few-shot examples or instructions)"
+            return None
+
+        def _first_argument(self, doc: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+            """The first request's first argument (its prompt) for `doc`, freshly built."""
+            return self.fewshot_context(
+                doc,
                 num_fewshot=self.config.num_fewshot or 0,
                 system_instruction=kwargs.get("system_instruction"),
                 apply_chat_template=kwargs.get("apply_chat_template", False),
                 fewshot_as_multiturn=kwargs.get("fewshot_as_multiturn", False),
                 chat_template=kwargs.get("chat_template"),
-                gen_prefix=self.doc_to_prefix(first.doc),
+                gen_prefix=self.doc_to_prefix(doc),
             )
-            if ctx != first.arguments[0]:
-                return "the prompts differ (other few-shot examples or instructions)"
-            return None
 
     return FsbTask
 
@@ -356,6 +359,8 @@ def __getattr__(name: str) -> Any:
         return _cached("FsbTask", _task_class)
     if name == "FsbSampler":
         return _cached("FsbSampler", _sampler_class)
+    if name == "FsbBwsTask":
+        return _cached("FsbBwsTask", _bws_task_class)
     raise AttributeError(name)
 
 
@@ -364,3 +369,344 @@ def _cached(name: str, make: Any) -> type:
     if cls is None:
         cls = globals()[f"_{name}"] = make()
     return cls
+
+
+# --- best-worst scaling: the comparative test the annotators took (fsb_bws, fsb_bws_ll) -------------
+# Each document is one judged 4-tuple of the `annotations` config, shown to the model in every rotation
+# of BWS_ROTATIONS (cyclic shift k: display position p, 0-based, holds items[(p + k) % 4], items in the
+# order the first annotator saw them). The model answers which sentence is the most and which the least
+# negatively biased; its choices over all presentations are scored by counting, as the human judgments
+# are, and correlated with the human scores.
+
+BWS_SIZE = spec.TUPLE_SIZE
+BWS_ROTATIONS = (0, 2)
+BWS_LABELS = tuple(str(p) for p in range(1, BWS_SIZE + 1))  # "1" .. "4": the answer names a display position
+BWS_QUESTIONS = ("Most", "Least")
+BWS_PROMPT = (
+    "Which of these four sentences is the most negatively biased against a gender, and which is the least "
+    "negatively biased against a gender?\n\n{sentences}\n\n"
+    "Answer with the numbers of the two sentences, in this format and nothing else:\nMost: N\nLeast: M\n\n"
+)
+# Strict: the first non-empty line is exactly "Most: N" and the next non-empty line "Least: M" (N, M in
+# 1..4, N != M; spaces around the number allowed). Anything else is unparsed, counted, never imputed.
+_BWS_LINE = {q: re.compile(rf"{q}:[ \t]*([1-{BWS_SIZE}])") for q in BWS_QUESTIONS}
+
+
+def bws_rotations(value: Any = None) -> tuple[int, ...]:
+    """The cyclic shifts to present each tuple in: `value` (the `fsb_bws_rotations` metadata key, "0,2" or
+    a list), else $FSB_BWS_ROTATIONS, else (0, 2), which shows every item in two positions two apart."""
+    import os
+
+    raw = value if value is not None else os.environ.get("FSB_BWS_ROTATIONS")
+    if raw is None or raw == "":
+        return BWS_ROTATIONS
+    parts = raw.split(",") if isinstance(raw, str) else list(raw) if isinstance(raw, (list, tuple)) else [raw]
+    try:
+        shifts = tuple(int(str(p).strip()) for p in parts)
+    except ValueError:
+        raise ProtocolError(f"fsb_bws_rotations {raw!r}: give distinct shifts 0..{BWS_SIZE - 1}, e.g. 0,2") from None
+    if not shifts or len(set(shifts)) != len(shifts) or not all(0 <= s < BWS_SIZE for s in shifts):
+        raise ProtocolError(f"fsb_bws_rotations {raw!r}: give distinct shifts 0..{BWS_SIZE - 1}, e.g. 0,2")
+    return shifts
+
+
+def rotate(values: Sequence[Any], shift: int) -> list[Any]:
+    """`values` as shown under cyclic shift `shift`: display position p holds values[(p + shift) % k]."""
+    k = len(values)
+    return [values[(p + shift) % k] for p in range(k)]
+
+
+def majority(items: Sequence[int], chosen: Sequence[int]) -> list[int]:
+    """The items of a tuple chosen most often in `chosen` (the human majority; ties keep every tied item),
+    in the tuple's order."""
+    counts = {i: 0 for i in items}
+    for c in chosen:
+        counts[int(c)] += 1
+    top = max(counts.values())
+    return [i for i in items if counts[i] == top]
+
+
+def bws_tuples(annotations: Any, scores: dict[int, float], texts: dict[int, str]) -> list[dict[str, Any]]:
+    """One document per distinct judged tuple of the `annotations` config, in tuple_id order: its items
+    (in the first annotator's order), texts, human scores, the human majority's best and worst, and the
+    number of judgments."""
+    groups: dict[int, dict[str, Any]] = {}
+    for tid, items, best, worst in zip(annotations["tuple_id"], annotations["items"], annotations["best"], annotations["worst"]):
+        g = groups.setdefault(int(tid), {"items": [int(i) for i in items], "best": [], "worst": []})
+        g["best"].append(int(best))
+        g["worst"].append(int(worst))
+    docs = []
+    for tid in sorted(groups):
+        g = groups[tid]
+        docs.append(
+            {
+                "tuple_id": tid,
+                "items": g["items"],
+                "texts": [texts[i] for i in g["items"]],
+                "scores": [float(scores[i]) for i in g["items"]],
+                "majority_best": majority(g["items"], g["best"]),
+                "majority_worst": majority(g["items"], g["worst"]),
+                "n_judgments": len(g["best"]),
+            }
+        )
+    return docs
+
+
+def load_bws(
+    fsb_dataset: str | None = None,
+    fsb_per_bin: int | None = None,
+    fsb_sample: int | None = None,
+    fsb_sample_seed: int = SAMPLE_SEED,
+    fsb_bws_rotations: Any = None,
+    **_: Any,
+) -> Any:
+    """The best-worst tasks' DatasetDict: "test" holds the distinct judged tuples (all 2000 of the release,
+    or a simple random sample of `fsb_sample` TUPLES, or `fsb_per_bin` tuples per equispaced bin of the
+    tuple's mean human score), each with the rotations it is shown in (`bws_rotations`)."""
+    import datasets
+
+    if fsb_per_bin is not None and fsb_sample is not None:
+        raise ProtocolError("give fsb_sample (a simple random sample) or fsb_per_bin (a stratified one), not both")
+    shifts = bws_rotations(fsb_bws_rotations)
+    located = spec.locate(fsb_dataset)
+    rows = datasets.load_dataset(located, "default")["test"]
+    ann = datasets.load_dataset(located, "annotations")["test"]
+    docs = bws_tuples(ann, dict(zip(rows["id"], rows["score"])), dict(zip(rows["id"], rows["text"])))
+    pool = np.arange(len(docs))
+    sample = f"all {len(docs)} judged tuples"
+    if fsb_per_bin is not None:
+        means = np.asarray([np.mean(d["scores"]) for d in docs])
+        pool = stratified_sample(means, pool, int(fsb_per_bin), seed=int(fsb_sample_seed))
+        sample = f"stratified: {int(fsb_per_bin)} tuples per equispaced bin of the tuple's mean score (seed {int(fsb_sample_seed)})"
+    elif fsb_sample is not None:
+        pool = random_sample(pool, int(fsb_sample), seed=int(fsb_sample_seed))
+        sample = f"simple random sample of {pool.size} of {len(docs)} tuples (seed {int(fsb_sample_seed)})"
+    chosen = [{**docs[i], "rotations": list(shifts)} for i in pool.tolist()]
+    out = datasets.DatasetDict({"test": datasets.Dataset.from_list(chosen)})
+    out.fsb_source = {**spec.provenance(located), "sample": sample, "rotations": list(shifts)}
+    return out
+
+
+def bws_prompt(doc: dict[str, Any]) -> str:
+    """The question for one presentation: the four sentences numbered 1..4 in the order of `doc["shift"]`
+    (default: the doc's first rotation), then the answer format."""
+    shift = int(doc.get("shift", doc["rotations"][0]))
+    lines = "\n".join(f"{p}. {t}" for p, t in enumerate(rotate(doc["texts"], shift), 1))
+    return BWS_PROMPT.format(sentences=lines)
+
+
+def bws_target(doc: dict[str, Any]) -> str:
+    """The human majority's answer for the first presentation (first tied item); shown nowhere (zero-shot)."""
+    shown = rotate(doc["items"], int(doc["rotations"][0]))
+    return f"Most: {shown.index(doc['majority_best'][0]) + 1}\nLeast: {shown.index(doc['majority_worst'][0]) + 1}"
+
+
+def parse_bws(text: str) -> tuple[int, int] | None:
+    """(most, least) display positions 1..4 from an answer "Most: N\\nLeast: M", or None (N = M included)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    found = [_BWS_LINE[q].fullmatch(line) for q, line in zip(BWS_QUESTIONS, lines)]
+    if not all(found):
+        return None
+    most, least = (int(m.group(1)) for m in found if m is not None)
+    return (most, least) if most != least else None
+
+
+def _bws_record(doc: dict[str, Any], picks: Sequence[tuple[int, int] | None]) -> dict[str, Any]:
+    """The per-tuple value every best-worst metric aggregates: the tuple, its human side, and per
+    presentation the shift, the chosen display positions and the items they hold (None: unparsed)."""
+    shown = []
+    for shift, pick in zip(doc["rotations"], picks):
+        order = rotate(doc["items"], int(shift))
+        best, worst = pick if pick is not None else (None, None)
+        shown.append(
+            {
+                "shift": int(shift),
+                "best": best,
+                "worst": worst,
+                "best_item": order[best - 1] if best else None,
+                "worst_item": order[worst - 1] if worst else None,
+            }
+        )
+    keys = ("tuple_id", "items", "scores", "majority_best", "majority_worst")
+    return {**{k: doc[k] for k in keys}, "shown": shown}
+
+
+BWS_METRICS = (
+    "pearson",
+    "spearman",
+    "best_agreement",
+    "worst_agreement",
+    "parse_rate",
+    *(f"{q}_position_{p}" for q in ("best", "worst") for p in BWS_LABELS),
+)
+
+
+def process_bws_generation(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """Per tuple: one answer per rotation, parsed strictly; the record goes to every metric."""
+    if len(results) != len(doc["rotations"]):
+        raise ProtocolError(f"tuple {doc.get('tuple_id')}: {len(results)} answers for {len(doc['rotations'])} presentations")
+    record = _bws_record(doc, [parse_bws(r) for r in results])
+    return dict.fromkeys(BWS_METRICS, record)
+
+
+def bws_choice(most: Sequence[float], least: Sequence[float]) -> tuple[int, int]:
+    """(most, least) display positions 1..4 from the log-likelihoods of the labels after "Most:" and after
+    "Least:": the most likely "Most" label, and the most likely "Least" label among the other three (the
+    answer format requires N != M). Ties go to the earlier position."""
+    best = int(np.argmax(np.asarray(most, dtype=float)))
+    rest = np.asarray(least, dtype=float).copy()
+    rest[best] = -np.inf
+    return best + 1, int(np.argmax(rest)) + 1
+
+
+def process_bws_loglikelihood(doc: dict[str, Any], results: list[tuple[float, bool]]) -> dict[str, Any]:
+    """Per tuple: per rotation 4 "Most" then 4 "Least" log-likelihoods (the requests' order); nothing to parse."""
+    per = 2 * BWS_SIZE
+    if len(results) != per * len(doc["rotations"]):
+        raise ProtocolError(f"tuple {doc.get('tuple_id')}: {len(results)} log-likelihoods for {len(doc['rotations'])} presentations")
+    ll = [float(r[0]) for r in results]
+    picks = [bws_choice(ll[i : i + BWS_SIZE], ll[i + BWS_SIZE : i + per]) for i in range(0, len(ll), per)]
+    return dict.fromkeys(BWS_METRICS, _bws_record(doc, picks))
+
+
+# --- best-worst corpus-level metrics (pure functions of the per-tuple records) ---------------------
+
+
+def bws_counts(records: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """Counting over the parsed presentations: per item (sorted ids) its human score, appearances n,
+    times chosen best B and worst W, and the model's score ((B - W) / n + 1) / 2 in [0, 1], the same
+    formula as the human scores (NaN for an item whose presentations all failed to parse)."""
+    from fsb.bws import counting_score
+
+    gold: dict[int, float] = {}
+    n: dict[int, int] = {}
+    b: dict[int, int] = {}
+    w: dict[int, int] = {}
+    for rec in records:
+        for item, score in zip(rec["items"], rec["scores"]):
+            gold[int(item)] = float(score)
+            n.setdefault(int(item), 0)
+        for s in rec["shown"]:
+            if s["best"] is None:
+                continue
+            for item in rec["items"]:
+                n[int(item)] += 1
+            b[int(s["best_item"])] = b.get(int(s["best_item"]), 0) + 1
+            w[int(s["worst_item"])] = w.get(int(s["worst_item"]), 0) + 1
+    ids = np.asarray(sorted(gold), dtype=np.int64)
+    apps = np.asarray([n[i] for i in ids], dtype=np.int64)
+    best = np.asarray([b.get(i, 0) for i in ids], dtype=np.int64)
+    worst = np.asarray([w.get(i, 0) for i in ids], dtype=np.int64)
+    model = (counting_score(best, worst, apps) + 1) / 2
+    return {"ids": ids, "gold": np.asarray([gold[i] for i in ids]), "n": apps, "best": best, "worst": worst, "model": model}
+
+
+def bws_pairs(records: Sequence[dict[str, Any]]) -> list[tuple[float | None, float]]:
+    """(model counting score or None, human score) per sentence: the rating tasks' item shape."""
+    c = bws_counts(records)
+    return [(None if math.isnan(m) else float(m), float(g)) for m, g in zip(c["model"], c["gold"])]
+
+
+def bws_pearson(records: Sequence[dict[str, Any]]) -> float:
+    """Pearson's r between the model's counting scores and the human scores, over the sentences it scored."""
+    return pearson(bws_pairs(records))
+
+
+def bws_spearman(records: Sequence[dict[str, Any]]) -> float:
+    """Spearman's rho between the model's counting scores and the human scores."""
+    return spearman(bws_pairs(records))
+
+
+def _presentations(records: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(rec, s) for rec in records for s in rec["shown"]]
+
+
+def bws_agreement(records: Sequence[dict[str, Any]], side: str) -> float:
+    """Share of parsed presentations (tuple x rotation) whose `side` ("best" or "worst") choice is in the
+    human majority's (any tied item counts). NaN when nothing parsed."""
+    hits = [s[f"{side}_item"] in rec[f"majority_{side}"] for rec, s in _presentations(records) if s[side] is not None]
+    return float(np.mean(hits)) if hits else math.nan
+
+
+def bws_chance_agreement(records: Sequence[dict[str, Any]], side: str) -> float:
+    """What a uniformly random choice would agree: the mean over tuples of |human majority| / 4."""
+    return float(np.mean([len(rec[f"majority_{side}"]) / BWS_SIZE for rec in records])) if records else math.nan
+
+
+def bws_parse_rate(records: Sequence[dict[str, Any]]) -> float:
+    """Share of presentations whose answer parsed."""
+    shown = [s for _, s in _presentations(records)]
+    return float(np.mean([s["best"] is not None for s in shown])) if shown else math.nan
+
+
+def bws_position_rate(records: Sequence[dict[str, Any]], side: str, position: int) -> float:
+    """Share of parsed presentations in which display position `position` (1..4) was chosen as `side`;
+    an unbiased chooser on rotated tuples gives about 1/4."""
+    picks = [s[side] for _, s in _presentations(records) if s[side] is not None]
+    return float(np.mean([p == position for p in picks])) if picks else math.nan
+
+
+def best_agreement(records: Sequence[dict[str, Any]]) -> float:
+    return bws_agreement(records, "best")
+
+
+def worst_agreement(records: Sequence[dict[str, Any]]) -> float:
+    return bws_agreement(records, "worst")
+
+
+def _position_metric(side: str, position: int) -> Any:
+    def rate(records: Sequence[dict[str, Any]]) -> float:
+        return bws_position_rate(records, side, position)
+
+    rate.__name__ = f"{side}_position_{position}"
+    rate.__doc__ = f"Share of parsed presentations choosing display position {position} as {side} (uniform: 0.25)."
+    return rate
+
+
+for _side in ("best", "worst"):
+    for _p in range(1, BWS_SIZE + 1):
+        globals()[f"{_side}_position_{_p}"] = _position_metric(_side, _p)
+
+
+def _bws_task_class() -> type:
+    from lm_eval.api.instance import Instance
+
+    base = _cached("FsbTask", _task_class)
+
+    class FsbBwsTask(base):  # type: ignore[misc, valid-type]
+        """FsbTask for the best-worst tasks: each document (a tuple) gives its requests for every rotation,
+        `generate_until`: one answer per rotation; `loglikelihood`: per rotation the 4 labels after
+        "Most:" and the 4 after "Least:" (two prompts, so a backend that caches a prompt's logits, as
+        lm-eval's hf does, runs 2 forward passes per presentation)."""
+
+        def build_all_requests(self, **kwargs: Any) -> None:
+            # zero-shot, as the annotators were: lm-eval ignores --num_fewshot for a task configured with 0
+            self._context_kwargs = kwargs
+            super().build_all_requests(**kwargs)
+
+        def _presentation(self, doc: dict[str, Any], shift: int, kwargs: dict[str, Any]) -> Any:
+            return base._first_argument(self, {**doc, "shift": int(shift)}, kwargs)
+
+        def _first_argument(self, doc: dict[str, Any], kwargs: dict[str, Any]) -> Any:
+            ctx = self._presentation(doc, doc["rotations"][0], kwargs)
+            return ctx if self.OUTPUT_TYPE == "generate_until" else ctx + f"{BWS_QUESTIONS[0]}:"
+
+        def construct_requests(self, doc: dict[str, Any], ctx: Any, **kwargs: Any) -> list[Any]:
+            kwargs.pop("apply_chat_template", None)
+            kwargs.pop("chat_template", None)
+            built = getattr(self, "_context_kwargs", {})
+            out = []
+            for shift in doc["rotations"]:
+                prompt = self._presentation(doc, shift, built)
+                if self.OUTPUT_TYPE == "generate_until":
+                    args: list[tuple[Any, ...]] = [(prompt, dict(self.config.generation_kwargs or {}))]
+                    kind = "generate_until"
+                else:
+                    args = [(prompt + f"{q}:", f" {label}") for q in BWS_QUESTIONS for label in BWS_LABELS]
+                    kind = "loglikelihood"
+                out += [Instance(request_type=kind, doc=doc, arguments=a, idx=len(out) + j, **kwargs) for j, a in enumerate(args)]
+            return out
+
+    return FsbBwsTask

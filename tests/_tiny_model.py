@@ -179,3 +179,45 @@ def build_scoring_model(folder: Path, texts: list[str], seed: int = 0, steps: in
     fast.save_pretrained(folder)
     model.save_pretrained(folder)
     return folder
+
+
+def build_bws_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 120) -> Path:
+    """A tiny Llama that has learned the *format* of the best-worst answer ("Most: N\\nLeast: M") in chat
+    turns, not the task: trained for seconds on the fsb_bws prompt (via the chat template) of random
+    4-tuples of `texts`, each answered with random distinct positions. Parseable, meaningless answers."""
+    if (folder / "config.json").is_file() and (folder / "tokenizer.json").is_file():
+        return folder
+    import random
+
+    import torch
+
+    from fsb.results import harness_utils
+
+    u = harness_utils()
+    rnd = random.Random(seed)
+    fast = _tokenizer([*texts, *_CORPUS, u.BWS_PROMPT, "Most: 1\nLeast: 2 3 4"] * 2, vocab_size=2000)
+    model = _llama(fast, seed)
+
+    def example() -> str:
+        four = rnd.sample(texts, 4)
+        doc = {"texts": four, "rotations": [0]}
+        most, least = rnd.sample(range(1, 5), 2)
+        answer = f"Most: {most}\nLeast: {least}"
+        messages = [{"role": "user", "content": u.bws_prompt(doc).rstrip()}, {"role": "assistant", "content": answer}]
+        return fast.apply_chat_template(messages, tokenize=False)
+
+    optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        batch = fast([example() for _ in range(4)], return_tensors="pt", padding=True, truncation=True, max_length=768)
+        labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optim.step()
+        optim.zero_grad()
+    model.eval()
+    model.generation_config.do_sample = False
+    folder.mkdir(parents=True, exist_ok=True)
+    fast.save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder

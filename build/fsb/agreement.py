@@ -26,6 +26,7 @@ __all__ = [
     "METRICS",
     "bootstrap",
     "breakdown",
+    "bws_summary",
     "calibration",
     "draws",
     "metric_values",
@@ -233,3 +234,61 @@ def paired_difference(
     observed = float(np.mean(metric_values(ra)[metric]) - np.mean(metric_values(rb)[metric]))
     ci = _interval(da - db, level)
     return {"metric": metric, "sentences": int(common.size), "difference": observed, "ci95": ci}
+
+
+# --- the best-worst protocol (fsb_bws, fsb_bws_ll): agreement with the human majority, positions ------
+
+
+def _bws_tuple_counts(records: list[dict[str, Any]]) -> np.ndarray:
+    """Per tuple (rows): presentations, parsed, best hits, worst hits, then best at positions 1..4 and
+    worst at positions 1..4 (columns): every rate below is a ratio of two column sums."""
+    out = np.zeros((len(records), 12))
+    for t, rec in enumerate(records):
+        for s in rec["shown"]:
+            out[t, 0] += 1
+            if s["best"] is None:
+                continue
+            out[t, 1] += 1
+            out[t, 2] += s["best_item"] in rec["majority_best"]
+            out[t, 3] += s["worst_item"] in rec["majority_worst"]
+            out[t, 3 + int(s["best"])] += 1
+            out[t, 7 + int(s["worst"])] += 1
+    return out
+
+
+def bws_summary(records: list[dict[str, Any]], n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+    """A best-worst run's own figures: parse rate, agreement of the model's best and worst with the human
+    majority (beside the chance rate), and how often each display position was chosen (beside the uniform
+    0.25), each with a percentile interval from resampling the tuples with replacement.
+
+    Point values are the harness's functions; the bootstrap redoes them as ratios of per-tuple counts."""
+    u = harness_utils()
+    counts = _bws_tuple_counts(records)
+    k = u.BWS_SIZE
+    values = {
+        "parse_rate": u.bws_parse_rate(records),
+        "best_agreement": u.bws_agreement(records, "best"),
+        "worst_agreement": u.bws_agreement(records, "worst"),
+        **{f"best_position_{p}": u.bws_position_rate(records, "best", p) for p in range(1, k + 1)},
+        **{f"worst_position_{p}": u.bws_position_rate(records, "worst", p) for p in range(1, k + 1)},
+    }
+    ratios = {"parse_rate": (1, 0), "best_agreement": (2, 1), "worst_agreement": (3, 1)}
+    ratios |= {f"best_position_{p}": (3 + p, 1) for p in range(1, k + 1)}
+    ratios |= {f"worst_position_{p}": (7 + p, 1) for p in range(1, k + 1)}
+    n = len(records)
+    ci: dict[str, dict[str, Any]] = {}
+    if n:
+        weights = np.random.default_rng(seed).multinomial(n, np.full(n, 1 / n), size=n_boot)  # tuples drawn per resample
+        sums = weights @ counts
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for name, (num, den) in ratios.items():
+                ci[name] = _interval(np.where(sums[:, den] > 0, sums[:, num] / sums[:, den], np.nan), level)
+    return {
+        "tuples": n,
+        "presentations": int(counts[:, 0].sum()),
+        "rotations": sorted({int(s["shift"]) for r in records for s in r["shown"]}),
+        "values": values,
+        "ci95": ci,
+        "chance": {side: u.bws_chance_agreement(records, side) for side in ("best", "worst")},
+        "uniform_position_rate": 1 / k,
+    }

@@ -308,12 +308,23 @@ def _annotate_arguments(a: argparse.ArgumentParser) -> None:
     im.add_argument("--out", required=True)
     im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
     _force(im)
+    from . import cli_llm  # `fsb annotate llm`: its own registry, installed beside export and import
+
+    llm_handlers: dict[str, Handler] = {}
+    cli_llm.commands.install(asub, llm_handlers)
+    a.set_defaults(annotate_handlers=llm_handlers)
 
 
-@commands.add("annotate", arguments=_annotate_arguments, help="export tuples for annotators; import their best/worst answers as judgments")
+@commands.add(
+    "annotate",
+    arguments=_annotate_arguments,
+    help="export tuples for annotators; import their best/worst answers as judgments; or let a model annotate (llm)",
+)
 def _annotate(args: argparse.Namespace) -> int:
     from . import annotate
 
+    if args.action in args.annotate_handlers:
+        return args.annotate_handlers[args.action](args)
     if args.action == "export" and args.format == "label-studio":
         result = annotate.export_label_studio(
             design_csv=args.design, items=args.generations, out_dir=args.out, seed=args.seed, force=args.force
@@ -359,6 +370,7 @@ def _eval_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--tasks", default="fsb", help="comma-separated: fsb, fsb_ll, fsb_0shot, or single variants (default fsb)")
     e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
     e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
+    e.add_argument("--sample", type=pos_int, help="a simple random sample of this many sentences (judged tuples for fsb_bws*)")
     e.add_argument("--dataset", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)")
     e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
     e.add_argument("--batch-size", type=batch_size, default=1, help="lm-eval batch size (int, auto or auto:N)")
@@ -383,6 +395,7 @@ def _eval(args: argparse.Namespace) -> int:
         output_path=args.output_path,
         limit=args.limit,
         per_bin=args.per_bin,
+        sample=args.sample,
         dataset=args.dataset,
         batch_size=args.batch_size,
         device=args.device,

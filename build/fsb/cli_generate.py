@@ -11,14 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable
-from typing import Any
 
 from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
 
-from ._argtypes import nonneg_int, pos_float, pos_int, seed
+from ._argtypes import nonneg_int, seed
 from ._commands import Commands
+from ._engine_args import add_endpoint_options
 from .seeds import DEFAULT_COUNTS  # stdlib-only module: cheap to import
 
 commands = Commands()
@@ -39,139 +38,6 @@ def _ic(text: str) -> tuple[str, str]:
         kinds = f"formats: {', '.join(PROMPT_TYPES)}; seed types: {', '.join(SEED_TYPES)}"
         raise argparse.ArgumentTypeError(f"{text!r}: expected FORMAT=FILE or SEED_TYPE:FORMAT=FILE ({kinds})")
     return key, path
-
-
-def _add_endpoint_options(p: argparse.ArgumentParser, max_tokens_help: str) -> None:
-    g = p.add_argument_group("endpoint and sampling")
-    g.add_argument("--model", required=True, help="model name as the endpoint knows it (recorded in every row)")
-    g.add_argument(
-        "--base-url",
-        help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI's). "
-        "The key is read from $OPENAI_API_KEY only; a local server may need none",
-    )
-    g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0, as the release's script)")
-    g.add_argument("--max-tokens", type=pos_int, help=max_tokens_help)
-    g.add_argument("--top-p", type=float, help="nucleus sampling (default: the server's)")
-    g.add_argument("--frequency-penalty", type=float, help="default: the server's")
-    g.add_argument("--presence-penalty", type=float, help="default: the server's")
-    g.add_argument("--api-seed", type=int, help="the request's `seed` field, for servers that honour it")
-    g.add_argument("--stop", action="append", default=[], help="a stop sequence (repeatable)")
-    r = p.add_argument_group("running")
-    r.add_argument("--concurrency", type=pos_int, default=8, help="requests in flight at once (default 8)")
-    r.add_argument("--retries", type=nonneg_int, default=5, help="retries per request on 429, 5xx, timeouts and bad answers (default 5)")
-    r.add_argument("--timeout", type=pos_float, default=60.0, help="seconds an attempt may take, sending to last byte (default 60)")
-    r.add_argument("--backoff", type=pos_float, default=1.0, help="first retry delay in seconds, doubled each retry up to 60 (default 1)")
-    r.add_argument("--limit", type=nonneg_int, help="send at most this many unfinished requests in this run")
-    r.add_argument("--dry-run", action="store_true", help="print the requests and a token estimate; send nothing, write nothing")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar (a summary line is still printed)")
-
-
-def _sampling(args: argparse.Namespace) -> Any:
-    from .engine import Sampling
-
-    return Sampling(
-        temperature=args.temperature,
-        max_tokens=args.max_tokens,
-        top_p=args.top_p,
-        frequency_penalty=args.frequency_penalty,
-        presence_penalty=args.presence_penalty,
-        seed=args.api_seed,
-        stop=tuple(args.stop),
-    )
-
-
-def _run_options(args: argparse.Namespace) -> Any:
-    from .engine import RunOptions
-
-    return RunOptions(concurrency=args.concurrency, retries=args.retries, timeout=args.timeout, backoff=args.backoff, limit=args.limit)
-
-
-def _terminate_as_interrupt() -> None:
-    """Make SIGTERM (kill, `timeout`, container stops) end a run like Ctrl-C: the outputs are written first."""
-    import signal
-
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-
-
-class _Bar:
-    """The engine's progress as a tqdm bar with the rate, tokens, retries and failures."""
-
-    def __init__(self) -> None:
-        self.bar: Any = None
-        self.started = time.monotonic()
-
-    def start(self, total: int, kind: str) -> None:
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=total, desc=kind, unit="req", file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
-        self.started = time.monotonic()
-
-    def update(self, result: Any) -> None:
-        if self.bar is None:
-            return
-        elapsed = max(1e-9, time.monotonic() - self.started)
-        tokens = result.prompt_tokens + result.completion_tokens
-        postfix = {"tok/s": f"{tokens / elapsed:.0f}", "tokens": tokens, "retries": result.retries, "failed": result.failed}
-        self.bar.set_postfix(postfix, refresh=False)
-        self.bar.update(1)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _dry_run(plan: Any, out: str, limit: int | None) -> None:
-    """Print the requests a run would send (all messages) and their cost; send and write nothing."""
-    from .engine import estimate_cost, estimate_tokens, finished_ids, pending
-
-    done = finished_ids(plan, out)
-    todo = pending(plan, done, limit)
-    for r in todo:
-        label = " ".join(f"{k}={r.fields[k]}" for k in ("seed_type", "prompt_type") if k in r.fields)
-        print(f"### uid {r.uid} {label} request {r.request_id[:16]} (~{estimate_tokens(r.body['messages'])} prompt tokens)")
-        for m in r.body["messages"]:
-            print(f"[{m['role']}] {m['content']}")
-        print()
-    cost = estimate_cost(todo)
-    print(
-        f"dry run: {cost.requests} requests to send ({len(done)} of {len(plan.requests)} already finished); "
-        f"about {cost.prompt_tokens} prompt tokens (~4 characters a token) and at most {cost.max_completion_tokens} completion tokens. "
-        "Nothing was sent."
-    )
-
-
-def _report(result: Any, out: str) -> int:
-    """What the run repaired, the one-line summary, where the files are; the exit code."""
-    from .engine import journal_path
-
-    journal = journal_path(out)
-    if result.repaired_bytes:
-        print(f"journal {journal}: cut off a torn last line ({result.repaired_bytes} bytes) left by an interrupted run", file=sys.stderr)
-    if result.recovered:
-        print(f"journal {journal}: had lost {result.recovered} finished rows; took them back from {out}", file=sys.stderr)
-    if result.fatal:
-        print(f"stopped: {result.fatal}", file=sys.stderr)
-    print(result.summary_line(), file=sys.stderr)
-    outs = result.outputs
-    if outs.get("out"):
-        print(f"wrote {outs['rows']} rows -> {outs['out']}", file=sys.stderr)
-    if outs.get("failures_file"):
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(result.failures.items())) or "from earlier runs"
-        where = outs["failures_file"]
-        print(f"{outs['failures']} requests failed ({kinds}); reasons in {where}; rerun the same command to retry them", file=sys.stderr)
-    return int(result.exit_code)
-
-
-def _run(args: argparse.Namespace, plan: Any, endpoint: Any, side_outputs: list[Any]) -> int:
-    from . import engine
-
-    _terminate_as_interrupt()
-    progress = None if args.no_progress else _Bar()
-    result = engine.run(plan, args.out, endpoint, _run_options(args), side_outputs=side_outputs, progress=progress)
-    return _report(result, args.out)
 
 
 SEEDS_LINE = r'\{"seed": .*'  # the first line of a seeds file `fsb seeds` wrote
@@ -233,7 +99,7 @@ def _generate_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
     g.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
     g.add_argument("--force", action="store_true", help="replace --csv / --batch-file even if they are not earlier outputs of fsb generate")
-    _add_endpoint_options(g, "completion tokens per request (default 100; 512 for conversation)")
+    add_endpoint_options(g, "completion tokens per request (default 100; 512 for conversation)")
 
 
 def _explain_arguments(e: argparse.ArgumentParser) -> None:
@@ -247,7 +113,7 @@ def _explain_arguments(e: argparse.ArgumentParser) -> None:
         "--bins", choices=("analysis", "equispaced"), default="analysis", help="the paper's 3 analysis bins or 4 equispaced bins"
     )
     e.add_argument("--seed", type=seed, default=0, help="sampling seed (default 0)")
-    _add_endpoint_options(e, "completion tokens per request (default 200)")
+    add_endpoint_options(e, "completion tokens per request (default 200)")
 
 
 # --- fsb seeds --------------------------------------------------------------------------------------
@@ -303,6 +169,7 @@ def _seeds(args: argparse.Namespace) -> int:
 )
 def _generate(args: argparse.Namespace) -> int:
     from . import engine
+    from .engine import console
     from .generate import build_generation_plan, release_csv
     from .prompts import load_prompt_set
     from .raw import GENERATION_COLUMNS
@@ -324,7 +191,7 @@ def _generate(args: argparse.Namespace) -> int:
         ic_dir, dict(args.ic), formats=args.formats, seed_types=sorted({s.seed_type for s in seeds}), shots=args.shots, seed=args.seed
     )
     try:
-        plan = build_generation_plan(seeds, prompts, args.formats, args.model, _sampling(args), first_uid=args.first_uid)
+        plan = build_generation_plan(seeds, prompts, args.formats, args.model, console.sampling_from_args(args), first_uid=args.first_uid)
     except ValueError as e:
         raise engine.EngineError(str(e)) from None
     if args.csv:
@@ -333,7 +200,7 @@ def _generate(args: argparse.Namespace) -> int:
         _output_file(args.batch_file, engine.BATCH_LINE, "a Batch API input file from `fsb generate --batch-file`", force=args.force)
     side_outputs = [(args.csv, release_csv)] if args.csv else []
     if args.dry_run:
-        _dry_run(plan, args.out, args.limit)
+        console.print_dry_run(plan, args.out, args.limit)
         return 0
     if args.batch_file:
         written = engine.write_batch(plan, args.out, args.batch_file, args.limit, force=args.force)
@@ -344,9 +211,9 @@ def _generate(args: argparse.Namespace) -> int:
     if args.collect:
         key = os.environ.get("OPENAI_API_KEY") or None  # only to scrub it, should a batch output quote it
         result = engine.collect_batch(plan, args.out, args.collect, side_outputs=side_outputs, base_url=args.base_url, api_key=key)
-        return _report(result, args.out)
+        return console.report_run(result, args.out)
     print(f"plan: {len(plan.requests)} requests ({len(seeds)} seeds x {', '.join(args.formats)}) -> {args.out}", file=sys.stderr)
-    return _run(args, plan, endpoint, side_outputs)
+    return console.run_plan(args, plan, endpoint, side_outputs)
 
 
 # --- fsb explain ------------------------------------------------------------------------------------------
@@ -360,18 +227,19 @@ def _generate(args: argparse.Namespace) -> int:
 )
 def _explain(args: argparse.Namespace) -> int:
     from . import engine
+    from .engine import console
     from .explain import build_explain_plan, load_items, sample_by_bin
 
     endpoint = None if args.dry_run else engine.resolve_endpoint(args.base_url)
     items = load_items(dataset=args.dataset, generations=args.generations, scores=args.scores, score_column=args.score_column)
     sample = sample_by_bin(items, args.per_bin, seed=args.seed, scheme=args.bins)
-    plan = build_explain_plan(sample, args.model, _sampling(args), seed=args.seed, scheme=args.bins)
+    plan = build_explain_plan(sample, args.model, console.sampling_from_args(args), seed=args.seed, scheme=args.bins)
     counts = plan.summary["per_bin"]
     print(f"sample: {len(sample)} sentences ({', '.join(f'{k} {v}' for k, v in counts.items())}) -> {args.out}", file=sys.stderr)
     if args.dry_run:
-        _dry_run(plan, args.out, args.limit)
+        console.print_dry_run(plan, args.out, args.limit)
         return 0
-    return _run(args, plan, endpoint, [])
+    return console.run_plan(args, plan, endpoint, [])
 
 
 def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:

@@ -82,6 +82,8 @@ def build_from_entries(
             "calibration": agreement.calibration(e.sets),
             "breakdowns": {},
         }
+        if e.bws is not None:  # a best-worst task: its agreement and position figures
+            row["bws"] = agreement.bws_summary(e.bws, n_boot=n_boot)
         if e.task in timings:
             row["seconds"] = timings[e.task]
         if e.task in notes or e.note:
@@ -201,6 +203,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     for r in report["rows"]:
         if "note" in r:
             out.append(f"\n{r['label']}: {r['note']}")
+    out += _render_bws(report["rows"])
     out += ["", INTERVALS.replace("1000", str(report["bootstrap_draws"])), ""]
     out.append(
         "Correlations and mse are over the answers that parse (a bare number in [0, 1] on the first line); parse rate is the "
@@ -270,6 +273,55 @@ def render_markdown(report: dict[str, Any]) -> str:
                     )
         out.append("")
     return "\n".join(out)
+
+
+def _render_bws(rows: list[dict[str, Any]]) -> list[str]:
+    """The best-worst rows' own figures, and each model's rating and best-worst rows side by side."""
+    bws = [(i, r) for i, r in enumerate(rows, 1) if "bws" in r]
+    if not bws:
+        return []
+    out = ["", "## Best-worst protocol (fsb_bws*): the annotators' test", ""]
+    out += [
+        "The model chose the most and the least biased of each judged 4-tuple, shown in the listed rotations; its choices "
+        "are scored by counting as the human judgments are (pearson and spearman above: its counting scores against the "
+        "human scores, intervals over sentences). Agreement: share of parsed presentations whose choice is in the human "
+        "majority (tied items all count), beside the chance rate of a random choice. Position rates: how often each display "
+        "position was chosen, beside the uniform 0.25. Intervals here: 95% percentile bootstrap over tuples.",
+        "",
+        "| # | scorer | tuples | presentations | parse rate | best agreement [95% CI] | chance | worst agreement [95% CI] | chance |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for i, r in bws:
+        b = r["bws"]
+        v, ci = b["values"], b["ci95"]
+        cells = [str(i), r["label"], str(b["tuples"]), f"{b['presentations']} (rotations {','.join(map(str, b['rotations']))})"]
+        cells += [_fmt(v["parse_rate"], ci.get("parse_rate")), _fmt(v["best_agreement"], ci.get("best_agreement"))]
+        cells += [_fmt(b["chance"]["best"]), _fmt(v["worst_agreement"], ci.get("worst_agreement")), _fmt(b["chance"]["worst"])]
+        out.append("| " + " | ".join(cells) + " |")
+    out += [
+        "",
+        "| # | scorer | chosen | position 1 | position 2 | position 3 | position 4 | uniform |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for i, r in bws:
+        b = r["bws"]
+        for side in ("best", "worst"):
+            rates = [_fmt(b["values"][f"{side}_position_{p}"], b["ci95"].get(f"{side}_position_{p}")) for p in range(1, 5)]
+            out.append(f"| {i} | {r['label']} | as {side} | " + " | ".join(rates) + f" | {b['uniform_position_rate']:.2f} |")
+    by_model: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for i, r in enumerate(rows, 1):
+        by_model.setdefault(r["model"] or r["label"], []).append((i, r))
+    pairs = {m: rs for m, rs in by_model.items() if any("bws" in r for _, r in rs) and any("bws" not in r for _, r in rs)}
+    if pairs:
+        out += ["", "### Rating vs best-worst, per model", ""]
+        out += ["| model | # | protocol | task | sentences | pearson [95% CI] | spearman [95% CI] |", "|---|---|---|---|---|---|---|"]
+        for m, rs in pairs.items():
+            for i, r in rs:
+                protocol = "best-worst (choices, counted)" if "bws" in r else "rating (a number per sentence)"
+                cells = [m, str(i), protocol, str(r["task"]), str(r["sentences"]), _corr_cell(r, "pearson"), _corr_cell(r, "spearman")]
+                out.append("| " + " | ".join(cells) + " |")
+        out += ["", "The two protocols score different samples of sentences here; compare their intervals, not the point values alone."]
+    return out
 
 
 def _json_safe(obj: Any) -> Any:

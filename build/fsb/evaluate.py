@@ -28,7 +28,7 @@ from . import resources
 from ._io import atomic_write
 from .errors import FsbError
 
-__all__ = ["EvalError", "main_job_eval", "run_eval", "task_manager"]
+__all__ = ["EvalError", "bws_statement", "main_job_eval", "run_eval", "task_manager"]
 
 # Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
 _TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
@@ -176,6 +176,10 @@ def run_eval(
 SECONDS_PER_REQUEST = {"fsb": 2886 / 4800, "fsb_ll": 5905 / 52800}
 REQUESTS_PER_SENTENCE = {"fsb": 5, "fsb_ll": 5 * 11}  # 5 few-shot sets; fsb_ll scores 11 answers
 MAIN_JOB_SAMPLE = 32
+# The best-worst task by log-likelihood: 2 rotations x 8 label requests a tuple (benchmarks/bench_bws_task.py).
+BWS_MAIN_JOB_TUPLES = 40
+BWS_REQUESTS_PER_TUPLE = 16
+BWS_SECONDS_PER_REQUEST = 0.08  # an earlier run on a quiet machine (44 min for 32,000); a loaded one is slower
 
 
 def expected_cost(n_sentences: int, tasks: Sequence[str] = ("fsb", "fsb_ll")) -> dict[str, tuple[int, float]]:
@@ -223,15 +227,61 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
         )
         timings[task] = time.monotonic() - t0
         print(f"{task} took {timings[task]:.0f} s", flush=True)
-    runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll")])
+    tuples = 4 * per_bin if per_bin is not None else BWS_MAIN_JOB_TUPLES
+    bws_what = f"a simple random sample of {tuples} judged tuples"
+    if per_bin is not None:
+        bws_what = f"{per_bin} judged tuples per bin of mean score"
+    requests = tuples * BWS_REQUESTS_PER_TUPLE
+    print(f"\n-- fsb_bws_ll: {bws_what} x 2 rotations (the annotators' best-worst test, by log-likelihood)", flush=True)
+    print(f"expected: {requests} log-likelihood requests, about {requests * BWS_SECONDS_PER_REQUEST:.0f} s", flush=True)
+    t0 = time.monotonic()
+    run_eval(
+        "hf",
+        f"pretrained={model_dir},dtype=float32",
+        ["fsb_bws_ll"],
+        output_path=results_dir / "fsb_bws_ll",
+        per_bin=per_bin,
+        sample=None if per_bin is not None else tuples,
+        dataset=str(dataset),
+        batch_size=8,
+        device="cpu",
+    )
+    timings["fsb_bws_ll"] = time.monotonic() - t0
+    print(f"fsb_bws_ll took {timings['fsb_bws_ll']:.0f} s", flush=True)
+    runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll", "fsb_bws_ll")])
     note = (
-        f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what}: a check that the whole pipeline runs on a real model, "
-        "NOT a result (a 135M model cannot do this task)"
+        f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what} (rating) and {bws_what} (best-worst): a check that the "
+        "whole pipeline runs on a real model, NOT a result (a 135M model cannot do this task)"
     )
     report = format_report(runs, dataset=str(dataset), timings=timings, model_note=note)
     print()
     print(report)
+    print()
+    print(bws_statement(runs[-1]))
     atomic_write(results_dir / "report.txt", report + "\n")
     atomic_write(results_dir / "timings.json", json.dumps(timings, indent=2) + "\n")
     print(f"\nreport saved to {results_dir / 'report.txt'}")
     return 0
+
+
+def bws_statement(run: Any) -> str:
+    """What a model did with the best-worst test, in plain words from its figures: its correlation, its
+    agreement with the human majority beside chance, and the display position it favoured."""
+    from .agreement import bws_summary
+    from .results import harness_utils
+
+    (name, records), *_ = run.bws.items()
+    u = harness_utils()
+    b = bws_summary(records, n_boot=1000)
+    v, ci, chance = b["values"], b["ci95"], b["chance"]
+    r = u.bws_pearson(records)
+    fav = max(range(1, 5), key=lambda p: v[f"best_position_{p}"])
+    picked = round(v[f"best_position_{fav}"] * b["presentations"] * v["parse_rate"])
+    return (
+        f"Best-worst ({name}, {b['tuples']} tuples x rotations {','.join(map(str, b['rotations']))}): pearson {r:.3f} of its "
+        f"counting scores with the human scores; best agreement {v['best_agreement']:.3f} "
+        f"[{ci['best_agreement']['low']:.3f}, {ci['best_agreement']['high']:.3f}] (chance {chance['best']:.3f}), "
+        f"worst agreement {v['worst_agreement']:.3f} [{ci['worst_agreement']['low']:.3f}, {ci['worst_agreement']['high']:.3f}] "
+        f"(chance {chance['worst']:.3f}); it chose display position {fav} as the most biased in {picked} of "
+        f"{b['presentations']} presentations (uniform: 0.25 each). Read against chance and the uniform rate, not as a result."
+    )

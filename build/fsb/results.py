@@ -87,6 +87,7 @@ class Run:
     tasks: dict[str, TaskSamples]
     groups: dict[str, list[str]] = field(default_factory=dict)
     docs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    bws: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # best-worst tasks: one record per tuple
 
     @property
     def model(self) -> str:
@@ -128,25 +129,34 @@ def load_run(path: str | Path) -> Run:
     except (OSError, ValueError) as e:
         raise InputError(p, f"not a readable lm-eval results file: {e}") from None
     stamp = p.name[len("results_") : -len(".json")]
-    tasks, docs = {}, {}
+    tasks, docs, bws = {}, {}, {}
     for name in results.get("configs", {}):
         sample_file = p.parent / f"samples_{name}_{stamp}.jsonl"
         if not sample_file.is_file():
             raise InputError(sample_file, "missing: the run was not made with --log_samples")
         ids, preds, golds = [], [], []
+        records = []
         for n, rec in iter_jsonl(sample_file):  # lm-eval writes these with ensure_ascii=False
             if "pearson" not in rec:
                 raise InputError(sample_file, "not a Fifty Shades of Bias sample (no pearson pair)", line=n)
+            if isinstance(rec["pearson"], dict):  # a best-worst task (fsb_bws*): one record per tuple
+                records.append(rec["pearson"])
+                continue
             pred, gold = rec["pearson"]
             doc = rec.get("doc", {})
             ids.append(int(doc["id"]))
             docs.setdefault(ids[-1], doc)
             preds.append(math.nan if pred is None else float(pred))
             golds.append(float(gold))
+        if records:  # the model's counting scores per sentence, beside the human scores
+            counts = harness_utils().bws_counts(records)
+            tasks[name] = TaskSamples(name, counts["ids"], counts["model"], counts["gold"])
+            bws[name] = records
+            continue
         order = np.argsort(ids, kind="stable")
         tasks[name] = TaskSamples(name, np.asarray(ids)[order], np.asarray(preds)[order], np.asarray(golds)[order])
     groups = {g: list(subs) for g, subs in results.get("group_subtasks", {}).items() if subs}
-    return Run(p, results, tasks, groups, docs)
+    return Run(p, results, tasks, groups, docs, bws)
 
 
 def load_runs(paths: list[str | Path] | str | Path) -> list[Run]:
@@ -277,6 +287,7 @@ class Scored:
     note: str = ""
     correlation_meaningful: bool = True
     matched: bool = True  # its gold scores are the dataset's (so the human reference applies)
+    bws: list[dict[str, Any]] | None = None  # a best-worst task's per-tuple records (fsb_bws*)
 
     @property
     def ids(self) -> np.ndarray:
@@ -300,6 +311,7 @@ class Scored:
             self.note,
             self.correlation_meaningful,
             self.matched,
+            self.bws,
         )
 
 
@@ -343,6 +355,10 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
         elif usable is None and _per_bin(run) is not None:
             flags.append(f"sample: {_per_bin(run)} per bin")
         has_parse = any("parse_rate,none" in run.results.get("results", {}).get(s.name, {}) for s in sets)
+        records = run.bws.get(task)
+        if records is not None:  # sentences come from the sampled tuples: say the tuple sample instead
+            flags = [f for f in flags if not f.startswith("sample:")] + [_bws_flag(run, task, records)]
+            has_parse = False  # per presentation, in the best-worst section
         out.append(
             Scored(
                 label=f"{run.model_name} {task}",
@@ -355,9 +371,18 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
                 flags=flags,
                 model=run.model,
                 matched=usable is not None,
+                bws=records,
             )
         )
     return out
+
+
+def _bws_flag(run: Run, task: str, records: list[dict[str, Any]]) -> str:
+    """What a best-worst run presented: its tuples (the task's recorded sample) and rotations."""
+    meta = (run.results.get("configs", {}).get(task, {}).get("metadata") or {}).get("fsb_source") or {}
+    shifts = sorted({int(s["shift"]) for r in records for s in r["shown"]})
+    what = meta.get("sample") or f"{len(records)} tuples"
+    return f"best-worst: {len(records)} tuples ({what}), rotations {','.join(map(str, shifts))}"
 
 
 def _per_bin(run: Run) -> int | None:
