@@ -211,6 +211,43 @@ def test_design_order_is_random_and_position_balanced_with_the_guarantees_kept(t
     assert (tmp_path / "d.csv").read_bytes() == (tmp_path / "d2.csv").read_bytes() and again["positions"] == pos
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_euler_split_halves_every_vertex(seed: int) -> None:
+    """Random bipartite multigraphs with even degrees (parallel edges included): each vertex gets exactly
+    half of its edges in each colour, and different seeds give different colourings."""
+    from fsb.annotate import euler_split
+
+    rng = np.random.default_rng(seed)
+    n_left, n_right, degree = 50, 70, 2 * int(rng.integers(1, 4))
+    left = np.repeat(np.arange(n_left), degree)
+    right = rng.permutation(np.repeat(np.arange(left.size // 2) % n_right, 2))  # every right degree even
+    if seed == 0:  # parallel edges: one pair of vertices joined twice more
+        left, right = np.concatenate([left, [0, 0]]), np.concatenate([right, [0, 0]])
+    colour = euler_split(left, right, np.random.default_rng(seed))
+    for vertex in (left, right):
+        total = np.bincount(vertex)
+        ones = np.bincount(vertex, weights=colour, minlength=total.size)
+        assert (ones * 2 == total).all()
+    assert not np.array_equal(colour, euler_split(left, right, np.random.default_rng(seed + 100)))
+
+
+@pytest.mark.parametrize(
+    ("size", "method"), [(2, "_balance_by_euler_splits"), (8, "_balance_by_euler_splits"), (4, "_balance_by_matchings")]
+)
+def test_both_exact_balancers_balance_exactly(size: int, method: str) -> None:
+    """Euler splits (sizes 2, 4, 8, ...) and perfect matchings (any size) give every tuple every position
+    once and every item every position floor or ceil of appearances / size times, keeping the tuples' sets."""
+    import fsb.annotate as annotate
+
+    n, appearances = 64, 2 * size
+    rng = np.random.default_rng(1)
+    design = np.stack([rng.permutation(n)[:size] for _ in range(n * appearances // size)])
+    out = getattr(annotate, method)(design, n, np.random.default_rng(2))
+    assert out is not None and (np.sort(out, axis=1) == np.sort(design, axis=1)).all()
+    counts = np.stack([np.bincount(out[:, p], minlength=n) for p in range(size)], axis=1)
+    assert (counts.max(axis=1) - counts.min(axis=1) <= 1).all()
+
+
 def test_greedy_fallback_balances_approximately() -> None:
     from fsb import bws
     from fsb.annotate import _balance_greedy, position_report
