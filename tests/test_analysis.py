@@ -172,6 +172,18 @@ def test_crosstab_counts_add_up_and_chi_square_matches_scipy() -> None:
         analysis.crosstab(["a"], ["z"], ["a"], ["x"])
 
 
+def test_by_bin_figure_titles_carry_the_p_value() -> None:
+    t = analysis.crosstab(
+        ["a", "a", "b", "b", "b", "c", "a", "c", "c", "c"], ["x", "y", "x", "x", "y", "y", "y", "x", "y", "y"], ["a", "b", "c"], ["x", "y"]
+    )
+    test = analysis.chi_square_independence(t)
+    title = analysis.by_bin_title({"test": test}, "seed type")
+    assert f"p = {test['p']:.2g}" in title and "chi2 = " in title and "dof 2" in title and "Cramér's V" in title
+    assert (
+        analysis.format_p(3.4e-8) == "p = 3.4e-08" and analysis.format_p(0.0) == "p < 1e-300" and analysis.format_p(0.0123) == "p = 0.012"
+    )
+
+
 def test_score_summary() -> None:
     s = analysis.score_summary([0.1, 0.2, 0.3, 0.4])
     assert s["n"] == 4

