@@ -292,6 +292,21 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
     assert len({g["human_reference"]["split_half"] for g in groups.values()}) == 3, "each bin has its own reference"
     assert "not meaningful: n = " in text and "| human split-half r | noise ceiling |" in text
     assert "a group gets a correlation only with at least 10 sentences" in text
+    # the forest plot: each measured row with its own ceiling, the sample and the undefined group labelled as such
+    from fsb.compare import forest_items, scatter_title
+
+    items = {t["label"].split("\n")[0]: t for t in forest_items(page)}
+    smol_item = items["SmolThing fsb (sample of 100: not comparable)"]
+    assert smol_item["human"]["sentences"] == 100 and items["good"]["human"]["sentences"] == 960
+    assert smol_item["human"]["noise_ceiling"] != items["good"]["human"]["noise_ceiling"], "per-row ceilings"
+    assert items["GPT-4 (paper, quoted)"]["human"] is None and items["GPT-4 (paper, quoted)"]["ci"] is None
+    by_label = {r["label"]: r for r in page["rows"]}
+    good_title = scatter_title(by_label["good"])
+    ci = by_label["good"]["ci95"]["pearson"]
+    assert good_title == f"good\nr = {by_label['good']['values']['pearson']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}], n = 960"
+    smol_title = " ".join(scatter_title(by_label["SmolThing fsb"]).split())
+    assert "(sample: not comparable)" in smol_title and "r undefined (constant predictions in set3)" in smol_title
+    assert smol_title.endswith("n = 100 x 5 sets")
     by = {c["a"]: c for c in page["comparisons"]}
     assert by["good"]["pearson"]["ci95"]["low"] > 0
     assert by["reseeded-a"]["pearson"]["ci95"]["low"] < 0 < by["reseeded-a"]["pearson"]["ci95"]["high"]

@@ -244,7 +244,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     for h in report["human_reference"]:
         p, s = h["pearson"], h["spearman"]
         out += [
-            f"Human reference on the {h['sentences']} scored sentences ({h['trials']} split-half trials, seed {h['seed']}):",
+            f"Human reference on the {h['sentences']} scored sentences ({h['trials']} split-half trials, seed {h['seed']})"
+            + (
+                " (a sample: these figures place the sample's rows only and are not comparable with the paper's Table 2):"
+                if ds and h["sentences"] < ds["scored"]
+                else ":"
+            ),
             "",
             "| figure | Pearson | Spearman | what it is |",
             "|---|---|---|---|",
@@ -280,15 +285,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         if r["per_set"]:
             out.append(
                 "per set pearson: "
-                + ", ".join(f"{k.rsplit('_', 1)[-1]} {_fmt(v['pearson'])}" for k, v in r["per_set"].items())
+                + ", ".join(f"{k.rsplit('_', 1)[-1]} {_fmt(v['pearson']).replace('n/a', 'undefined')}" for k, v in r["per_set"].items())
                 + "; mse: "
                 + ", ".join(f"{k.rsplit('_', 1)[-1]} {_fmt(v['mse'])}" for k, v in r["per_set"].items())
             )
         c = r["calibration"]
-        out.append(
-            f"calibration (human = intercept + slope x model, least squares): slope {_fmt(c['slope'])}, intercept {_fmt(c['intercept'])} "
-            "(calibrated: 1 and 0)"
-        )
+        if not r["correlation_meaningful"]:
+            out.append("calibration: not meaningful (constant by design)")
+        else:
+            out.append(
+                f"calibration (human = intercept + slope x model, least squares): slope {_fmt(c['slope'])}, "
+                f"intercept {_fmt(c['intercept'])} (calibrated: 1 and 0)"
+            )
         if "human_reference" in r:
             h = r["human_reference"]
             out.append(
@@ -335,6 +343,11 @@ def to_json(report: dict[str, Any]) -> str:
 # --- figures ----------------------------------------------------------------------------------------
 
 
+def _num(x: float | None) -> float:
+    """A figure from the report or its JSON (where NaN is null)."""
+    return math.nan if x is None else float(x)
+
+
 def _is_sample(row: dict[str, Any]) -> bool:
     return any(f.startswith(("sample", "--limit")) for f in row["flags"])
 
@@ -347,12 +360,12 @@ def forest_items(report: dict[str, Any]) -> list[dict[str, Any]]:
     for r in report["rows"]:
         if not r["correlation_meaningful"]:
             continue
-        label, value, ci = r["label"], r["values"]["pearson"], r["ci95"]["pearson"]
+        label, value, ci = r["label"], _num(r["values"]["pearson"]), r["ci95"]["pearson"]
         if _is_sample(r):
             label += f" (sample of {r['sentences']}: not comparable)"
         if math.isnan(value):
             d = r["defined_sets"]["pearson"]
-            value, ci = d["mean"], d.get("ci95")
+            value, ci = _num(d["mean"]), d.get("ci95")
             label += f"\n[undefined: {r.get('undefined')}; mean of {d['sets']}/{d['of']} defined sets]"
         items.append({"label": label, "r": value, "ci": ci, "kind": r["kind"], "human": r.get("human_reference")})
     items += [
@@ -374,13 +387,14 @@ def forest_plot(report: dict[str, Any], path: Path) -> None:
     items = forest_items(report)
     colors = {"lm-eval": "tab:blue", "predictions": "tab:purple", "baseline": "tab:green", "quoted": "0.45"}
     lines = sum(1 + t["label"].count("\n") for t in items)
-    fig, ax = plt.subplots(figsize=(9.5, 0.34 * lines + 0.3 * len(items) + 2.6))
-    lows = [t["ci"]["low"] for t in items if t["ci"] is not None and not math.isnan(t["ci"]["low"])]
+    height = 0.3 * lines + 2.0
+    fig, ax = plt.subplots(figsize=(9.5, height))
+    lows = [t["ci"]["low"] for t in items if t["ci"] is not None and not math.isnan(_num(t["ci"]["low"]))]
     lows += [t["r"] for t in items if not math.isnan(t["r"])]
     left = max(-1.05, min([-0.1, *lows]) - 0.05)  # every interval fits: nothing is clipped
     for y, t in enumerate(items):
         c = colors[t["kind"]]
-        if t["ci"] is not None and not math.isnan(t["ci"]["low"]):
+        if t["ci"] is not None and not math.isnan(_num(t["ci"]["low"])):
             ax.plot([t["ci"]["low"], t["ci"]["high"]], [y, y], color=c, lw=2, solid_capstyle="butt")
         if not math.isnan(t["r"]):
             ax.plot([t["r"]], [y], "o", mfc="white" if t["kind"] == "quoted" else c, mec=c, ms=7)
@@ -402,7 +416,7 @@ def forest_plot(report: dict[str, Any], path: Path) -> None:
     labels += ["noise ceiling on the row's sentences", "human split-half r (two half panels)"]
     fig.legend(handles, labels, fontsize=7.5, loc="lower center", ncol=3, frameon=False)
     ax.set_title("Fifty Shades of Bias: agreement with the human scores", fontsize=10)
-    fig.tight_layout(rect=(0, 0.09 * 6 / max(6, len(items)) + 0.03, 1, 1))
+    fig.tight_layout(rect=(0, 0.55 / height, 1, 1))  # the legend's two lines below the axis
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -410,19 +424,21 @@ def forest_plot(report: dict[str, Any], path: Path) -> None:
 def scatter_title(row: dict[str, Any]) -> str:
     """A scatter plot's title: the row's label, then Pearson r with its interval and n (or why there is none)."""
     n = f"n = {row['sentences']}" + (f" x {row['variants']} sets" if row["variants"] > 1 else "")
-    r = row["values"]["pearson"]
+    r = _num(row["values"]["pearson"])
     if not row["correlation_meaningful"]:
         stat = "r not meaningful (constant by design)"
     elif math.isnan(r):
         d = row["defined_sets"]["pearson"]
-        mean = "" if math.isnan(d["mean"]) else f"; mean of {d['sets']}/{d['of']} defined sets {d['mean']:.3f}"
+        mean = "" if math.isnan(_num(d["mean"])) else f"; mean of {d['sets']}/{d['of']} defined sets {d['mean']:.3f}"
         stat = f"r undefined ({row.get('undefined')}){mean}"
     else:
         ci = row["ci95"]["pearson"]
-        interval = "" if math.isnan(ci["low"]) else f" [{ci['low']:.3f}, {ci['high']:.3f}]"
+        interval = "" if math.isnan(_num(ci["low"])) else f" [{ci['low']:.3f}, {ci['high']:.3f}]"
         stat = f"r = {r:.3f}{interval}" + (" (mean over sets)" if row["variants"] > 1 else "")
-    flag = " (sample)" if _is_sample(row) else ""
-    return f"{row['label']}{flag}\n{stat}, {n}"
+    import textwrap
+
+    flag = " (sample: not comparable)" if _is_sample(row) else ""
+    return "\n".join(textwrap.wrap(f"{row['label']}{flag}", 60) + textwrap.wrap(f"{stat}, {n}", 60))
 
 
 def scatter_plot(entry: Scored, path: Path, row: dict[str, Any] | None = None) -> None:

@@ -92,7 +92,7 @@ def placed_split_half(shr: dict[str, Any], sentences: int | None = None) -> list
     return [
         f"split-half r (two half-size panels, uncorrected; {shr['trials']} trials, seed {shr['seed']}{on}): "
         f"Pearson {p['mean']:.4f} ± {p['sd']:.4f}, Spearman {s['mean']:.4f} ± {s['sd']:.4f}",
-        f"  compare: the paper's Table 2 (its release, {spec.PAPER['n_annotations']} judgments): "
+        f"  compare: the paper's Table 2 (on its {spec.PAPER['n_annotations']} judgments, all 1000 sentences): "
         f"Pearson {paper['pearson']['mean']:.4f} ± {paper['pearson']['sd']:.4f}, "
         f"Spearman {paper['spearman']['mean']:.4f} ± {paper['spearman']['sd']:.4f}",
         f"  full-panel reliability, Spearman-Brown 2r/(1+r) of the mean r: Pearson {rel['pearson']:.4f}, Spearman {rel['spearman']:.4f}",
