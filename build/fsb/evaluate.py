@@ -50,17 +50,38 @@ class _QuietNoise(logging.Filter):
         return True
 
 
+def _git_hash_quietly() -> str | None:
+    """lm-eval's `get_git_commit_hash` (`git describe --always`, else the commit of a .git folder here)
+    without git's "fatal: not a git repository" on the terminal when run outside a checkout."""
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        done = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return get_commit_from_path(os.getcwd())
+
+
 @contextlib.contextmanager
 def _quiet_lm_eval() -> Iterator[None]:
+    import lm_eval.evaluator
+
     quiet = _QuietNoise()
     loggers = [logging.getLogger(name) for name in ("lm_eval.evaluator", "lm_eval.api.task")]
     for logger in loggers:
         logger.addFilter(quiet)
+    noisy = getattr(lm_eval.evaluator, "get_git_commit_hash", None)
+    if noisy is not None:
+        lm_eval.evaluator.get_git_commit_hash = _git_hash_quietly
     try:
         yield
     finally:
         for logger in loggers:
             logger.removeFilter(quiet)
+        if noisy is not None:
+            lm_eval.evaluator.get_git_commit_hash = noisy
 
 
 def _check_model(model: str | Any, model_args: str | dict[str, Any]) -> None:
