@@ -325,6 +325,16 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
     assert unknown.returncode == 2 and "no row 'nobody'" in unknown.stderr
 
 
+def test_a_limited_run_without_its_dataset_is_still_flagged_a_sample(tmp_path: Path) -> None:
+    from fsb.results import load_entries
+
+    rows = [(i, round(0.1 * (i % 10), 1), 0.1 * (i % 10) + 0.01) for i in range(1, 21)]
+    _write_run(tmp_path / "lim", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=x", limit=20)
+    _write_run(tmp_path / "full", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=y")
+    limited, full = load_entries([tmp_path / "lim", tmp_path / "full"], None)
+    assert limited.flags == ["--limit 20: a sample, not comparable with full-protocol figures"] and full.flags == []
+
+
 def test_load_runs_reads_every_folder(tmp_path: Path) -> None:
     rows = [(i, round(0.1 * (i % 10), 1), 0.1 * (i % 10) + 0.01) for i in range(1, 21)]
     _write_run(tmp_path / "main" / "fsb" / "m", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=x")

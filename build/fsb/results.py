@@ -343,6 +343,8 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
             flags.append(f"sample: {sets[0].ids.size} of {full} sentences, not comparable with the {full}-sentence figures")
         elif usable is None and _per_bin(run) is not None:
             flags.append(f"sample: {_per_bin(run)} per bin, not comparable with full-protocol figures")
+        elif usable is None and run.limit is not None:
+            flags[-1] += ": a sample, not comparable with full-protocol figures"
         has_parse = any("parse_rate,none" in run.results.get("results", {}).get(s.name, {}) for s in sets)
         out.append(
             Scored(
