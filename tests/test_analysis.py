@@ -19,7 +19,7 @@ import pytest
 import scipy.stats
 
 import fifty_shades_of_bias as spec
-from fsb import analysis, terms
+from fsb import analysis, analysis_figures, terms
 from fsb._io import InputError
 
 
@@ -182,6 +182,17 @@ def test_crosstab_counts_add_up_and_chi_square_matches_scipy() -> None:
     assert ours["cramers_v"] == pytest.approx(scipy.stats.contingency.association(t[:3], method="cramer"))
     with pytest.raises(ValueError, match="not among the levels"):
         analysis.crosstab(["a"], ["z"], ["a"], ["x"])
+
+
+def test_by_bin_figure_titles_carry_the_p_value() -> None:
+    t = analysis.crosstab(
+        ["a", "a", "b", "b", "b", "c", "a", "c", "c", "c"], ["x", "y", "x", "x", "y", "y", "y", "x", "y", "y"], ["a", "b", "c"], ["x", "y"]
+    )
+    test = analysis.chi_square_independence(t)
+    title = analysis_figures.by_bin_title({"test": test}, "seed type")
+    assert f"p = {test['p']:.2g}" in title and "chi2 = " in title and "dof 2" in title and "Cramér's V" in title
+    assert analysis_figures.format_p(3.4e-8) == "p = 3.4e-08"
+    assert analysis_figures.format_p(0.0) == "p < 1e-300" and analysis_figures.format_p(0.0123) == "p = 0.012"
 
 
 def test_score_summary() -> None:

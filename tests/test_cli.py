@@ -70,7 +70,44 @@ def test_reliability_json_matches_the_build(release: Path) -> None:
     )
     assert other["trials"] == 20 and other["pearson"]["mean"] != result["pearson"]["mean"]
     text = fsb("reliability", str(release / "FSB" / "fsb-tuples-annotations.csv"), "--trials", "10").stdout
-    assert "pearson" in text and "±" in text
+    assert "Pearson" in text and "±" in text
+
+
+def _placed(r: float) -> tuple[str, str]:
+    """The full-panel reliability 2r/(1+r) and the noise ceiling sqrt of it, as printed (4 decimals)."""
+    rel = 2 * r / (1 + r)
+    return f"{rel:.4f}", f"{rel**0.5:.4f}"
+
+
+def test_split_half_is_printed_with_its_place(release: Path, tmp_path: Path) -> None:
+    """fsb build and fsb reliability print the split-half r beside the paper's Table 2, then the full-panel
+    reliability and the noise ceiling, each named with its formula."""
+    ann = str(release / "FSB" / "fsb-tuples-annotations.csv")
+    result = json.loads(fsb("reliability", ann, "--json", "--spearman-brown").stdout)
+    p, s = result["pearson"]["mean"], result["spearman"]["mean"]
+    assert result["spearman_brown"]["pearson"] == pytest.approx(2 * p / (1 + p))
+    assert result["noise_ceiling"]["spearman"] == pytest.approx((2 * s / (1 + s)) ** 0.5)
+    built = fsb("build", "--raw-dir", str(release), "--out", str(tmp_path / "ds"), "--no-record").stdout
+    text = fsb("reliability", ann).stdout
+    for out in (built, text):
+        flat = " ".join(out.split())
+        assert f"split-half r (two half-size panels, uncorrected; 100 trials, seed 0): Pearson {p:.4f} ± " in flat
+        assert "the paper's Table 2 (on its 5285 judgments, all 1000 sentences): Pearson 0.8634 ± 0.0061, Spearman 0.8691 ± 0.0061" in flat
+        assert f"full-panel reliability, Spearman-Brown 2r/(1+r) of the mean r: Pearson {_placed(p)[0]}, Spearman {_placed(s)[0]}" in flat
+        assert "noise ceiling, sqrt(2r/(1+r))" in flat and f"Pearson {_placed(p)[1]}, Spearman {_placed(s)[1]}" in flat
+
+
+def test_help_texts_say_what_the_commands_do() -> None:
+    top = " ".join(fsb("--help").stdout.split())
+    assert "run the paper's analyses" in top and "score and check judgments" in top
+    assert "by counting" not in top, "fsb score also fits MaxDiff"
+    assert "fsb_upstream (chat models)" in " ".join(fsb("eval", "--help").stdout.split())
+    score = " ".join(fsb("score", "--help").stdout.split())
+    assert "counting item,score_raw,score,n,best,worst; maxdiff item,score,se,n,best,worst; --ci adds ci_low,ci_high" in score
+    rel = " ".join(fsb("reliability", "--help").stdout.split())
+    assert "random splits of each tuple's judgments into two halves (default 100)" in rel and "seed of the random splits" in rel
+    main = " ".join(fsb("main", "--help").stdout.split())
+    assert "run the paper's analyses" in " ".join(fsb("--help").stdout.split()) and "simple random sample of 32" in main
 
 
 def test_reliability_refuses_bad_input(tmp_path: Path) -> None:

@@ -331,6 +331,24 @@ def test_fsb_eval_refuses_bad_models_and_tasks_in_one_line(release_dataset: Path
         assert proc.stdout.startswith(f"dataset: {release_dataset.resolve()} (fingerprint "), "it names the dataset it read"
 
 
+def test_fsb_eval_outside_a_git_checkout_prints_no_git_error(release_dataset: Path, tmp_path: Path) -> None:
+    """lm-eval runs `git describe` for its results file; outside a checkout git's "fatal: not a git
+    repository" reached the terminal. The hash is still recorded where there is one (None here)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    fsb = str(Path(sys.executable).parent / "fsb")
+    env = {**os.environ, "FSB_DATASET": str(release_dataset), "FSB_HOME": str(tmp_path / "home"), "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    cmd = [fsb, "eval", "--model", "dummy", "--tasks", "fsb_0shot", "--limit", "2", "--output-path", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "not a git repository" not in proc.stderr and "fatal:" not in proc.stderr
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())
+    assert "git_hash" in results and results["git_hash"] is None
+
+
 def test_lm_eval_noise_is_quieted_and_warnings_kept(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 

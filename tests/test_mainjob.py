@@ -59,20 +59,27 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
     assert "pearson [95% CI]" in out and "| noise ceiling |" in out and "GPT-4" in out
     rows = [c for c in (line.split("|") for line in out.splitlines()) if len(c) > 6 and c[1].strip().isdigit()]
-    assert sorted(c[2].strip() for c in rows) == [
+    smol = [c for c in rows if c[2].strip().startswith("SmolLM2")]
+    assert sorted(c[2].strip() for c in smol) == [
         "SmolLM2-135M-Instruct fsb",
         "SmolLM2-135M-Instruct fsb_bws_ll",
         "SmolLM2-135M-Instruct fsb_ll",
     ]
-    rating = [c for c in rows if "bws" not in c[2]]
+    rating = [c for c in smol if "bws" not in c[2]]
     assert all(c[4].strip() == "4" and c[5].strip() == "5" for c in rating), "4 sentences (1 per bin) x 5 sets"
+    assert all("sample: 4 of 960 sentences, not comparable with the 960-sentence figures" in c[10] for c in rating)
     assert "-- fsb_bws_ll: 1 judged tuples per bin of mean score x 2 rotations" in out
     assert "expected: 64 log-likelihood requests" in out, "4 tuples x 2 rotations x 8 labels"
     assert "### Rating vs best-worst, per model" in out and "Best-worst (fsb_bws_ll, 4 tuples x rotations 0,2): pearson" in out
+    baselines = {c[2].strip(): c for c in rows if c[3].strip() == "baseline"}
+    assert set(baselines) == {"baseline mean", "baseline lexicon", "baseline probe"}, "the baselines beside SmolLM2"
+    assert all(c[4].strip() == "960" and not c[10].strip() for c in baselines.values()), "on all scored sentences, unflagged"
+    assert "split-half r (two half-size panels, uncorrected; 100 trials, seed 0 over 1000 sentences)" in out
+    assert "noise ceiling, sqrt(2r/(1+r))" in out
     model = tmp_path / "home" / "models" / "SmolLM2-135M-Instruct"
     assert (model / "config.json").is_file() and json.loads((model / "config.json").read_text())["num_hidden_layers"] == 30
     timings = json.loads((tmp_path / "results" / "timings.json").read_text())
-    assert set(timings) == {"fsb", "fsb_ll", "fsb_bws_ll"}
+    assert set(timings) == {"fsb", "fsb_ll", "fsb_bws_ll", "baselines"}
     assert "NOT a result" in out and f"dataset: {tmp_path / 'fifty_shades_of_bias'}" in out
     saved = (tmp_path / "results" / "report.txt").read_text()
     assert "pearson [95% CI]" in saved and "NOT a result" in saved

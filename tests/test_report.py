@@ -103,7 +103,25 @@ def test_a_constant_set_keeps_the_group_undefined_and_gives_the_defined_sets_mea
     from fsb.compare import _corr_cell
 
     cell = _corr_cell({**s, "values": s["values"]}, "pearson")
-    assert cell.startswith("undefined") and "mean of the 4 defined sets of 5: 1.000 [1.000, 1.000]" in cell
+    assert cell.startswith("undefined: constant predictions in set4; "), "the group value stays undefined and says why"
+    assert "mean over the 4 defined sets of 5 (not the protocol's figure): 1.000 [1.000, 1.000]" in cell
+
+
+def test_an_undefined_correlation_says_why() -> None:
+    from fsb.agreement import why_undefined
+    from fsb.compare import _corr_cell
+
+    golds = list(np.linspace(0, 1, 20))
+    varied = _samples("fsb_set0", golds, golds)
+    constant = lambda name: _samples(name, [0.3] * 20, golds)  # noqa: E731
+    assert why_undefined([varied]) is None
+    assert why_undefined([varied, constant("fsb_set1"), constant("fsb_set3")]) == "constant predictions in set1, set3"
+    assert why_undefined([_samples("t", golds, [0.5] * 20)]) == "constant human scores"
+    assert why_undefined([_samples("t", [0.2] + [None] * 19, golds)]) == "1 parsed answer"
+    single = summary([constant("fsb_0shot")], n_boot=50)
+    assert _corr_cell(single, "pearson") == "undefined: constant predictions", "a single task has no defined-sets mean"
+    none = summary([constant("fsb_set0"), constant("fsb_set1")], n_boot=50)
+    assert _corr_cell(none, "spearman").endswith("mean over the 0 defined sets of 2 (not the protocol's figure): none defined")
 
 
 def test_paired_difference_separates_a_better_scorer_but_not_a_reseeded_one() -> None:
@@ -234,8 +252,9 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
     assert labels[:3] == ["good", "reseeded-a", "reseeded-b"] or labels[0] == "good"
     assert "SmolThing fsb" in labels, "rows are labelled by model and task"
     smol = next(line for line in table_rows if "SmolThing fsb" in line)
-    assert "--limit 100" in smol and "sample: 100 of 960 sentences" in smol
-    assert "undefined (constant answers); mean of the 4 defined sets of 5" in smol
+    assert "--limit 100" in smol and "sample: 100 of 960 sentences, not comparable with the 960-sentence figures" in smol
+    assert "undefined: constant predictions in set3; mean over the 4 defined sets of 5 (not the protocol's figure)" in smol
+    assert "is NOT comparable with figures on all the scored sentences" in text
     good_row = next(line for line in table_rows if "| good |" in line)
     assert "| none |" in good_row, "a prediction file has no parse rate"
     assert "| split-half r |" in text and "| full-panel reliability |" in text and "| noise ceiling |" in text
@@ -248,6 +267,46 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
     assert "| reseeded-a | reseeded-b |" in text and "no clear difference (interval includes 0)" in text
     page = json.loads((out / "report.json").read_text())
     assert (out / "report.md").read_text().strip() == text.strip()
+    # breakdowns: a correlation only for groups of 10+, each with the human figures of its own sentences
+    small = big = 0
+    for row in page["rows"]:
+        assert row["human_reference"]["sentences"] == row["sentences"]
+        for key, groups in row["breakdowns"].items():
+            for g, b in groups.items():
+                if b["sentences"] < 10:
+                    small += 1
+                    assert b["pearson"] is None and b["pearson_note"] == f"not meaningful: n = {b['sentences']} < 10", (key, g)
+                    assert "human_reference" not in b and b["mse"] is not None
+                else:
+                    big += 1
+                    h = b["human_reference"]
+                    assert h["sentences"] == b["sentences"] and h["noise_ceiling"] == pytest.approx(
+                        math.sqrt(2 * h["split_half"] / (1 + h["split_half"]))
+                    )
+                    if row["kind"] == "lm-eval":  # set 3 answers a constant: undefined in every group too
+                        assert b["pearson"] is None and b["pearson_note"].startswith("undefined: constant predictions in set3; mean over")
+                    else:
+                        assert b["pearson"] is not None and b["pearson_note"] is None
+    assert small and big, "the sample row has groups below 10 sentences, the full rows above"
+    groups = page["rows"][0]["breakdowns"]["bin"]
+    assert len({g["human_reference"]["split_half"] for g in groups.values()}) == 3, "each bin has its own reference"
+    assert "not meaningful: n = " in text and "| human split-half r | noise ceiling |" in text
+    assert "a group gets a correlation only with at least 10 sentences" in text
+    # the forest plot: each measured row with its own ceiling, the sample and the undefined group labelled as such
+    from fsb.compare import forest_items, scatter_title
+
+    items = {t["label"].split("\n")[0]: t for t in forest_items(page)}
+    smol_item = items["SmolThing fsb (sample of 100: not comparable)"]
+    assert smol_item["human"]["sentences"] == 100 and items["good"]["human"]["sentences"] == 960
+    assert smol_item["human"]["noise_ceiling"] != items["good"]["human"]["noise_ceiling"], "per-row ceilings"
+    assert items["GPT-4 (paper, quoted)"]["human"] is None and items["GPT-4 (paper, quoted)"]["ci"] is None
+    by_label = {r["label"]: r for r in page["rows"]}
+    good_title = scatter_title(by_label["good"])
+    ci = by_label["good"]["ci95"]["pearson"]
+    assert good_title == f"good\nr = {by_label['good']['values']['pearson']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}], n = 960"
+    smol_title = " ".join(scatter_title(by_label["SmolThing fsb"]).split())
+    assert "(sample: not comparable)" in smol_title and "r undefined (constant predictions in set3)" in smol_title
+    assert smol_title.endswith("n = 100 x 5 sets")
     by = {c["a"]: c for c in page["comparisons"]}
     assert by["good"]["pearson"]["ci95"]["low"] > 0
     assert by["reseeded-a"]["pearson"]["ci95"]["low"] < 0 < by["reseeded-a"]["pearson"]["ci95"]["high"]
@@ -264,6 +323,16 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
     assert len(refused.stderr.strip().splitlines()) == 1
     unknown = _fsb(*args[:-2], "--compare", "good", "nobody", cwd=tmp_path, home=home)
     assert unknown.returncode == 2 and "no row 'nobody'" in unknown.stderr
+
+
+def test_a_limited_run_without_its_dataset_is_still_flagged_a_sample(tmp_path: Path) -> None:
+    from fsb.results import load_entries
+
+    rows = [(i, round(0.1 * (i % 10), 1), 0.1 * (i % 10) + 0.01) for i in range(1, 21)]
+    _write_run(tmp_path / "lim", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=x", limit=20)
+    _write_run(tmp_path / "full", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=y")
+    limited, full = load_entries([tmp_path / "lim", tmp_path / "full"], None)
+    assert limited.flags == ["--limit 20: a sample, not comparable with full-protocol figures"] and full.flags == []
 
 
 def test_load_runs_reads_every_folder(tmp_path: Path) -> None:

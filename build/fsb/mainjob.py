@@ -51,11 +51,10 @@ def run(
     rows = default[spec.SPLIT]
     print(f"default: {rows.num_rows} rows, features {', '.join(rows.features)}")
     print(f"annotations: {annotations[spec.SPLIT].num_rows} rows")
-    shr = stats["shr"]
-    print(
-        f"split-half reliability: Pearson {shr['pearson']['mean']:.4f} ± {shr['pearson']['sd']:.4f}, "
-        f"Spearman {shr['spearman']['mean']:.4f} ± {shr['spearman']['sd']:.4f} ({shr['trials']} trials, seed {shr['seed']})"
-    )
+    from .reference import placed_split_half
+
+    for line in placed_split_half(stats["shr"], sentences=rows.num_rows):
+        print(line)
     print(
         "bins low/medium/high: " + " / ".join(f"{stats['bins']['counts'][b]} (paper {spec.PAPER['bin_counts'][b]})" for b in spec.BIN_NAMES)
     )
@@ -74,7 +73,7 @@ def run(
     if skip_eval:
         print(f"\ndone in {time.monotonic() - started:.0f} s (evaluation skipped)")
         return 0
-    _step("4/4 evaluate the default model")
+    _step("4/4 evaluate the default model on a sample, beside the baselines")
     from .evaluate import main_job_eval
 
     code = main_job_eval(built.out, Path(results), sample=sample, per_bin=per_bin)

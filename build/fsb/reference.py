@@ -23,7 +23,7 @@ import fifty_shades_of_bias as spec
 
 from . import bws
 
-__all__ = ["human_reference", "noise_ceiling", "spearman_brown"]
+__all__ = ["Judgments", "human_reference", "noise_ceiling", "placed_split_half", "spearman_brown"]
 
 REFERENCES = (
     "split-half r: Kiritchenko and Mohammad (2017), the paper's Table 2; "
@@ -42,23 +42,60 @@ def noise_ceiling(reliability: float) -> float:
     return math.sqrt(reliability) if reliability >= 0 else math.nan
 
 
+class Judgments:
+    """A dataset's individual judgments, read once, to compute the reference figures on many sentence sets
+    (a report's rows and each breakdown group)."""
+
+    def __init__(self, where: str) -> None:
+        rows = spec.load(source=where)[spec.SPLIT]
+        ann = spec.load("annotations", source=where)[spec.SPLIT]
+        self.labels = np.sort(np.asarray(rows["id"], dtype=np.int64))
+        items = np.searchsorted(self.labels, np.asarray(ann["items"], dtype=np.int64))
+        self.best = np.searchsorted(self.labels, np.asarray(ann["best"], dtype=np.int64))
+        self.worst = np.searchsorted(self.labels, np.asarray(ann["worst"], dtype=np.int64))
+        _, first, self.tuple_index = np.unique(np.asarray(ann["tuple_id"], dtype=np.int64), return_index=True, return_inverse=True)
+        self.design = items[first]  # row t: the items of the t-th tuple id (ids need not be 0..T-1)
+        self._cache: dict[tuple[bytes, int, int], dict[str, Any]] = {}
+
+    def reference(self, ids: np.ndarray, trials: int = 100, seed: int = 0) -> dict[str, Any]:
+        """Split-half r, full-panel reliability and noise ceiling (Pearson and Spearman) over `ids`."""
+        subset = np.unique(np.searchsorted(self.labels, np.asarray(ids, dtype=np.int64)))
+        key = (subset.tobytes(), trials, seed)
+        if key not in self._cache:
+            shr = bws.split_half_reliability(
+                self.design, self.best, self.worst, self.tuple_index, n_items=self.labels.size, trials=trials, seed=seed, subset=subset
+            )
+            s = shr.summary()
+            out: dict[str, Any] = {"sentences": int(subset.size), "trials": trials, "seed": seed, "references": REFERENCES}
+            for m in ("pearson", "spearman"):
+                r = s[m]["mean"]
+                rel = spearman_brown(r)
+                out[m] = {"split_half": r, "split_half_sd": s[m]["sd"], "full_panel_reliability": rel, "noise_ceiling": noise_ceiling(rel)}
+            self._cache[key] = out
+        return self._cache[key]
+
+
 def human_reference(where: str, ids: np.ndarray, trials: int = 100, seed: int = 0) -> dict[str, Any]:
     """Split-half r (Pearson and Spearman; mean and sd over `trials`), the full-panel reliability and the
     noise ceiling, over the sentences `ids` of the dataset at `where` (its annotations config)."""
-    rows = spec.load(source=where)[spec.SPLIT]
-    ann = spec.load("annotations", source=where)[spec.SPLIT]
-    labels = np.sort(np.asarray(rows["id"], dtype=np.int64))
-    items = np.searchsorted(labels, np.asarray(ann["items"], dtype=np.int64))
-    best = np.searchsorted(labels, np.asarray(ann["best"], dtype=np.int64))
-    worst = np.searchsorted(labels, np.asarray(ann["worst"], dtype=np.int64))
-    _, first, tuple_index = np.unique(np.asarray(ann["tuple_id"], dtype=np.int64), return_index=True, return_inverse=True)
-    design = items[first]  # row t: the items of the t-th tuple id (ids need not be 0..T-1)
-    subset = np.searchsorted(labels, np.asarray(ids, dtype=np.int64))
-    shr = bws.split_half_reliability(design, best, worst, tuple_index, n_items=labels.size, trials=trials, seed=seed, subset=subset)
-    s = shr.summary()
-    out: dict[str, Any] = {"sentences": int(np.unique(subset).size), "trials": trials, "seed": seed, "references": REFERENCES}
-    for m in ("pearson", "spearman"):
-        r = s[m]["mean"]
-        rel = spearman_brown(r)
-        out[m] = {"split_half": r, "split_half_sd": s[m]["sd"], "full_panel_reliability": rel, "noise_ceiling": noise_ceiling(rel)}
-    return out
+    return Judgments(where).reference(ids, trials=trials, seed=seed)
+
+
+def placed_split_half(shr: dict[str, Any], sentences: int | None = None) -> list[str]:
+    """The split-half figures of `fsb build`, `fsb reliability` and the main job, each with its place: the
+    paper's Table 2 beside the split-half r, then the full-panel reliability and the noise ceiling with
+    their formulas. `shr` is a split-half summary ({pearson: {mean, sd}, spearman: {...}, trials, seed})."""
+    paper = spec.PAPER["shr"]
+    on = f" over {sentences} sentences" if sentences else ""
+    p, s = shr["pearson"], shr["spearman"]
+    rel = {m: spearman_brown(shr[m]["mean"]) for m in ("pearson", "spearman")}
+    return [
+        f"split-half r (two half-size panels, uncorrected; {shr['trials']} trials, seed {shr['seed']}{on}): "
+        f"Pearson {p['mean']:.4f} ± {p['sd']:.4f}, Spearman {s['mean']:.4f} ± {s['sd']:.4f}",
+        f"  compare: the paper's Table 2 (on its {spec.PAPER['n_annotations']} judgments, all 1000 sentences): "
+        f"Pearson {paper['pearson']['mean']:.4f} ± {paper['pearson']['sd']:.4f}, "
+        f"Spearman {paper['spearman']['mean']:.4f} ± {paper['spearman']['sd']:.4f}",
+        f"  full-panel reliability, Spearman-Brown 2r/(1+r) of the mean r: Pearson {rel['pearson']:.4f}, Spearman {rel['spearman']:.4f}",
+        f"  noise ceiling, sqrt(2r/(1+r)) (the correlation a perfect scorer can expect with these scores): "
+        f"Pearson {noise_ceiling(rel['pearson']):.4f}, Spearman {noise_ceiling(rel['spearman']):.4f}",
+    ]

@@ -351,9 +351,12 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
         if run.limit is not None:
             flags.append(f"--limit {run.limit:g}")
         if usable is not None and sets[0].ids.size < int(usable.scored.sum()):
-            flags.append(f"sample: {sets[0].ids.size} of {int(usable.scored.sum())} sentences")
+            full = int(usable.scored.sum())
+            flags.append(f"sample: {sets[0].ids.size} of {full} sentences, not comparable with the {full}-sentence figures")
         elif usable is None and _per_bin(run) is not None:
-            flags.append(f"sample: {_per_bin(run)} per bin")
+            flags.append(f"sample: {_per_bin(run)} per bin, not comparable with full-protocol figures")
+        elif usable is None and run.limit is not None:
+            flags[-1] += ": a sample, not comparable with full-protocol figures"
         has_parse = any("parse_rate,none" in run.results.get("results", {}).get(s.name, {}) for s in sets)
         records = run.bws.get(task)
         if records is not None:  # sentences come from the sampled tuples: say the tuple sample instead
