@@ -121,9 +121,56 @@ def test_build_replaces_only_an_unchanged_earlier_build(release: Path, a_build: 
     parquet = next((ours / "data" / "default").glob("*.parquet"))
     parquet.write_bytes(parquet.read_bytes() + b"x")
     before = snapshot(ours)
-    assert_one_line(build(release, ours, "--no-record"), "build", "is a folder that is not a dataset folder")
+    assert_one_line(build(release, ours, "--no-record"), "build", "is a folder that is not a dataset folder", "was edited")
     assert snapshot(ours) == before
     assert stages(tmp_path) == []
+
+
+def tree(folder: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under `folder`: a change to either shows."""
+    return {p.relative_to(folder).as_posix(): None if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda d: (d / "README.md").write_text((d / "README.md").read_text() + "\nMy reading notes.\n"), "README.md was edited"),
+        (lambda d: (d / "stats.json").write_text((d / "stats.json").read_text().replace('"n_items"', '"n_mine"')), "stats.json was edited"),
+        (lambda d: (d / "figures").mkdir(), "figures/ was added"),
+        (lambda d: (d / "data" / "default" / "drafts").mkdir(), "data/default/drafts/ was added"),
+        (lambda d: shutil.rmtree(d / "data" / "annotations"), "data/annotations/ was removed"),
+    ],
+    ids=["edited-card", "edited-stats", "empty-folder", "nested-empty-folder", "removed-config"],
+)
+def test_build_refuses_an_earlier_build_a_user_changed(release: Path, a_build: Path, tmp_path: Path, change, named: str) -> None:
+    """Issue 8: only the data fingerprint was checked, so an edited card or stats.json, or a user's empty
+    folder, was replaced. A build seals every file and folder it wrote; any change is refused, naming it."""
+    ours = tmp_path / "ours"
+    shutil.copytree(a_build, ours)
+    change(ours)
+    before = tree(ours)
+    assert_one_line(build(release, ours, "--no-record"), "build", str(ours), named, "refusing to replace it")
+    assert tree(ours) == before
+    assert not is_build_folder(ours)
+    assert stages(tmp_path) == []
+    seal = json.loads((a_build / ".fsb-seal.json").read_text())
+    assert {"README.md", "stats.json"} <= set(seal["files"]) and "data/default" in seal["folders"]
+
+
+def test_a_build_made_before_seals_is_replaced_only_if_it_holds_nothing_else(release: Path, a_build: Path, tmp_path: Path) -> None:
+    """Without a seal: the data fingerprint must match and nothing but what a build writes may be there."""
+    old = tmp_path / "old"
+    shutil.copytree(a_build, old)
+    (old / ".fsb-seal.json").unlink(missing_ok=True)
+    (old / "data" / "default" / "drafts").mkdir()
+    before = tree(old)
+    assert_one_line(build(release, old, "--no-record"), "build", str(old), "data/default/drafts/ is not a folder fsb build writes")
+    assert tree(old) == before
+    (old / "data" / "default" / "drafts").rmdir()
+    assert is_build_folder(old)
+    proc = build(release, old, "--no-record")
+    assert proc.returncode == 0, proc.stderr
+    assert (old / ".fsb-seal.json").is_file() and is_build_folder(old)
 
 
 def test_build_refuses_a_file_or_a_symlink_as_out(release: Path, tmp_path: Path) -> None:
