@@ -653,3 +653,47 @@ def test_reliability_of_a_file_too_small_says_why_without_warnings(tmp_path: Pat
     proc = run("reliability", str(f), "--trials", "3", cwd=tmp_path)
     assert proc.returncode == 0 and "Warning" not in proc.stderr, proc.stderr
     assert "undefined: too few items were scored in both halves" in proc.stdout
+
+
+# --- other folders recognised as "ours": fsb analyse and fsb report --out ----------------------------------
+
+
+def test_analyse_replaces_only_an_unchanged_earlier_analysis(release_dataset: Path, tmp_path: Path) -> None:
+    """Issue 8: an analysis folder was recognised by its file names only, so an edited report.md (or a user's
+    empty folder inside it) was replaced. It is sealed like a build now."""
+    out = tmp_path / "analysis"
+    assert run("analyse", str(release_dataset), "--out", str(out), "--top", "3").returncode == 0
+    assert run("analyse", str(release_dataset), "--out", str(out), "--top", "3").returncode == 0  # unchanged: replaced
+    (out / "report.md").write_text((out / "report.md").read_text() + "\nMy comments on the figures.\n")
+    before = tree(out)
+    assert_one_line(run("analyse", str(release_dataset), "--out", str(out)), "analyse", str(out), "report.md was edited")
+    assert tree(out) == before
+    shutil.rmtree(out)
+    assert run("analyse", str(release_dataset), "--out", str(out), "--top", "3").returncode == 0
+    (out / "drafts").mkdir()
+    assert_one_line(run("analyse", str(release_dataset), "--out", str(out)), "analyse", str(out), "drafts/ was added")
+    assert (out / "drafts").is_dir()
+
+
+def test_report_out_replaces_only_an_unchanged_earlier_report(release_dataset: Path, tmp_path: Path) -> None:
+    """Issue 8: `fsb report --out` replaced any folder holding only files named like a report's (report.md,
+    forest.png...), so an edited report.md was lost, and a user's empty folder too."""
+    import pandas as pd
+
+    ids = pd.read_parquet(next((release_dataset / "data" / "default").glob("*.parquet")), columns=["id"])["id"]
+    preds = tmp_path / "pred.csv"
+    preds.write_text("id,score\n" + "".join(f"{i},{(i % 10) / 10}\n" for i in ids))
+    out = tmp_path / "report"
+    args = ["report", "--predictions", str(preds), "--dataset", str(release_dataset), "--bootstrap", "50", "--trials", "2"]
+    first = run(*args, "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    assert run(*args, "--out", str(out)).returncode == 0
+    (out / "report.md").write_text("my edited report\n")
+    before = tree(out)
+    assert_one_line(run(*args, "--out", str(out)), "report", str(out), "report.md was edited")
+    assert tree(out) == before
+    (out / "report.md").unlink()
+    (tmp_path / "legacy").mkdir()  # a folder of report-named files without a seal: nothing says they are unchanged
+    (tmp_path / "legacy" / "report.md").write_text("mine\n")
+    assert_one_line(run(*args, "--out", str(tmp_path / "legacy")), "report", "legacy", "no .fsb-seal.json")
+    assert (tmp_path / "legacy" / "report.md").read_text() == "mine\n"

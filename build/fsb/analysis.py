@@ -28,7 +28,7 @@ import pandas as pd
 import fifty_shades_of_bias as spec
 
 from . import __version__
-from ._io import InputError, atomic_dir, check_replaceable_dir, read_utf8, read_word_list
+from ._io import InputError, atomic_dir, check_replaceable_dir, read_utf8, read_word_list, seal_difference
 
 __all__ = [
     "FIGURES",
@@ -712,14 +712,18 @@ def plot_score_by_seed_type(sentences: Sentences, result: dict[str, Any], path: 
 ANALYSIS_KIND = "an earlier `fsb analyse` output (figures, report.md, analysis.json)"
 
 
+ANALYSIS_SEAL = "fsb analyse"
+
+
+def analysis_folder_difference(folder: str | os.PathLike[str]) -> str | None:
+    """None when `folder` is an earlier analysis exactly as `fsb analyse` wrote it (its seal matches: no file
+    edited, added or removed); else the first difference. An analysis without a seal is not recognised."""
+    return seal_difference(folder, ANALYSIS_SEAL)
+
+
 def is_analysis_folder(folder: str | os.PathLike[str]) -> bool:
-    """Whether `folder` holds an earlier analysis and nothing else: analysis.json plus files write_analysis writes."""
-    root = Path(folder)
-    try:
-        names = {p.name for p in root.iterdir()}
-        return "analysis.json" in names and names <= {*FIGURES, "report.md", "analysis.json"} and all(p.is_file() for p in root.iterdir())
-    except OSError:
-        return False
+    """Whether `folder` holds an earlier analysis, unchanged, and nothing else."""
+    return analysis_folder_difference(folder) is None
 
 
 def write_analysis(
@@ -734,12 +738,12 @@ def write_analysis(
     """Analyse and write OUT in one rename: the figures (FIGURES), report.md and analysis.json.
 
     OUT is replaced only if it does not exist, is empty, or holds an earlier analysis and nothing else
-    (`is_analysis_folder`): never a folder of other files, the current folder or the dataset's folder.
+    (`analysis_folder_difference`, unchanged): never a folder of other files, the current folder or the dataset's folder.
     """
     inputs = [sentences.source] if Path(str(sentences.source)).exists() else []
-    target = check_replaceable_dir(out, owned=is_analysis_folder, kind=ANALYSIS_KIND, inputs=inputs)
+    target = check_replaceable_dir(out, changed=analysis_folder_difference, kind=ANALYSIS_KIND, inputs=inputs)
     result = analyse(sentences, top=top, min_count=min_count, stopwords=stopwords, prior_scale=prior_scale)
-    with atomic_dir(target, owned=is_analysis_folder, kind=ANALYSIS_KIND, inputs=inputs) as stage:
+    with atomic_dir(target, changed=analysis_folder_difference, kind=ANALYSIS_KIND, inputs=inputs, seal=ANALYSIS_SEAL) as stage:
         plot_histogram(result, stage / "score_histogram.png")
         plot_seed_type_by_bin(result, stage / "seed_type_by_bin.png")
         plot_prompt_type_by_bin(result, stage / "prompt_type_by_bin.png")
