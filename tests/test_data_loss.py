@@ -697,3 +697,29 @@ def test_report_out_replaces_only_an_unchanged_earlier_report(release_dataset: P
     (tmp_path / "legacy" / "report.md").write_text("mine\n")
     assert_one_line(run(*args, "--out", str(tmp_path / "legacy")), "report", "legacy", "no .fsb-seal.json")
     assert (tmp_path / "legacy" / "report.md").read_text() == "mine\n"
+
+
+def test_label_studio_export_replaces_only_its_own_unchanged_files(tmp_path: Path) -> None:
+    """Issue 8: tasks.json and labeling_config.xml were recognised by their first line ("[" and "<View>"), so a
+    labeling config the user had edited by hand (it still starts with <View>) was overwritten. Their sha256
+    is recorded now; an edited or unrecorded file is refused, naming it, unless --force."""
+    design, items, out = tmp_path / "design.csv", tmp_path / "items.csv", tmp_path / "ls"
+    items.write_text("id,text\n" + "".join(f"{i},sentence {i}\n" for i in range(1, 21)))
+    assert run("tuples", str(items), "--out", str(design)).returncode == 0
+    export = ["annotate", "export", str(design), "--items", str(items), "--format", "label-studio", "--out", str(out)]
+    assert run(*export).returncode == 0
+    assert run(*export).returncode == 0  # its own unchanged files: replaced
+    config = out / "labeling_config.xml"
+    config.write_text(config.read_text().replace("Most biased", "Most sexist"))
+    (out / "notes.md").write_text("my notes\n")
+    before = tree(out)
+    assert_one_line(run(*export), "annotate", str(config), "was edited", "--force")
+    assert tree(out) == before
+    assert run(*export, "--force").returncode == 0
+    assert "Most biased" in config.read_text() and (out / "notes.md").read_text() == "my notes\n"
+    mine = tmp_path / "mine"  # a folder where the user keeps their own Label Studio files
+    mine.mkdir()
+    (mine / "tasks.json").write_text('[{"data": {"text": "my own task"}}]\n')
+    export[-1] = str(mine)
+    assert_one_line(run(*export), "annotate", "tasks.json", "no record of it")
+    assert (mine / "tasks.json").read_text() == '[{"data": {"text": "my own task"}}]\n'
