@@ -381,8 +381,12 @@ def _status(e: BaseException) -> int | None:
 
 
 def redact(text: str, token: str | None) -> str:
-    """`text` with every occurrence of the token replaced by ***."""
-    return text.replace(token, "***") if token else text
+    """`text` with every occurrence of the token replaced by ***, in any letter case, percent-encoded or
+    JSON-escaped (as `Endpoint.redact` does for the generation key)."""
+    from .engine.endpoint import secrets_pattern
+
+    pattern = secrets_pattern([token]) if token else None
+    return pattern.sub("***", text) if pattern is not None else text
 
 
 def _short(e: BaseException, token: str | None) -> str:
