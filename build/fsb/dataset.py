@@ -77,6 +77,7 @@ _SCHEMAS = {
             ("best", pa.int32()),
             ("worst", pa.int32()),
             ("annotator", pa.string()),
+            ("timestamp", pa.string()),
         ]
     ),
 }
@@ -143,6 +144,7 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
             "best": ann.best.astype(np.int32),
             "worst": ann.worst.astype(np.int32),
             "annotator": ann.annotator if ann.annotator is not None else [None] * len(ann),
+            "timestamp": ann.timestamp if ann.timestamp is not None else [None] * len(ann),
         }
     )
     rounded_bin = np.searchsorted(np.asarray(spec.ANALYSIS_BIN_EDGES), (np.round(score_raw, 3) + 1) / 2, side="right")
@@ -154,6 +156,7 @@ def score_dataset(gens: Generations, ann: Annotations, *, trials: int = 100, see
         "n_tuples": int(design.shape[0]),
         "n_annotations": len(ann),
         "has_annotators": ann.annotator is not None,
+        "has_timestamps": ann.timestamp is not None,
         "annotations_per_tuple": {str(n): int(c) for n, c in enumerate(np.bincount(per_tuple)) if c},
         "judgments_per_item": {"min": int(counts.appearances.min()), "max": int(counts.appearances.max())},
         "bins": {
