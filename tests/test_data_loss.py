@@ -723,3 +723,15 @@ def test_label_studio_export_replaces_only_its_own_unchanged_files(tmp_path: Pat
     export[-1] = str(mine)
     assert_one_line(run(*export), "annotate", "tasks.json", "no record of it")
     assert (mine / "tasks.json").read_text() == '[{"data": {"text": "my own task"}}]\n'
+
+
+@pytest.mark.parametrize("items", ["id,text\n1,first\n2,second\n", "1\n2\n", "id\n1\n2\n"])
+def test_build_with_a_plain_item_list_says_what_it_needs(items: str, tmp_path: Path) -> None:
+    """Issue 11: `fsb build` given a plain item list answered "missing column 'uid'". The dataset's seed_type and
+    prompt_type are class labels the card and the analyses rest on, so they are not filled in: one line says what
+    is needed and which commands take a plain list."""
+    (tmp_path / "items.csv").write_text(items)
+    (tmp_path / "j.csv").write_text("Item1,Item2,BestItem,WorstItem\n1,2,1,2\n")
+    proc = run("build", "--generations", "items.csv", "--annotations", "j.csv", "--out", "out", "--no-record", cwd=tmp_path)
+    assert_one_line(proc, "build", "items.csv", "is a plain item list", "uid, prompt_type, seed_type, query, response", "fsb score")
+    assert not (tmp_path / "out").exists()

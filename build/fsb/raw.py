@@ -208,6 +208,23 @@ class Generations:
     line_of: Callable[[int], int]
 
 
+def _refuse_plain_item_list(path: Path, header: Sequence[str]) -> None:
+    """A plain item list (one id a line, or id[,text]) where generations are needed: say what is needed and
+    which commands take such a list, rather than "missing column 'uid'". The dataset's seed_type and
+    prompt_type are class labels its card, analyses and lm-eval breakdowns rest on, so they are never
+    filled in as "unknown"."""
+    names = [h.strip().lower() for h in header]
+    plain = (len(names) == 1 and names[0].isdigit()) or (names and names[0] in ("id", "item", "uid") and set(names[1:]) <= {"text"})
+    if plain and not set(GENERATION_COLUMNS) <= set(header):
+        raise InputError(
+            path,
+            "is a plain item list (ids, or id,text); fsb build makes the Fifty Shades of Bias dataset and needs its generations "
+            f"columns {', '.join(GENERATION_COLUMNS)} (seed_type and prompt_type are class labels of the dataset). "
+            "For any other best-worst study use fsb score, fsb reliability, fsb tuples and fsb annotate, which take plain item lists",
+            line=1,
+        )
+
+
 def read_generations(path: str | Path) -> Generations:
     """Read and validate generations from the release's CSV or from `fsb generate` JSONL output.
 
@@ -219,6 +236,7 @@ def read_generations(path: str | Path) -> Generations:
 
     p = Path(path)
     parsed = _read_jsonl(p, GENERATION_COLUMNS) if p.suffix in (".jsonl", ".ndjson") else _parse(p)
+    _refuse_plain_item_list(p, parsed.header)
     _require(p, parsed.header, GENERATION_COLUMNS)
     if not parsed.rows:
         raise InputError(p, "file holds a header but no rows")
