@@ -41,7 +41,7 @@ def run_size(n: int, boot: int, full: int) -> str:
     t_full, _ = cpu(lambda: maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=full, start=start, refit="full"))
     t_full *= boot / full
     return (
-        f"{n:>8.0e} {t_count:>8.3f}s {t_fit:>7.2f}s {t_newton:>12.1f}s {t_full:>12.0f}s  "
+        f"{n:>8.0e} {t_count * 1e3:>7.2f}ms {t_fit:>7.2f}s {t_newton:>12.1f}s {t_full:>12.0f}s  "
         f"fit {t_fit / t_count:.0f}x, newton {t_newton / t_count:.0f}x, L-BFGS {t_full / t_count:.0f}x; "
         f"L-BFGS/newton {t_full / t_newton:.0f}x"
     )
