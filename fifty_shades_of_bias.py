@@ -187,6 +187,7 @@ def features(config: str = "default") -> datasets.Features:
                 "best": Value("int32"),
                 "worst": Value("int32"),
                 "annotator": Value("string"),
+                "timestamp": Value("string"),  # when the judgment was made (ISO 8601 as the tool gave it); null if unknown
                 "round": Value("int32"),
             }
         )

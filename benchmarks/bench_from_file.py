@@ -145,7 +145,7 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs (wall) per command below 1e6 items; 1 at 1e6")
     parser.add_argument("--trials", type=int, default=100, help="split-half trials for fsb reliability")
-    parser.add_argument("--commands", nargs="+", default=["score", "reliability", "tuples", "build", "maxdiff", "ci"])
+    parser.add_argument("--commands", nargs="+", default=["score", "reliability", "tuples", "build", "maxdiff", "ci", "maxdiff-ci"])
     parser.add_argument("--perl-max", type=int, default=100_000, help="run Perl counting up to this many items (its tuples at 1e3 only)")
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args()
@@ -188,6 +188,7 @@ def main() -> int:
                 ],
                 "maxdiff": [fsb, "score", str(files["ann"]), "--method", "maxdiff", "--out", "m.csv"],
                 "ci": [fsb, "score", str(files["ann"]), "--ci", "--bootstrap", "200", "--out", "c.csv"],
+                "maxdiff-ci": [fsb, "score", str(files["ann"]), "--method", "maxdiff", "--ci", "--bootstrap", "200", "--out", "mc.csv"],
             }
             for name in args.commands:
                 res[name] = best_of(cmds[name], work, repeat, args.timeout)
@@ -210,11 +211,14 @@ def main() -> int:
                     ratio += f", Perl/fsb {res['perl score']['wall'] / r['wall']:.1f}x"
                 if name == "tuples" and r is not None and res.get("perl tuples"):
                     ratio += f"Perl/fsb {res['perl tuples']['wall'] / r['wall']:.1f}x"
-                if name in ("maxdiff", "ci") and r is not None and res.get("score"):
+                if name in ("maxdiff", "ci", "maxdiff-ci") and r is not None and res.get("score"):
                     ratio = f"{r['wall'] / res['score']['wall']:.2f}x fsb score (counting)"
-                label = {"ci": "score --ci (200 boot)", "maxdiff": "score --method maxdiff", "floor": "floor (pyarrow + counts)"}.get(
-                    name, name
-                )
+                label = {
+                    "ci": "score --ci (200 boot)",
+                    "maxdiff": "score --method maxdiff",
+                    "maxdiff-ci": "maxdiff --ci (200 boot)",
+                    "floor": "floor (pyarrow + counts)",
+                }.get(name, name)
                 print(f"{n:>8.0e} {label:<26} {_fmt(r)}  {ratio}", flush=True)
             for f in files.values():
                 f.unlink()

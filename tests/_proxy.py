@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-FAULTS = ("429", "500", "hang", "drop", "malformed", "echo_auth", "echo_key_ok", "drip", "bloat", "401")
+FAULTS = ("429", "500", "hang", "drop", "malformed", "echo_auth", "echo_key_ok", "echo_key_disguised", "drip", "bloat", "401")
 FaultPlan = Callable[[str, int], str | None]
 
 
@@ -253,6 +253,14 @@ class FaultProxy:
                 doc = json.loads(payload)
                 doc["choices"][0]["message"]["content"] = f"Your key is {key}, keep it.\nAgain: {key}"
                 doc["id"] = f"chatcmpl-{key}"
+                status = self._send(h, got, json.dumps(doc).encode(), headers)
+            elif fault == "echo_key_disguised":  # a 200 quoting the key upper-cased, percent-encoded and \\u-escaped
+                got, headers, payload = self._forward(h, body)
+                key = h.headers.get("Authorization", "").removeprefix("Bearer ")
+                doc = json.loads(payload)
+                encoded = "".join(f"%{b:02X}" for b in key.encode())
+                escaped = "".join(f"\\u{ord(c):04x}" for c in key)
+                doc["choices"][0]["message"]["content"] = f"KEY {key.upper()} url {encoded} json {escaped} lower {key.lower()}"
                 status = self._send(h, got, json.dumps(doc).encode(), headers)
             elif fault == "drip":  # a 200 whose body comes one byte every `drip` seconds, for minutes
                 h.send_response(200)

@@ -315,7 +315,7 @@ def test_fsb_analyse_end_to_end_is_deterministic(release_dataset: Path, tmp_path
         assert "words marking high: women" in proc.stdout
         runs.append(out)
     a, b = runs
-    assert sorted(p.name for p in a.iterdir()) == sorted([*analysis.FIGURES, "analysis.json", "report.md"])
+    assert sorted(p.name for p in a.iterdir()) == sorted([*analysis.FIGURES, "analysis.json", "report.md", ".fsb-seal.json"])
     for name, size in analysis.FIGURES.items():
         assert png_size(a / name) == size
         assert (a / name).read_bytes() == (b / name).read_bytes(), f"{name} differs between two runs"

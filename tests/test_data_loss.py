@@ -121,9 +121,56 @@ def test_build_replaces_only_an_unchanged_earlier_build(release: Path, a_build: 
     parquet = next((ours / "data" / "default").glob("*.parquet"))
     parquet.write_bytes(parquet.read_bytes() + b"x")
     before = snapshot(ours)
-    assert_one_line(build(release, ours, "--no-record"), "build", "is a folder that is not a dataset folder")
+    assert_one_line(build(release, ours, "--no-record"), "build", "is a folder that is not a dataset folder", "was edited")
     assert snapshot(ours) == before
     assert stages(tmp_path) == []
+
+
+def tree(folder: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under `folder`: a change to either shows."""
+    return {p.relative_to(folder).as_posix(): None if p.is_dir() else p.read_bytes() for p in sorted(folder.rglob("*"))}
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda d: (d / "README.md").write_text((d / "README.md").read_text() + "\nMy reading notes.\n"), "README.md was edited"),
+        (lambda d: (d / "stats.json").write_text((d / "stats.json").read_text().replace('"n_items"', '"n_mine"')), "stats.json was edited"),
+        (lambda d: (d / "figures").mkdir(), "figures/ was added"),
+        (lambda d: (d / "data" / "default" / "drafts").mkdir(), "data/default/drafts/ was added"),
+        (lambda d: shutil.rmtree(d / "data" / "annotations"), "data/annotations/ was removed"),
+    ],
+    ids=["edited-card", "edited-stats", "empty-folder", "nested-empty-folder", "removed-config"],
+)
+def test_build_refuses_an_earlier_build_a_user_changed(release: Path, a_build: Path, tmp_path: Path, change, named: str) -> None:
+    """Issue 8: only the data fingerprint was checked, so an edited card or stats.json, or a user's empty
+    folder, was replaced. A build seals every file and folder it wrote; any change is refused, naming it."""
+    ours = tmp_path / "ours"
+    shutil.copytree(a_build, ours)
+    change(ours)
+    before = tree(ours)
+    assert_one_line(build(release, ours, "--no-record"), "build", str(ours), named, "refusing to replace it")
+    assert tree(ours) == before
+    assert not is_build_folder(ours)
+    assert stages(tmp_path) == []
+    seal = json.loads((a_build / ".fsb-seal.json").read_text())
+    assert {"README.md", "stats.json"} <= set(seal["files"]) and "data/default" in seal["folders"]
+
+
+def test_a_build_made_before_seals_is_replaced_only_if_it_holds_nothing_else(release: Path, a_build: Path, tmp_path: Path) -> None:
+    """Without a seal: the data fingerprint must match and nothing but what a build writes may be there."""
+    old = tmp_path / "old"
+    shutil.copytree(a_build, old)
+    (old / ".fsb-seal.json").unlink(missing_ok=True)
+    (old / "data" / "default" / "drafts").mkdir()
+    before = tree(old)
+    assert_one_line(build(release, old, "--no-record"), "build", str(old), "data/default/drafts/ is not a folder fsb build writes")
+    assert tree(old) == before
+    (old / "data" / "default" / "drafts").rmdir()
+    assert is_build_folder(old)
+    proc = build(release, old, "--no-record")
+    assert proc.returncode == 0, proc.stderr
+    assert (old / ".fsb-seal.json").is_file() and is_build_folder(old)
 
 
 def test_build_refuses_a_file_or_a_symlink_as_out(release: Path, tmp_path: Path) -> None:
@@ -606,3 +653,85 @@ def test_reliability_of_a_file_too_small_says_why_without_warnings(tmp_path: Pat
     proc = run("reliability", str(f), "--trials", "3", cwd=tmp_path)
     assert proc.returncode == 0 and "Warning" not in proc.stderr, proc.stderr
     assert "undefined: too few items were scored in both halves" in proc.stdout
+
+
+# --- other folders recognised as "ours": fsb analyse and fsb report --out ----------------------------------
+
+
+def test_analyse_replaces_only_an_unchanged_earlier_analysis(release_dataset: Path, tmp_path: Path) -> None:
+    """Issue 8: an analysis folder was recognised by its file names only, so an edited report.md (or a user's
+    empty folder inside it) was replaced. It is sealed like a build now."""
+    out = tmp_path / "analysis"
+    assert run("analyse", str(release_dataset), "--out", str(out), "--top", "3").returncode == 0
+    assert run("analyse", str(release_dataset), "--out", str(out), "--top", "3").returncode == 0  # unchanged: replaced
+    (out / "report.md").write_text((out / "report.md").read_text() + "\nMy comments on the figures.\n")
+    before = tree(out)
+    assert_one_line(run("analyse", str(release_dataset), "--out", str(out)), "analyse", str(out), "report.md was edited")
+    assert tree(out) == before
+    shutil.rmtree(out)
+    assert run("analyse", str(release_dataset), "--out", str(out), "--top", "3").returncode == 0
+    (out / "drafts").mkdir()
+    assert_one_line(run("analyse", str(release_dataset), "--out", str(out)), "analyse", str(out), "drafts/ was added")
+    assert (out / "drafts").is_dir()
+
+
+def test_report_out_replaces_only_an_unchanged_earlier_report(release_dataset: Path, tmp_path: Path) -> None:
+    """Issue 8: `fsb report --out` replaced any folder holding only files named like a report's (report.md,
+    forest.png...), so an edited report.md was lost, and a user's empty folder too."""
+    import pandas as pd
+
+    ids = pd.read_parquet(next((release_dataset / "data" / "default").glob("*.parquet")), columns=["id"])["id"]
+    preds = tmp_path / "pred.csv"
+    preds.write_text("id,score\n" + "".join(f"{i},{(i % 10) / 10}\n" for i in ids))
+    out = tmp_path / "report"
+    args = ["report", "--predictions", str(preds), "--dataset", str(release_dataset), "--bootstrap", "50", "--trials", "2"]
+    first = run(*args, "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    assert run(*args, "--out", str(out)).returncode == 0
+    (out / "report.md").write_text("my edited report\n")
+    before = tree(out)
+    assert_one_line(run(*args, "--out", str(out)), "report", str(out), "report.md was edited")
+    assert tree(out) == before
+    (out / "report.md").unlink()
+    (tmp_path / "legacy").mkdir()  # a folder of report-named files without a seal: nothing says they are unchanged
+    (tmp_path / "legacy" / "report.md").write_text("mine\n")
+    assert_one_line(run(*args, "--out", str(tmp_path / "legacy")), "report", "legacy", "no .fsb-seal.json")
+    assert (tmp_path / "legacy" / "report.md").read_text() == "mine\n"
+
+
+def test_label_studio_export_replaces_only_its_own_unchanged_files(tmp_path: Path) -> None:
+    """Issue 8: tasks.json and labeling_config.xml were recognised by their first line ("[" and "<View>"), so a
+    labeling config the user had edited by hand (it still starts with <View>) was overwritten. Their sha256
+    is recorded now; an edited or unrecorded file is refused, naming it, unless --force."""
+    design, items, out = tmp_path / "design.csv", tmp_path / "items.csv", tmp_path / "ls"
+    items.write_text("id,text\n" + "".join(f"{i},sentence {i}\n" for i in range(1, 21)))
+    assert run("tuples", str(items), "--out", str(design)).returncode == 0
+    export = ["annotate", "export", str(design), "--items", str(items), "--format", "label-studio", "--out", str(out)]
+    assert run(*export).returncode == 0
+    assert run(*export).returncode == 0  # its own unchanged files: replaced
+    config = out / "labeling_config.xml"
+    config.write_text(config.read_text().replace("Most biased", "Most sexist"))
+    (out / "notes.md").write_text("my notes\n")
+    before = tree(out)
+    assert_one_line(run(*export), "annotate", str(config), "was edited", "--force")
+    assert tree(out) == before
+    assert run(*export, "--force").returncode == 0
+    assert "Most biased" in config.read_text() and (out / "notes.md").read_text() == "my notes\n"
+    mine = tmp_path / "mine"  # a folder where the user keeps their own Label Studio files
+    mine.mkdir()
+    (mine / "tasks.json").write_text('[{"data": {"text": "my own task"}}]\n')
+    export[-1] = str(mine)
+    assert_one_line(run(*export), "annotate", "tasks.json", "no record of it")
+    assert (mine / "tasks.json").read_text() == '[{"data": {"text": "my own task"}}]\n'
+
+
+@pytest.mark.parametrize("items", ["id,text\n1,first\n2,second\n", "1\n2\n", "id\n1\n2\n"])
+def test_build_with_a_plain_item_list_says_what_it_needs(items: str, tmp_path: Path) -> None:
+    """Issue 11: `fsb build` given a plain item list answered "missing column 'uid'". The dataset's seed_type and
+    prompt_type are class labels the card and the analyses rest on, so they are not filled in: one line says what
+    is needed and which commands take a plain list."""
+    (tmp_path / "items.csv").write_text(items)
+    (tmp_path / "j.csv").write_text("Item1,Item2,BestItem,WorstItem\n1,2,1,2\n")
+    proc = run("build", "--generations", "items.csv", "--annotations", "j.csv", "--out", "out", "--no-record", cwd=tmp_path)
+    assert_one_line(proc, "build", "items.csv", "is a plain item list", "uid, prompt_type, seed_type, query, response", "fsb score")
+    assert not (tmp_path / "out").exists()

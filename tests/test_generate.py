@@ -273,6 +273,23 @@ def test_endpoint_and_key_rules() -> None:
     assert e.public_url == "https://api.example.com/v1"
     assert SECRET not in repr(e)
     assert e.redact(f"Incorrect API key {SECRET}; pw") == "Incorrect API key ***; ***"
+
+
+def test_a_key_echoed_in_another_case_or_encoding_is_redacted() -> None:
+    """Issue 8: only the key exactly as sent was scrubbed; a server echoing it upper-cased, percent-encoded
+    or JSON-escaped put it in the output."""
+    from urllib.parse import quote
+
+    from fsb.publish import redact
+
+    e = engine.resolve_endpoint("https://user:p%40ss@api.example.com/v1", env={"OPENAI_API_KEY": SECRET})
+    every_char = "".join(f"%{b:02X}" for b in SECRET.encode())
+    escaped = "".join(f"\\u{ord(c):04x}" for c in SECRET)
+    for echoed in (SECRET.upper(), SECRET.lower(), SECRET.swapcase(), quote(SECRET, safe=""), every_char, every_char.lower(), escaped):
+        assert e.redact(f"key: {echoed}.") == "key: ***.", echoed
+    assert e.redact("user p@ss and p%40ss") == "user *** and ***"
+    assert e.redact("an ordinary sentence about sk-fsb keys") == "an ordinary sentence about sk-fsb keys"
+    assert redact(f"token {SECRET.upper()} and {quote(SECRET)}", SECRET) == "token *** and ***"
     assert engine.resolve_endpoint(None, env={"OPENAI_BASE_URL": "http://127.0.0.1:5/v1"}).base_url == "http://127.0.0.1:5/v1"
 
 

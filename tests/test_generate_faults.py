@@ -273,6 +273,27 @@ def test_a_key_echoed_in_a_completion_is_written_nowhere(tiny_server: str, tiny_
     assert SECRET not in everything and SECRET[3:15] not in everything
 
 
+def test_a_key_echoed_in_another_case_or_encoding_is_written_nowhere(tiny_server: str, tiny_model: Path, tmp_path: Path) -> None:
+    """Issue 8: a server echoing the key upper-cased, lower-cased, percent-encoded or \\u-escaped slipped past
+    the exact-match scrub into the output, the journal and the CSV."""
+    from urllib.parse import unquote
+
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out, csv_path = tmp_path / "gens.jsonl", tmp_path / "gens.csv"
+    with FaultProxy(tiny_server, faults=lambda rid, attempt: "echo_key_disguised") as proxy:
+        args = ["--csv", csv_path, "--formats", "conversion", "--retries", "0"]
+        proc = _counting_run(proxy, seeds, out, tiny_model, *args, key=SECRET)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_jsonl(out)
+    assert rows and all(r["raw_response"] == "KEY *** url *** json *** lower ***" for r in rows)
+    everything = proc.stdout + proc.stderr
+    for f in tmp_path.rglob("*"):
+        if f.is_file():
+            everything += f.read_text(encoding="utf-8", errors="replace")
+    decoded = unquote(everything).encode().decode("unicode_escape", errors="replace").lower()
+    assert SECRET.lower() not in decoded and SECRET[3:15].lower() not in decoded
+
+
 def test_a_full_disk_is_one_line_and_the_journal_stays_whole(tiny_server: str, tiny_model: Path, release: Path, tmp_path: Path) -> None:
     """A file-size limit (EFBIG, as a full disk's ENOSPC) stops the journal mid-run: one line, exit 2, and the
     rerun finishes with every row once."""

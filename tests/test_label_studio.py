@@ -229,6 +229,7 @@ def test_label_studio_round_trip(label_studio: tuple[str, Path], tmp_path: Path)
     ann = datasets.load_dataset(str(out), "annotations", split="test")
     assert len(ann) == 71
     assert set(ann["annotator"]) == {str(uid) for _, uid in users.values()}
+    assert sorted(ann["timestamp"]) == sorted(got["Timestamp"]), "each judgment's created_at reaches the dataset"
     scores = datasets.load_dataset(str(out), split="test")
     top = scores.filter(lambda r: r["id"] == 12)[0]
     # ann1 and ann3 always pick the highest id; ann2 is noisy: item 12 is best at least 2 of 3 times.

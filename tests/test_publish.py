@@ -49,7 +49,10 @@ def hub() -> Any:
 
 
 def folder_files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    """What a publish uploads: every file of the build but its local seal (.fsb-seal.json)."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".fsb-seal.json"
+    }
 
 
 def seed_release(hub: FakeHub, folder: Path, tag: str = "v1.0.0") -> str:

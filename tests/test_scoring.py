@@ -236,3 +236,32 @@ def test_build_with_quality_control_rows(tmp_path: Path) -> None:
         assert stats["invalid"]["irregular"]["repeated item"]["rows"] == 2
         assert stats["invalid"]["irregular"]["best = worst"] == {"rows": 2, "first_line": n_rows}
         assert "irregular judgments" in proc.stderr
+        card = (out / "README.md").read_text()  # issue 11: the card says so too, by kind
+        assert f"2 with a repeated item (first on line {n_rows})" in card and f"2 with best = worst (first on line {n_rows})" in card
+        assert ("2 irregular (quality-control) rows of the judgments file were left out" in card) == (policy == "drop")
+        assert ("were counted as they stand" in card) == (policy == "count")
+
+
+def test_build_keeps_each_judgments_timestamp(tmp_path: Path) -> None:
+    """Issue 11: a Timestamp column (Label Studio's created_at, via `fsb annotate import`) reaches the build's
+    annotations config; an empty cell is null, and a file without the column gives null everywhere."""
+    import datasets
+
+    from tests._support import make_raw
+
+    g, a = make_raw(tmp_path / "raw", n=16, seed=1)
+    lines = a.read_text().strip().splitlines()
+    stamps = [f"2026-11-{1 + i % 28:02d}T10:{i % 60:02d}:00.000000Z" if i != 3 else "" for i in range(len(lines) - 1)]
+    timed = tmp_path / "timed.csv"
+    timed.write_text(
+        "\n".join([lines[0] + ",Annotator,Timestamp", *(f"{r},u{i % 3},{t}" for i, (r, t) in enumerate(zip(lines[1:], stamps)))]) + "\n"
+    )
+    for src, out in ((timed, tmp_path / "with"), (a, tmp_path / "without")):
+        proc = fsb("build", "--generations", str(g), "--annotations", str(src), "--out", str(out), "--no-record")
+        assert proc.returncode == 0, proc.stderr
+    got = datasets.load_dataset(str(tmp_path / "with"), "annotations")["test"]
+    assert got.features["timestamp"].dtype == "string"
+    assert got["timestamp"] == [t or None for t in stamps]
+    none = datasets.load_dataset(str(tmp_path / "without"), "annotations")["test"]
+    assert none["timestamp"] == [None] * len(stamps)
+    assert "| `timestamp` | string |" in (tmp_path / "with" / "README.md").read_text()

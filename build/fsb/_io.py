@@ -27,14 +27,20 @@ __all__ = [
     "check_replaceable_dir",
     "check_replaceable_file",
     "content_fingerprint",
+    "file_difference",
     "first_line_matches",
     "give_ordinary_modes",
     "iter_jsonl",
+    "list_tree",
+    "read_seal",
     "read_utf8",
     "read_word_list",
+    "recorded_write",
+    "seal_difference",
     "sha256_file",
     "sweep_stale_stages",
     "write_file",
+    "write_seal",
 ]
 
 
@@ -357,17 +363,22 @@ def _is_within(inner: Path, outer: Path) -> bool:
 def check_replaceable_dir(
     path: str | os.PathLike[str],
     *,
-    owned: Callable[[Path], bool],
+    owned: Callable[[Path], bool] | None = None,
     kind: str,
     inputs: Iterable[str | os.PathLike[str]] = (),
     option: str = "--out",
+    changed: Callable[[Path], str | None] | None = None,
 ) -> Path:
     """The one rule for every folder the project replaces: `path` may be replaced only if it is absent, an
-    empty folder, or a folder `owned(path)` recognises as `kind` (what the project itself wrote).
+    empty folder, or a folder the project itself wrote as `kind` and nobody changed since.
 
+    `changed(path)` says what differs from what the project wrote (the first changed path, e.g. "README.md
+    was edited"), None when nothing does: the message names it. `owned(path)` is the older yes/no form.
     Never valid, whatever they hold: `/`, the home folder, the current folder or one of its ancestors, a
     folder holding one of `inputs`, a symbolic link, a file. Refused with an InputError naming `path`;
     nothing is changed. Returns the absolute path."""
+    if (owned is None) == (changed is None):
+        raise TypeError("check_replaceable_dir takes exactly one of owned= and changed=")
     target = Path(path).absolute()
     real = Path(os.path.realpath(target))
     refuse = f"refusing to replace it: choose another {option}"
@@ -396,10 +407,147 @@ def check_replaceable_dir(
         entries = sorted(p.name for p in target.iterdir())
     except OSError as e:
         raise _named(e, target) from e
-    if entries and not owned(target):
+    if not entries:
+        return target
+    if changed is not None:
+        why = changed(target)
+        if why is not None:
+            raise InputError(target, f"is a folder that is not {kind} unchanged ({why}); {refuse}, or empty it yourself")
+    elif owned is not None and not owned(target):
         shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
         raise InputError(target, f"is a folder that is not {kind} (it holds {shown}); {refuse}, or empty it yourself")
     return target
+
+
+# --- seals: what a command wrote, so that a later run can tell its own unchanged output from a user's -------
+
+SEAL_FILE = ".fsb-seal.json"
+
+
+def list_tree(root: Path) -> tuple[list[str], list[str], list[str]]:
+    """(files, folders, others) under `root` as sorted relative POSIX paths; symbolic links and special
+    files are `others` (never something the project wrote). The seal file itself is left out."""
+    files, folders, others = [], [], []
+    for folder, dirs, names in os.walk(root):
+        base = Path(folder)
+        for name in dirs + names:
+            p = base / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                others.append(rel)
+            elif name in dirs:
+                folders.append(rel)
+            elif p.is_file():
+                if rel != SEAL_FILE:
+                    files.append(rel)
+            else:
+                others.append(rel)
+        dirs[:] = [d for d in dirs if not (base / d).is_symlink()]
+    return sorted(files), sorted(folders), sorted(others)
+
+
+def write_seal(stage: str | os.PathLike[str], kind: str) -> None:
+    """Record in `stage`/.fsb-seal.json the sha256 of every file and the list of folders the command wrote
+    there (called on a finished staging folder, before the swap): `seal_difference` later tells whether
+    the folder is still exactly that."""
+    root = Path(stage)
+    files, folders, others = list_tree(root)
+    if others:
+        raise OSError(errno.EINVAL, "a staged output holds a link or special file", os.fspath(root / others[0]))
+    record = {"kind": kind, "folders": folders, "files": {rel: sha256_file(root / rel) for rel in files}}
+    write_file(root / SEAL_FILE, json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def read_seal(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The seal a command wrote into `folder`, or None when it has none (an output written before seals, or
+    not by fsb). A seal that is not the JSON `write_seal` writes counts as none."""
+    p = Path(folder) / SEAL_FILE
+    if p.is_symlink() or not p.is_file():
+        return None
+    try:
+        record = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(record, dict) and isinstance(record.get("files"), dict) and isinstance(record.get("folders"), list)
+    return record if ok else None
+
+
+def seal_difference(folder: str | os.PathLike[str], kind: str) -> str | None:
+    """None when `folder` holds exactly what its seal records (every file unchanged, no file or folder
+    added or removed, no link); otherwise the first difference in path order, e.g. "README.md was
+    edited". A folder without a seal of `kind` is a difference too ("it has no .fsb-seal.json ...")."""
+    root = Path(folder)
+    record = read_seal(root)
+    if record is None or record.get("kind") != kind:
+        return f"it has no {SEAL_FILE} of {kind} (written before fsb sealed its outputs, or not by fsb)"
+    files, folders, others = list_tree(root)
+    want_files: dict[str, Any] = record["files"]
+    want_folders = set(record["folders"])
+    problems: list[tuple[str, str]] = [(rel, f"{rel} is a link or special file") for rel in others]
+    problems += [(rel, f"{rel}/ was added") for rel in folders if rel not in want_folders]
+    problems += [(rel, f"{rel}/ was removed") for rel in want_folders - set(folders)]
+    present = set(files)
+    problems += [(rel, f"{rel} was removed") for rel in want_files if rel not in present]
+    for rel in files:
+        if rel not in want_files:
+            problems.append((rel, f"{rel} was added"))
+        elif sha256_file(root / rel) != want_files[rel]:
+            problems.append((rel, f"{rel} was edited"))
+    return min(problems)[1] if problems else None
+
+
+# --- single files written beside a user's: their sha256 recorded in the folder ------------------------------
+
+FILES_RECORD = ".fsb-files.json"
+
+
+def _files_record(folder: Path) -> dict[str, list[str]]:
+    try:
+        record = json.loads((folder / FILES_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(record, dict):
+        return {}
+    return {k: [d for d in v if isinstance(d, str)] for k, v in record.items() if isinstance(k, str) and isinstance(v, list)}
+
+
+def file_difference(path: str | os.PathLike[str]) -> str | None:
+    """None when the file at `path` is one fsb wrote and nobody changed (its sha256 is recorded in its
+    folder's .fsb-files.json); otherwise why not. For outputs that share a folder with a user's files."""
+    p = Path(path)
+    digests = _files_record(p.parent).get(p.name)
+    if not digests:
+        return f"no record of it in {FILES_RECORD} (not written by fsb, or before fsb recorded its files)"
+    try:
+        if not p.is_symlink() and sha256_file(p) in digests:
+            return None
+    except OSError:
+        pass
+    return "it was edited after fsb wrote it"
+
+
+def recorded_write(path: str | os.PathLike[str], data: bytes | str, *, force: bool = False, kind: str, hint: str = "") -> None:
+    """atomic_write for an output that sits among a user's files: an existing file is replaced only if
+    `file_difference` finds it unchanged (or with `force`), and the new file's sha256 is recorded.
+
+    The record lists the old and the new digest while the file is being replaced, so a kill at any
+    moment leaves a file the record still recognises."""
+    p = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if not force and (p.exists() or p.is_symlink()):
+        why = file_difference(p)
+        if why is not None:
+            raise InputError(p, f"exists and is not {kind} unchanged ({why}); refusing to replace it: choose another path{hint}")
+    check_replaceable_file(p)
+    new = hashlib.sha256(raw).hexdigest()
+    record_path = p.parent / FILES_RECORD
+    record = _files_record(p.parent)
+    keep = [sha256_file(p)] if not force and p.is_file() else []  # recognised above: still ours if killed mid-way
+    record[p.name] = [*keep, new]
+    atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    atomic_write(p, raw)
+    record[p.name] = [new]
+    atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 _HEX = "[0-9a-f]{12}"
@@ -465,10 +613,12 @@ def sweep_stale_stages(path: str | os.PathLike[str]) -> list[Path]:
 def atomic_dir(
     path: str | os.PathLike[str],
     *,
-    owned: Callable[[Path], bool],
+    owned: Callable[[Path], bool] | None = None,
     kind: str,
     inputs: Iterable[str | os.PathLike[str]] = (),
     option: str = "--out",
+    changed: Callable[[Path], str | None] | None = None,
+    seal: str | None = None,
 ) -> Iterator[Path]:
     """Yield an empty staging folder beside `path`; on success it replaces `path`, on any error it is removed.
 
@@ -477,8 +627,9 @@ def atomic_dir(
     then on Linux the old and new folders are swapped in one atomic renameat2(RENAME_EXCHANGE), so
     `path` always names a complete folder; elsewhere the old one is moved aside first and deleted only
     after the new one is in place. Either way a failure leaves the previous folder and no stage.
+    With `seal`, the finished stage gets a seal of that kind (`write_seal`) before the swap.
     """
-    target = check_replaceable_dir(path, owned=owned, kind=kind, inputs=inputs, option=option)
+    target = check_replaceable_dir(path, owned=owned, kind=kind, inputs=inputs, option=option, changed=changed)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         sweep_stale_stages(target)
@@ -487,8 +638,10 @@ def atomic_dir(
         raise _named(e, target, always=True) from e
     try:
         yield stage
+        if seal is not None:
+            write_seal(stage, seal)
         _fsync_tree(stage)
-        check_replaceable_dir(target, owned=owned, kind=kind, inputs=inputs, option=option)
+        check_replaceable_dir(target, owned=owned, kind=kind, inputs=inputs, option=option, changed=changed)
         _swap_in(stage, target)
     except OSError as e:
         shutil.rmtree(stage, ignore_errors=True)

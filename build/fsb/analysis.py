@@ -24,12 +24,13 @@ import pandas as pd
 import fifty_shades_of_bias as spec
 
 from . import __version__
-from ._io import atomic_dir, check_replaceable_dir
+from ._io import atomic_dir, check_replaceable_dir, seal_difference
 from .analysis_figures import FIGURES, write_figures
 from .sentences import Sentences, read_sentences
 from .terms import TOKENIZER, distinctive_terms, load_stopwords, term_counts
 
 __all__ = [
+    "FIGURES",
     "Sentences",
     "analyse",
     "analysis_bins",
@@ -342,14 +343,18 @@ def analysis_markdown(result: dict[str, Any]) -> str:
 ANALYSIS_KIND = "an earlier `fsb analyse` output (figures, report.md, analysis.json)"
 
 
+ANALYSIS_SEAL = "fsb analyse"
+
+
+def analysis_folder_difference(folder: str | os.PathLike[str]) -> str | None:
+    """None when `folder` is an earlier analysis exactly as `fsb analyse` wrote it (its seal matches: no file
+    edited, added or removed); else the first difference. An analysis without a seal is not recognised."""
+    return seal_difference(folder, ANALYSIS_SEAL)
+
+
 def is_analysis_folder(folder: str | os.PathLike[str]) -> bool:
-    """Whether `folder` holds an earlier analysis and nothing else: analysis.json plus files write_analysis writes."""
-    root = Path(folder)
-    try:
-        names = {p.name for p in root.iterdir()}
-        return "analysis.json" in names and names <= {*FIGURES, "report.md", "analysis.json"} and all(p.is_file() for p in root.iterdir())
-    except OSError:
-        return False
+    """Whether `folder` holds an earlier analysis, unchanged, and nothing else."""
+    return analysis_folder_difference(folder) is None
 
 
 def write_analysis(
@@ -364,12 +369,12 @@ def write_analysis(
     """Analyse and write OUT in one rename: the figures (FIGURES), report.md and analysis.json.
 
     OUT is replaced only if it does not exist, is empty, or holds an earlier analysis and nothing else
-    (`is_analysis_folder`): never a folder of other files, the current folder or the dataset's folder.
+    (`analysis_folder_difference`, unchanged): never a folder of other files, the current folder or the dataset's folder.
     """
     inputs = [sentences.source] if Path(str(sentences.source)).exists() else []
-    target = check_replaceable_dir(out, owned=is_analysis_folder, kind=ANALYSIS_KIND, inputs=inputs)
+    target = check_replaceable_dir(out, changed=analysis_folder_difference, kind=ANALYSIS_KIND, inputs=inputs)
     result = analyse(sentences, top=top, min_count=min_count, stopwords=stopwords, prior_scale=prior_scale)
-    with atomic_dir(target, owned=is_analysis_folder, kind=ANALYSIS_KIND, inputs=inputs) as stage:
+    with atomic_dir(target, changed=analysis_folder_difference, kind=ANALYSIS_KIND, inputs=inputs, seal=ANALYSIS_SEAL) as stage:
         write_figures(sentences, result, stage)
         (stage / "report.md").write_text(analysis_markdown(result), encoding="utf-8")
         (stage / "analysis.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import bws
-from ._io import InputError, atomic_write, check_replaceable_file, first_line_matches
+from ._io import InputError, atomic_write, check_replaceable_file, file_difference, recorded_write
 from .items import read_items
 
 __all__ = [
@@ -341,13 +341,18 @@ def export_label_studio(
     k = shown.shape[1]
     out = Path(out_dir)
     config, tasks = out / labelstudio.CONFIG_FILE, out / labelstudio.TASKS_FILE
-    # Other files in the folder are left alone; these two are replaced only if they are earlier exports (or with force).
-    ours = {tasks: first_line_matches(r"\["), config: first_line_matches(r"<View>")}
+    # Other files in the folder are left alone. These two are replaced only if they are earlier exports nobody
+    # edited (their sha256 is recorded in the folder's .fsb-files.json), or with force: a first-line check
+    # would take a hand-edited labeling config for ours.
+    kind, hint = "a Label Studio export from fsb", ", or pass --force"
     for path in (tasks, config):
-        check_replaceable_file(path, replace_if=None if force else ours[path], kind="a Label Studio export", hint=", or pass --force")
+        why = None if force or not (path.exists() or path.is_symlink()) else file_difference(path)
+        if why is not None:
+            raise InputError(path, f"exists and is not {kind} unchanged ({why}); refusing to replace it: choose another folder{hint}")
+        check_replaceable_file(path)
     body = labelstudio.tasks_json(design["tuple_id"].tolist(), shown.tolist(), texts)
-    atomic_write(tasks, body, replace_if=None if force else ours[tasks])
-    atomic_write(config, labelstudio.labeling_config(k), replace_if=None if force else ours[config])
+    recorded_write(tasks, body, force=force, kind=kind, hint=hint)
+    recorded_write(config, labelstudio.labeling_config(k), force=force, kind=kind, hint=hint)
     return {"tasks": len(design), "tuple_size": k, "config": str(config), "tasks_file": str(tasks)}
 
 

@@ -99,6 +99,23 @@ def _provenance(stats: dict[str, Any]) -> tuple[str, str]:
     return head + "\n\n" + "\n".join(lines), "\n".join(rows)
 
 
+def invalid_note(invalid: dict[str, Any] | None) -> str:
+    """The card's sentence on quality-control rows (`fsb build --invalid count|drop`): how many rows of each
+    kind were counted as they stand or left out, and where the first one was. Empty when there were none."""
+    if not invalid or not invalid.get("irregular"):
+        return ""
+    kinds = "; ".join(
+        f"{info['rows']} with {'a repeated item' if kind == 'repeated item' else 'best = worst'} (first on line {info['first_line']})"
+        for kind, info in invalid["irregular"].items()
+    )
+    if invalid.get("policy") == "drop":
+        return f"\n\n{invalid['dropped']} irregular (quality-control) rows of the judgments file were left out (`--invalid drop`): {kinds}."
+    return (
+        "\n\nIrregular (quality-control) rows of the judgments file were counted as they stand, as the reference "
+        f"Perl script does (`--invalid count`): {kinds} (a row can be of both kinds)."
+    )
+
+
 def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: str = spec.NAME) -> str:
     """The whole README.md: YAML front matter and the prose body with every figure filled in.
 
@@ -231,6 +248,8 @@ def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: 
         "annotator_text": annotator_text,
         "annotator_limits": annotator_limits,
         "round_rows": round_rows,
+        "timestamp_note": "present" if stats.get("has_timestamps") else "the input has none",
+        "invalid_note": invalid_note(stats.get("invalid")),
         "appearances": (
             f"exactly {design['appearances_min']}"
             if design["appearances_min"] == design["appearances_max"]

@@ -520,25 +520,28 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "row"
 
 
-def _ours(name: str) -> bool:
-    return name in ("report.md", "report.json", "forest.png") or (name.startswith("scatter-") and name.endswith(".png"))
+REPORT_KIND = "a report folder from `fsb report`"
+REPORT_SEAL = "fsb report"
+
+
+def report_folder_difference(out: Path) -> str | None:
+    """None when `out` is an earlier report exactly as `fsb report` wrote it (its seal matches); else the
+    first difference ("report.md was edited", "notes.txt was added")."""
+    from ._io import seal_difference
+
+    return seal_difference(out, REPORT_SEAL)
 
 
 def is_report_folder(out: Path) -> bool:
-    """True when every entry of `out` is a file `fsb report` writes (so replacing it loses nothing else)."""
-    return out.is_dir() and all(p.is_file() and _ours(p.name) for p in out.iterdir())
+    """True when `out` is an earlier report, unchanged (so replacing it loses nothing of a user's)."""
+    return report_folder_difference(out) is None
 
 
 def check_out(out: Path) -> None:
-    """Refuse an output folder that holds anything `fsb report` did not write (it is replaced whole)."""
-    from ._io import InputError
+    """Refuse, before any work, an output folder that is not absent, empty or an unchanged earlier report."""
+    from ._io import check_replaceable_dir
 
-    if out.exists() and not out.is_dir():
-        raise InputError(out, "exists and is not a folder; refusing to replace it")
-    if out.is_dir():
-        foreign = [p.name for p in out.iterdir() if not _ours(p.name)]
-        if foreign:
-            raise InputError(out, f"holds files fsb report did not write ({', '.join(sorted(foreign)[:3])}); refusing to replace it")
+    check_replaceable_dir(out, changed=report_folder_difference, kind=REPORT_KIND)
 
 
 def write_outputs(report: dict[str, Any], entries: list[Scored], out: Path) -> list[Path]:
@@ -547,7 +550,7 @@ def write_outputs(report: dict[str, Any], entries: list[Scored], out: Path) -> l
 
     check_out(out)
     written = []
-    with atomic_dir(out, owned=is_report_folder, kind="a report folder from `fsb report`") as stage:
+    with atomic_dir(out, changed=report_folder_difference, kind=REPORT_KIND, seal=REPORT_SEAL) as stage:
         (stage / "report.md").write_text(render_markdown(report) + "\n", encoding="utf-8")
         (stage / "report.json").write_text(to_json(report) + "\n", encoding="utf-8")
         forest_plot(report, stage / "forest.png")

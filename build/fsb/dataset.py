@@ -28,7 +28,19 @@ import yaml
 import fifty_shades_of_bias as spec
 
 from . import __version__, bws, card, maxdiff, scoring
-from ._io import InputError, atomic_dir, atomic_write, check_replaceable_dir, content_fingerprint, sha256_file, write_file
+from ._io import (
+    SEAL_FILE,
+    InputError,
+    atomic_dir,
+    atomic_write,
+    check_replaceable_dir,
+    content_fingerprint,
+    list_tree,
+    read_seal,
+    seal_difference,
+    sha256_file,
+    write_file,
+)
 from .raw import Annotations, Generations, check_coverage, read_annotations, read_generations
 
 __all__ = [
@@ -37,6 +49,7 @@ __all__ = [
     "ScoredDataset",
     "arrow_schema",
     "build_dataset",
+    "build_folder_difference",
     "is_build_folder",
     "read_rounds",
     "score_dataset",
@@ -148,6 +161,7 @@ def score_dataset(
             "best": ann.best.astype(np.int32),
             "worst": ann.worst.astype(np.int32),
             "annotator": ann.annotator if ann.annotator is not None else [None] * len(ann),
+            "timestamp": ann.timestamp if ann.timestamp is not None else [None] * len(ann),
             "round": ann_round.astype(np.int32),
         }
     )
@@ -160,6 +174,7 @@ def score_dataset(
         "n_tuples": int(design.shape[0]),
         "n_annotations": len(ann),
         "has_annotators": ann.annotator is not None,
+        "has_timestamps": ann.timestamp is not None,
         "annotations_per_tuple": {str(n): int(c) for n, c in enumerate(np.bincount(per_tuple)) if c},
         "judgments_per_item": {"min": int(counts.appearances.min()), "max": int(counts.appearances.max())},
         "bins": {
@@ -379,6 +394,9 @@ def _merge_rounds(
     annotator = None
     if any(a.annotator is not None for _, _, a in read):
         annotator = np.concatenate([a.annotator if a.annotator is not None else np.full(len(a), None, dtype=object) for _, _, a in read])
+    timestamp = None
+    if any(a.timestamp is not None for _, _, a in read):
+        timestamp = np.concatenate([a.timestamp if a.timestamp is not None else np.full(len(a), None, dtype=object) for _, _, a in read])
     ann_round = np.concatenate([np.full(len(a), r.number) for r, _, a in read])
     a_offsets = np.cumsum([0, *(len(a) for _, _, a in read)])
 
@@ -395,7 +413,17 @@ def _merge_rounds(
     first = read[0]
     merged_gens = Generations(first[1].path, frame, gen_line)
     merged_ann = Annotations(
-        first[2].path, labels, item_codes, best, worst, annotator, ann_line, invalid, irregular, sum(a.dropped for _, _, a in read)
+        first[2].path,
+        labels,
+        item_codes,
+        best,
+        worst,
+        annotator,
+        ann_line,
+        invalid,
+        irregular,
+        sum(a.dropped for _, _, a in read),
+        timestamp=timestamp,
     )
     return merged_gens, merged_ann, gen_round, ann_round, read
 
@@ -421,25 +449,46 @@ def _round_inputs(read: list[tuple[Round, Generations, Annotations]]) -> list[di
 
 _CONFIGS = ("default", "annotations")  # the card's config order, which the fingerprint follows
 BUILD_KIND = "a dataset folder written by `fsb build`"
+BUILD_SEAL = "fsb build"
+
+
+def build_folder_difference(folder: str | os.PathLike[str]) -> str | None:
+    """None when `folder` is exactly what `fsb build` wrote, unchanged; else the first difference ("README.md
+    was edited", "notes/ was added"), for the refusal message.
+
+    A build seals what it wrote (.fsb-seal.json: the sha256 of every file, README.md and stats.json
+    included, and the list of folders), and the folder must match the seal. A build made before seals
+    has none: it is accepted only if it holds nothing but README.md, stats.json and one Parquet file per
+    config under data/<config>/, and stats.json's fingerprint matches those files (an edited card or
+    stats.json of such a build cannot be told apart; its next build carries a seal)."""
+    root = Path(folder)
+    if read_seal(root) is not None:
+        return seal_difference(root, BUILD_SEAL)
+    try:
+        files, folders, others = list_tree(root)
+        expected_folders = ["data", *(f"data/{c}" for c in _CONFIGS)]
+        parquet = {c: [f for f in files if f.startswith(f"data/{c}/") and f.endswith(".parquet") and f.count("/") == 2] for c in _CONFIGS}
+        allowed = {"README.md", "stats.json", *(f[0] for f in parquet.values() if len(f) == 1)}
+        extra = [(r, f"{r} is a link or special file") for r in others]
+        extra += [(r, f"{r}/ is not a folder fsb build writes") for r in folders if r not in expected_folders]
+        extra += [(r, f"{r} is not a file fsb build writes") for r in files if r not in allowed]
+        extra += [(f"data/{c}", f"data/{c}/ holds {len(f)} Parquet files, a build writes one") for c, f in parquet.items() if len(f) != 1]
+        extra += [(r, f"{r} is missing") for r in ("README.md", "stats.json") if r not in files]
+        if extra:
+            return min(extra)[1] + f" (and it has no {SEAL_FILE}: a build made before seals, or not by fsb build)"
+        recorded = json.loads((root / "stats.json").read_text(encoding="utf-8"))["fingerprint"]
+        if recorded != content_fingerprint([sha256_file(root / parquet[c][0]) for c in _CONFIGS]):
+            return "stats.json's fingerprint does not match the data files: a data file was changed"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "stats.json is not the one fsb build writes"
+    return None
 
 
 def is_build_folder(folder: str | os.PathLike[str]) -> bool:
-    """Whether `folder` is exactly what `fsb build` writes, unchanged: README.md, stats.json and one
-    data/<config>/*.parquet per config, nothing else, and stats.json's fingerprint matches the data files.
+    """Whether `folder` is exactly what `fsb build` wrote, unchanged (`build_folder_difference` finds nothing).
 
     The test a build applies before replacing its --out: a folder failing it may hold a user's files."""
-    root = Path(folder)
-    try:
-        names = {p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir() or p.is_symlink()}
-        data = [sorted(names & {f"data/{c}/{p.name}" for p in (root / "data" / c).glob("*.parquet")}) for c in _CONFIGS]
-        if any(len(files) != 1 for files in data) or names != {"README.md", "stats.json", *(f[0] for f in data)}:
-            return False
-        if any(p.is_symlink() for p in root.rglob("*")):
-            return False
-        recorded = json.loads((root / "stats.json").read_text(encoding="utf-8"))["fingerprint"]
-        return recorded == content_fingerprint([sha256_file(root / f[0]) for f in data])
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+    return build_folder_difference(folder) is None
 
 
 def write_last_build(out: Path, fingerprint: str) -> None:
@@ -478,7 +527,7 @@ def build_dataset(
     """Build the dataset folder OUT from a generations file and a judgments file (round 1), or from
     `rounds` (a manifest path, see `read_rounds`, or a list of `Round`s).
 
-    OUT is replaced only if it is absent, empty or an unchanged earlier build (`is_build_folder`; never
+    OUT is replaced only if it is absent, empty or an unchanged earlier build (`build_folder_difference`; never
     the current folder, an ancestor of it or of an input, home or /). Nothing is written unless every
     check passes, and OUT is replaced in one rename: a failed build leaves the previous folder as it
     was. With `record`, the build becomes the one that loaders find; if that record cannot be written
@@ -497,7 +546,7 @@ def build_dataset(
     inputs = tuple(p for r in round_list for p in (r.generations, r.annotations)) + (
         () if isinstance(rounds, list) or rounds is None else (rounds,)
     )
-    target = check_replaceable_dir(out, owned=is_build_folder, kind=BUILD_KIND, inputs=inputs)
+    target = check_replaceable_dir(out, changed=build_folder_difference, kind=BUILD_KIND, inputs=inputs)
     if record:
         _check_record_writable()
     if len(round_list) == 1 and rounds is None:
@@ -565,7 +614,7 @@ def build_dataset(
             new_label=new_label,
         )
         stats["changes_since"] = {"label": label, "fingerprint": old_stats.get("fingerprint"), "summary": diff.format_diff(compared)}
-    with atomic_dir(target, owned=is_build_folder, kind=BUILD_KIND, inputs=inputs) as stage:
+    with atomic_dir(target, changed=build_folder_difference, kind=BUILD_KIND, inputs=inputs, seal=BUILD_SEAL) as stage:
         for rel, data, _ in files.values():
             write_file(stage / rel, data)
         layout = {

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
-from ._io import InputError, content_fingerprint
+from ._io import SEAL_FILE, InputError, content_fingerprint
 from .errors import FsbError
 
 __all__ = [
@@ -301,7 +301,7 @@ def check_folder(folder: str | os.PathLike[str]) -> LocalBuild:
                 )
     data_paths = list(dict.fromkeys(p for paths in files.values() for p in paths))
     present = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink())
-    extra = sorted(set(present) - {"README.md", "stats.json", *data_paths})
+    extra = sorted(set(present) - {"README.md", "stats.json", SEAL_FILE, *data_paths})  # the build's seal stays local
     if extra:
         shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
         raise InputError(
@@ -370,8 +370,12 @@ def _status(e: BaseException) -> int | None:
 
 
 def redact(text: str, token: str | None) -> str:
-    """`text` with every occurrence of the token replaced by ***."""
-    return text.replace(token, "***") if token else text
+    """`text` with every occurrence of the token replaced by ***, in any letter case, percent-encoded or
+    JSON-escaped (as `Endpoint.redact` does for the generation key)."""
+    from .engine.endpoint import secrets_pattern
+
+    pattern = secrets_pattern([token]) if token else None
+    return pattern.sub("***", text) if pattern is not None else text
 
 
 def _short(e: BaseException, token: str | None) -> str:

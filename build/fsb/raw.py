@@ -244,6 +244,23 @@ class Generations:
     line_of: Callable[[int], int]
 
 
+def _refuse_plain_item_list(path: Path, header: Sequence[str]) -> None:
+    """A plain item list (one id a line, or id[,text]) where generations are needed: say what is needed and
+    which commands take such a list, rather than "missing column 'uid'". The dataset's seed_type and
+    prompt_type are class labels its card, analyses and lm-eval breakdowns rest on, so they are never
+    filled in as "unknown"."""
+    names = [h.strip().lower() for h in header]
+    plain = (len(names) == 1 and names[0].isdigit()) or (names and names[0] in ("id", "item", "uid") and set(names[1:]) <= {"text"})
+    if plain and not set(GENERATION_COLUMNS) <= set(header):
+        raise InputError(
+            path,
+            "is a plain item list (ids, or id,text); fsb build makes the Fifty Shades of Bias dataset and needs its generations "
+            f"columns {', '.join(GENERATION_COLUMNS)} (seed_type and prompt_type are class labels of the dataset). "
+            "For any other best-worst study use fsb score, fsb reliability, fsb tuples and fsb annotate, which take plain item lists",
+            line=1,
+        )
+
+
 def read_generations(path: str | Path) -> Generations:
     """Read and validate generations from the release's CSV or from `fsb generate` JSONL output.
 
@@ -255,6 +272,7 @@ def read_generations(path: str | Path) -> Generations:
 
     p = Path(path)
     parsed = _read_jsonl(p, GENERATION_COLUMNS) if p.suffix in (".jsonl", ".ndjson") else _parse(p)
+    _refuse_plain_item_list(p, parsed.header)
     _require(p, parsed.header, GENERATION_COLUMNS)
     if not parsed.rows:
         raise InputError(p, "file holds a header but no rows")
@@ -321,6 +339,7 @@ class Annotations:
     invalid: str = "refuse"
     irregular: dict[str, dict[str, int]] = field(default_factory=dict)
     dropped: int = 0
+    timestamp: np.ndarray | None = None  # the optional Timestamp column (e.g. Label Studio's created_at); "" -> None
 
     @property
     def items(self) -> np.ndarray:
@@ -355,6 +374,7 @@ class _Cells:
     uniques: list[str] | np.ndarray
     annotator: np.ndarray | None
     line_of: Callable[[int], int]
+    timestamp: np.ndarray | None = None
 
 
 def _lazy_lines(path: Path, text: str | None = None) -> Callable[[int], int]:
@@ -384,7 +404,9 @@ def _header_of(path: Path, data: bytes) -> tuple[list[str], int] | None:
     return _check_header(path, names), (end + 1 if end >= 0 else len(data))
 
 
-def _fast_cells(path: Path, data: bytes, fields: list[str], annotator: str | None, high: int) -> _Cells | None:
+def _fast_cells(
+    path: Path, data: bytes, fields: list[str], annotator: str | None, high: int, timestamp: str | None = None
+) -> _Cells | None:
     """Parse with pyarrow: first every label column as int64 (ids in 0..high, the common case), else as
     stripped strings; None when pyarrow cannot parse the file (then Python's reader finds the exact line)."""
     import pyarrow as pa
@@ -398,11 +420,12 @@ def _fast_cells(path: Path, data: bytes, fields: list[str], annotator: str | Non
     header, offset = head
     _require(path, header, fields)
     body = pa.py_buffer(data)[start + offset :]
-    keep = [*fields, *([annotator] if annotator else [])]
+    extra = [c for c in (annotator, timestamp) if c]
+    keep = [*fields, *extra]
     quoted = data.find(b'"', start + offset) >= 0
 
     def read(kind: pa.DataType) -> pa.Table:
-        types = {c: kind for c in fields} | ({annotator: pa.string()} if annotator else {})
+        types = {c: kind for c in fields} | {c: pa.string() for c in extra}
         return pacsv.read_csv(
             pa.BufferReader(body),
             read_options=pacsv.ReadOptions(column_names=header, block_size=1 << 24),
@@ -438,7 +461,8 @@ def _fast_cells(path: Path, data: bytes, fields: list[str], annotator: str | Non
     dictionary = encoded.chunks[0].dictionary
     uniques = arrow_to_numpy(dictionary) if pa.types.is_integer(dictionary.type) else dictionary.to_pylist()
     ann = np.array(table[annotator].to_pylist(), dtype=object) if annotator else None
-    return _Cells(indices, uniques, ann, _lazy_lines(path))
+    stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
+    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps)
 
 
 def arrow_to_numpy(array: Any) -> np.ndarray:
@@ -455,7 +479,7 @@ def numpy_to_arrow(values: np.ndarray) -> Any:
     return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size, [None, pa.py_buffer(values)])
 
 
-def _slow_cells(path: Path, fields: list[str], annotator: str | None) -> _Cells:
+def _slow_cells(path: Path, fields: list[str], annotator: str | None, timestamp: str | None = None) -> _Cells:
     """Parse with Python's csv module (exact lines for every record) and factorise the stripped labels."""
     parsed = _parse(path)
     _require(path, parsed.header, fields)
@@ -467,11 +491,12 @@ def _slow_cells(path: Path, fields: list[str], annotator: str | None) -> _Cells:
         idx = parsed.header.index(name)
         cells[j] = [memo.setdefault(r[idx].strip(), len(memo)) for r in parsed.rows]
     ann = np.asarray(parsed.column(annotator), dtype=object) if annotator else None
+    stamps = np.asarray(parsed.column(timestamp), dtype=object) if timestamp else None
     lines = parsed.lines
-    return _Cells(cells, list(memo), ann, lambda i: lines[i])
+    return _Cells(cells, list(memo), ann, lambda i: lines[i], stamps)
 
 
-def _label_fields(path: Path, header: list[str]) -> tuple[list[str], str | None]:
+def _label_fields(path: Path, header: list[str]) -> tuple[list[str], str | None, str | None]:
     item_cols = []
     while f"Item{len(item_cols) + 1}" in header:
         item_cols.append(f"Item{len(item_cols) + 1}")
@@ -479,7 +504,8 @@ def _label_fields(path: Path, header: list[str]) -> tuple[list[str], str | None]
         _require(path, header, ("Item1", "Item2"))
     _require(path, header, ("BestItem", "WorstItem"))
     annotator = next((c for c in ("Annotator", "annotator") if c in header), None)
-    return [*item_cols, "BestItem", "WorstItem"], annotator
+    timestamp = next((c for c in ("Timestamp", "timestamp") if c in header), None)
+    return [*item_cols, "BestItem", "WorstItem"], annotator, timestamp
 
 
 def _peek_header(path: Path, data: bytes) -> list[str]:
@@ -492,7 +518,8 @@ def _peek_header(path: Path, data: bytes) -> list[str]:
 def read_annotations(path: str | Path, *, integer_ids: bool = False, invalid: Invalid = "refuse") -> Annotations:
     """Read and validate a best-worst annotation file in the common format.
 
-    Columns Item1..ItemK (K >= 2, every row the same K), BestItem, WorstItem and optionally Annotator.
+    Columns Item1..ItemK (K >= 2, every row the same K), BestItem, WorstItem and optionally Annotator
+    and Timestamp (kept as written, e.g. Label Studio's ISO 8601 created_at; an empty cell is None).
     Labels are integer ids when every label is ASCII digits (then they must fit in 64 bits), else opaque
     strings; with `integer_ids` (the dataset build) every label must be an id in 0..2**31-1.
     Rows where the tuple repeats an item or best = worst are quality-control rows: `invalid="refuse"`
@@ -504,11 +531,11 @@ def read_annotations(path: str | Path, *, integer_ids: bool = False, invalid: In
     p = Path(path)
     data = read_input_bytes(p)
     high = INT32_MAX if integer_ids else INT64_MAX
-    fields, annotator = _label_fields(p, _peek_header(p, data))
-    got = _fast_cells(p, data, fields, annotator, high) if len(data) > FAST_READER_BYTES else None
+    fields, annotator, timestamp = _label_fields(p, _peek_header(p, data))
+    got = _fast_cells(p, data, fields, annotator, high, timestamp) if len(data) > FAST_READER_BYTES else None
     del data
     if got is None:
-        got = _slow_cells(p, fields, annotator)
+        got = _slow_cells(p, fields, annotator, timestamp)
     return _validate(p, got, fields, integer_ids, high, invalid)
 
 
@@ -571,12 +598,18 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
     for info in irregular.values():
         info["first_line"] = got.line_of(info["first_line"])
     line_of, annotator, dropped = got.line_of, got.annotator, 0
+    stamps = (
+        None
+        if got.timestamp is None
+        else np.array([t.strip() or None if isinstance(t, str) else None for t in got.timestamp], dtype=object)
+    )
     if invalid == "drop" and irregular:
         keep = ~(repeat | same)
         kept = np.flatnonzero(keep)
         dropped = int(keep.size - kept.size)
         items, best, worst = items[keep], best[keep], worst[keep]
         annotator = annotator[keep] if annotator is not None else None
+        stamps = stamps[keep] if stamps is not None else None
         if kept.size == 0:
             raise InputError(path, "every row is irregular (a repeated item or best = worst); nothing is left to score")
         line_of = lambda i: got.line_of(int(kept[i]))  # noqa: E731
@@ -586,7 +619,7 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
         if not used.all():  # labels seen only in dropped rows are gone with them
             remap = (np.cumsum(used) - 1).astype(items.dtype)
             labels, items, best, worst = labels[used], remap[items], remap[best], remap[worst]
-    return Annotations(path, labels, items, best, worst, annotator, line_of, invalid, irregular, dropped)
+    return Annotations(path, labels, items, best, worst, annotator, line_of, invalid, irregular, dropped, stamps)
 
 
 _IRREGULAR_HINT = " (a quality-control row? --invalid count scores it as the reference Perl script does, --invalid drop leaves it out)"

@@ -131,7 +131,8 @@ def score_columns(
     if ci:
         from . import maxdiff
 
-        low, high = maxdiff.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed)
+        start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
+        low, high = maxdiff.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start)
         cols |= {"ci_low": low, "ci_high": high}
     order = np.argsort(-cols["score"], kind="stable")  # labels are sorted, so ties stay in label order
     return {name: values[order] for name, values in cols.items()}

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit, urlunsplit
+from functools import cached_property
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..errors import FsbError
 
@@ -57,12 +59,35 @@ class Endpoint:
         netloc = f"{host}:{parts.port}" if parts.port else host
         return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
+    @cached_property
+    def _secrets(self) -> re.Pattern[str] | None:
+        password = urlsplit(self.base_url).password
+        return secrets_pattern([s for s in (self.api_key, password, password and unquote(password)) if s])
+
     def redact(self, text: str) -> str:
-        """`text` with the key (and any user info of the URL) replaced by ***."""
-        for secret in (self.api_key, urlsplit(self.base_url).password):
-            if secret:
-                text = text.replace(secret, "***")
-        return text
+        """`text` with the key (and any user info of the URL) replaced by ***, however a server echoes it:
+        in any letter case, percent-encoded (%2D, %2d) or JSON-escaped (\\u002d) character by character."""
+        pattern = self._secrets
+        return text if pattern is None else pattern.sub("***", text)
+
+
+def secrets_pattern(secrets: list[str]) -> re.Pattern[str] | None:
+    """One case-insensitive pattern matching each secret with every character either as itself or as its
+    percent-encoded or JSON \\u-escaped form; None when there is nothing to hide. Longest secrets first."""
+    alternatives = []
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        parts = []
+        for ch in secret:
+            pct = "".join(f"%{b:02x}" for b in ch.encode("utf-8"))
+            esc = "".join(f"\\\\u{u:04x}" for u in _utf16(ch))
+            parts.append(f"(?:{re.escape(ch)}|{pct}|{esc})")
+        alternatives.append("".join(parts))
+    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
+
+
+def _utf16(ch: str) -> list[int]:
+    data = ch.encode("utf-16-be")
+    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
 
 
 def _check_key(key: str) -> None:
