@@ -17,6 +17,7 @@ split-half reliability procedure reproduced here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "design_report",
     "encode_labels",
     "split_half_reliability",
+    "try_swap",
 ]
 
 _DENSE_ITEMS = 2000  # designs over at most this many items are repaired by exact local search
@@ -389,19 +391,8 @@ def _repair_dense(design: NDArray[np.int64], rng: np.random.Generator, unique_pa
         old_t, old_u = rows[t], rows[u]
         new_t = sorted([*old_t[:i], old_u[j], *old_t[i + 1 :]])
         new_u = sorted([*old_u[:j], old_t[i], *old_u[j + 1 :]])
-        before = cost(old_t) + cost(old_u)
-        move(old_t, -1)
-        move(old_u, -1)
-        move(new_t, +1)
-        move(new_u, +1)
-        if cost(new_t) + cost(new_u) <= before:
-            rows[t], rows[u] = new_t, new_u
+        if try_swap(rows, t, u, new_t, new_u, cost, move):
             hot.append(u)
-        else:
-            move(new_t, -1)
-            move(new_u, -1)
-            move(old_t, +1)
-            move(old_u, +1)
     return False
 
 
@@ -478,3 +469,26 @@ def design_report(tuples: ArrayLike, n_items: int | None = None) -> dict[str, An
         "max_shared_items": max_shared,
         "repeated_pairs": repeats(2),
     }
+
+
+def try_swap(
+    rows: list[list[int]],
+    t: int,
+    u: int,
+    new_t: list[int],
+    new_u: list[int],
+    cost: Callable[[list[int]], int],
+    move: Callable[[list[int], int], None],
+) -> bool:
+    """One move of a design's local search: rows t and u become new_t and new_u if that does not raise
+    cost(row t) + cost(row u) once `move` has updated the shared tallies; otherwise the tallies are put back."""
+    old_t, old_u = rows[t], rows[u]
+    before = cost(old_t) + cost(old_u)
+    for row, step in ((old_t, -1), (old_u, -1), (new_t, +1), (new_u, +1)):
+        move(row, step)
+    if cost(new_t) + cost(new_u) <= before:
+        rows[t], rows[u] = new_t, new_u
+        return True
+    for row, step in ((new_t, -1), (new_u, -1), (old_t, +1), (old_u, +1)):
+        move(row, step)
+    return False

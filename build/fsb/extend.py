@@ -133,22 +133,10 @@ def _repair(rows: list[list[int]], is_new: list[list[bool]], rng: np.random.Gene
         if not same:
             continue
         j = same[int(rng.integers(len(same)))]
-        old_t, old_u = rows[t], rows[u]
-        new_t, new_u = list(old_t), list(old_u)
-        new_t[i], new_u[j] = old_u[j], old_t[i]
-        before = cost(old_t) + cost(old_u)
-        move(old_t, -1)
-        move(old_u, -1)
-        move(new_t, +1)
-        move(new_u, +1)
-        if cost(new_t) + cost(new_u) <= before:
-            rows[t], rows[u] = new_t, new_u
+        new_t, new_u = list(rows[t]), list(rows[u])
+        new_t[i], new_u[j] = rows[u][j], rows[t][i]
+        if bws.try_swap(rows, t, u, new_t, new_u, cost, move):
             hot.append(u)
-        else:
-            move(new_t, -1)
-            move(new_u, -1)
-            move(old_t, +1)
-            move(old_u, +1)
     return all(len(set(r)) == len(r) for r in rows) and all(c <= 1 for c in triples.values())
 
 
