@@ -591,15 +591,24 @@ def _record_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def record_digests(path: str | os.PathLike[str], digests: list[str]) -> None:
+def record_digests(path: str | os.PathLike[str], digests: list[str] | None) -> None:
     """Set the sha256 digests recorded for the file at `path` in its folder's .fsb-files.json (a file is
-    recognised while its content has any of them); the other entries are kept."""
+    recognised while its content has any of them); None removes its entry, and the record file once it
+    is empty. The other entries are kept."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    record_path = p.parent / FILES_RECORD
     with _record_lock(p.parent):
         record = _files_record(p.parent)
-        record[p.name] = digests
-        atomic_write(p.parent / FILES_RECORD, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        if digests is not None:
+            record[p.name] = digests
+        elif record.pop(p.name, None) is None:
+            return
+        if record:
+            atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                record_path.unlink()
 
 
 def recorded_write(
@@ -621,11 +630,17 @@ def recorded_write(
     raw = data.encode("utf-8") if isinstance(data, str) else data
     new = hashlib.sha256(raw).hexdigest()
     keep = [sha256_file(p)] if not force and p.is_file() else []  # recognised above: still ours if killed mid-way
+    before = _files_record(p.parent).get(p.name)
     try:
         record_digests(p, [*keep, new])
     except OSError as e:
         raise _named(e, p, always=True) from e
-    atomic_write(p, raw)
+    try:
+        atomic_write(p, raw)
+    except BaseException:  # a write that failed changes nothing: the record goes back to what it was
+        with contextlib.suppress(OSError):
+            record_digests(p, before or None)
+        raise
     with contextlib.suppress(OSError):  # the file is written; the [old, new] record already recognises it
         record_digests(p, [new])
 
