@@ -735,3 +735,102 @@ def test_build_with_a_plain_item_list_says_what_it_needs(items: str, tmp_path: P
     proc = run("build", "--generations", "items.csv", "--annotations", "j.csv", "--out", "out", "--no-record", cwd=tmp_path)
     assert_one_line(proc, "build", "items.csv", "is a plain item list", "uid, prompt_type, seed_type, query, response", "fsb score")
     assert not (tmp_path / "out").exists()
+
+
+# --- one-shot output files: replaced only if fsb wrote them and nobody changed them since --------------------
+# Issue 8 hardening: these files were recognised by their first line only, so a user's file with the same header
+# (a score file edited by hand, say) was silently replaced. Their sha256 is recorded in the folder's .fsb-files.json.
+
+
+def _study(tmp: Path) -> None:
+    """Inputs the one-shot commands below read: a design of items 1..20, their texts, answers, a Label Studio
+    export, a second design of items 1..30 and new items 31..40 to extend it with, seeds to mark."""
+    assert run("tuples", "20", "--appearances", "4", "--out", str(tmp / "design.csv")).returncode == 0
+    assert run("tuples", "30", "--out", str(tmp / "existing.csv")).returncode == 0
+    (tmp / "new.txt").write_text("".join(f"{i}\n" for i in range(31, 41)))
+    (tmp / "items.csv").write_text("id,text\n" + "".join(f"{i},sentence {i}\n" for i in range(1, 21)))
+    rows = [line.split(",") for line in (tmp / "design.csv").read_text().splitlines()[1:]]
+    (tmp / "responses.csv").write_text("tuple_id,best,worst\n" + "".join(f"{r[0]},{r[1]},{r[2]}\n" for r in rows))
+    choice = [
+        {"from_name": f, "to_name": "text1", "type": "choices", "value": {"choices": [v]}} for f, v in (("best", "1"), ("worst", "2"))
+    ]
+    task = {"id": 7, "data": {"tuple_id": 0, "item1": 5, "item2": 2, "item3": 9, "item4": 1}}
+    task["annotations"] = [{"id": 1, "completed_by": 3, "result": choice, "created_at": "2026-12-01T06:00:00Z"}]
+    (tmp / "export.json").write_text(json.dumps([task]))
+    (tmp / "seeds.txt").write_text("The nurse said she was tired.\nThe man fixed the car.\n")
+
+
+# (id, the command's arguments before --out, the output file name, the files it writes: the first is the one edited)
+ONE_SHOT = [
+    ("score", ["score", "{release}/" + ANN], "s.csv", ["s.csv"]),
+    ("tuples", ["tuples", "20", "--appearances", "4"], "d.csv", ["d.csv"]),
+    ("tuples --extend", ["tuples", "{tmp}/new.txt", "--extend", "{tmp}/existing.csv", "--k", "6"], "x.csv", ["x.csv"]),
+    ("annotate export", ["annotate", "export", "{tmp}/design.csv", "--generations", "{tmp}/items.csv"], "f.csv", ["f.csv"]),
+    (
+        "annotate export label-studio",
+        ["annotate", "export", "{tmp}/design.csv", "--items", "{tmp}/items.csv", "--format", "label-studio"],
+        "ls",
+        ["ls/labeling_config.xml", "ls/tasks.json"],
+    ),
+    ("annotate import", ["annotate", "import", "{tmp}/responses.csv", "--tuples", "{tmp}/design.csv"], "j.csv", ["j.csv"]),
+    ("annotate import label-studio", ["annotate", "import", "{tmp}/export.json", "--format", "label-studio"], "k.csv", ["k.csv"]),
+    ("seeds --mark", ["seeds", "--mark", "explicit={tmp}/seeds.txt"], "m.jsonl", ["m.jsonl"]),
+    (
+        "seeds",
+        ["seeds", "--copa", "{sources}/balacopa-dev-all.xml", "--stereoset", "{sources}/editbias_gender_test.json"],
+        "a.jsonl",
+        ["a.jsonl", "a.manifest.json"],
+    ),
+    (
+        "seeds manifest",
+        ["seeds", "--copa", "{sources}/balacopa-dev-all.xml", "--stereoset", "{sources}/editbias_gender_test.json"],
+        "c.jsonl",
+        ["c.manifest.json", "c.jsonl"],
+    ),
+    ("baseline", ["baseline", "lexicon", "--dataset", "{dataset}"], "b.csv", ["b.csv", "b.csv.json"]),
+    ("baseline provenance", ["baseline", "mean", "--dataset", "{dataset}"], "p.csv", ["p.csv.json", "p.csv"]),
+]
+
+
+def _edit_one_byte(path: Path) -> None:
+    """Change one byte in the middle of the file, keeping its first line (its header) as it was."""
+    data = bytearray(path.read_bytes())
+    i = max(data.index(b"\n") + 1 if b"\n" in data[:-1] else 0, len(data) // 2)
+    data[i] = ord("7") if data[i] != ord("7") else ord("3")
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(("case", "args", "name", "files"), ONE_SHOT, ids=[c[0] for c in ONE_SHOT])
+def test_a_one_shot_output_is_replaced_only_if_unchanged_since_fsb_wrote_it(
+    release: Path, release_dataset: Path, tmp_path: Path, case: str, args: list[str], name: str, files: list[str]
+) -> None:
+    _study(tmp_path)
+    args = [a.format(release=release, tmp=tmp_path, dataset=release_dataset, sources=release.parent / "seed-sources") for a in args]
+    command = args[0]
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / name
+    first = run(*args, "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    written = {f: (folder / f).read_bytes() for f in files}
+    again = run(*args, "--out", str(out))  # its own unchanged output: replaced
+    assert again.returncode == 0, again.stderr
+    edited = folder / files[0]
+    _edit_one_byte(edited)
+    before = snapshot(folder)
+    proc = run(*args, "--out", str(out))
+    assert_one_line(proc, command, str(edited), "it was edited after fsb wrote it", "choose another path, or pass --force")
+    assert snapshot(folder) == before, "a refusal changes nothing"
+    forced = run(*args, "--out", str(out), "--force")
+    assert forced.returncode == 0, forced.stderr
+    if not files[0].endswith(".json") or "baseline" not in case:  # a baseline's provenance holds its run time
+        assert edited.read_bytes() == written[files[0]]
+    assert run(*args, "--out", str(out)).returncode == 0, "what --force wrote is recorded as fsb's"
+    # A user's file with the right header (an fsb output copied elsewhere: no record there) is refused, unchanged.
+    mine = tmp_path / "mine"
+    shutil.copytree(folder, mine, ignore=shutil.ignore_patterns(".fsb-files.json"))
+    before = snapshot(mine)
+    proc = run(*args, "--out", str(mine / name))
+    assert_one_line(proc, command, "no record of it in .fsb-files.json", "not written by fsb", "choose another path, or pass --force")
+    assert snapshot(mine) == before
+    assert stages(folder) == [] and stages(mine) == []
