@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import importlib.util
 import json
 import os
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from fsb._io import InputError, atomic_dir, atomic_write, check_replaceable_dir, first_line_matches, sweep_stale_stages
+from fsb._io import InputError, atomic_dir, atomic_write, check_replaceable_dir, first_line_matches, recorded_write, sweep_stale_stages
 from fsb.dataset import is_build_folder
 
 ANN = "FSB/fsb-tuples-annotations.csv"
@@ -735,3 +736,194 @@ def test_build_with_a_plain_item_list_says_what_it_needs(items: str, tmp_path: P
     proc = run("build", "--generations", "items.csv", "--annotations", "j.csv", "--out", "out", "--no-record", cwd=tmp_path)
     assert_one_line(proc, "build", "items.csv", "is a plain item list", "uid, prompt_type, seed_type, query, response", "fsb score")
     assert not (tmp_path / "out").exists()
+
+
+# --- one-shot output files: replaced only if fsb wrote them and nobody changed them since --------------------
+# Issue 8 hardening: these files were recognised by their first line only, so a user's file with the same header
+# (a score file edited by hand, say) was silently replaced. Their sha256 is recorded in the folder's .fsb-files.json.
+
+
+def _study(tmp: Path) -> None:
+    """Inputs the one-shot commands below read: a design of items 1..20, their texts, answers, a Label Studio
+    export, a second design of items 1..30 and new items 31..40 to extend it with, seeds to mark."""
+    assert run("tuples", "20", "--appearances", "4", "--out", str(tmp / "design.csv")).returncode == 0
+    assert run("tuples", "30", "--out", str(tmp / "existing.csv")).returncode == 0
+    (tmp / "new.txt").write_text("".join(f"{i}\n" for i in range(31, 41)))
+    (tmp / "items.csv").write_text("id,text\n" + "".join(f"{i},sentence {i}\n" for i in range(1, 21)))
+    rows = [line.split(",") for line in (tmp / "design.csv").read_text().splitlines()[1:]]
+    (tmp / "responses.csv").write_text("tuple_id,best,worst\n" + "".join(f"{r[0]},{r[1]},{r[2]}\n" for r in rows))
+    choice = [
+        {"from_name": f, "to_name": "text1", "type": "choices", "value": {"choices": [v]}} for f, v in (("best", "1"), ("worst", "2"))
+    ]
+    task = {"id": 7, "data": {"tuple_id": 0, "item1": 5, "item2": 2, "item3": 9, "item4": 1}}
+    task["annotations"] = [{"id": 1, "completed_by": 3, "result": choice, "created_at": "2026-12-01T06:00:00Z"}]
+    (tmp / "export.json").write_text(json.dumps([task]))
+    (tmp / "seeds.txt").write_text("The nurse said she was tired.\nThe man fixed the car.\n")
+
+
+# (id, the command's arguments before --out, the output file name, the files it writes: the first is the one edited)
+ONE_SHOT = [
+    ("score", ["score", "{release}/" + ANN], "s.csv", ["s.csv"]),
+    ("tuples", ["tuples", "20", "--appearances", "4"], "d.csv", ["d.csv"]),
+    ("tuples --extend", ["tuples", "{tmp}/new.txt", "--extend", "{tmp}/existing.csv", "--k", "6"], "x.csv", ["x.csv"]),
+    ("annotate export", ["annotate", "export", "{tmp}/design.csv", "--generations", "{tmp}/items.csv"], "f.csv", ["f.csv"]),
+    (
+        "annotate export label-studio",
+        ["annotate", "export", "{tmp}/design.csv", "--items", "{tmp}/items.csv", "--format", "label-studio"],
+        "ls",
+        ["ls/labeling_config.xml", "ls/tasks.json"],
+    ),
+    ("annotate import", ["annotate", "import", "{tmp}/responses.csv", "--tuples", "{tmp}/design.csv"], "j.csv", ["j.csv"]),
+    ("annotate import label-studio", ["annotate", "import", "{tmp}/export.json", "--format", "label-studio"], "k.csv", ["k.csv"]),
+    ("seeds --mark", ["seeds", "--mark", "explicit={tmp}/seeds.txt"], "m.jsonl", ["m.jsonl"]),
+    (
+        "seeds",
+        ["seeds", "--copa", "{sources}/balacopa-dev-all.xml", "--stereoset", "{sources}/editbias_gender_test.json"],
+        "a.jsonl",
+        ["a.jsonl", "a.manifest.json"],
+    ),
+    (
+        "seeds manifest",
+        ["seeds", "--copa", "{sources}/balacopa-dev-all.xml", "--stereoset", "{sources}/editbias_gender_test.json"],
+        "c.jsonl",
+        ["c.manifest.json", "c.jsonl"],
+    ),
+    ("baseline", ["baseline", "lexicon", "--dataset", "{dataset}"], "b.csv", ["b.csv", "b.csv.json"]),
+    ("baseline provenance", ["baseline", "mean", "--dataset", "{dataset}"], "p.csv", ["p.csv.json", "p.csv"]),
+]
+
+
+def _edit_one_byte(path: Path) -> None:
+    """Change one byte in the middle of the file, keeping its first line (its header) as it was."""
+    data = bytearray(path.read_bytes())
+    i = max(data.index(b"\n") + 1 if b"\n" in data[:-1] else 0, len(data) // 2)
+    data[i] = ord("7") if data[i] != ord("7") else ord("3")
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(("case", "args", "name", "files"), ONE_SHOT, ids=[c[0] for c in ONE_SHOT])
+def test_a_one_shot_output_is_replaced_only_if_unchanged_since_fsb_wrote_it(
+    release: Path, release_dataset: Path, tmp_path: Path, case: str, args: list[str], name: str, files: list[str]
+) -> None:
+    _study(tmp_path)
+    args = [a.format(release=release, tmp=tmp_path, dataset=release_dataset, sources=release.parent / "seed-sources") for a in args]
+    command = args[0]
+    folder = tmp_path / "out"
+    folder.mkdir()
+    out = folder / name
+    first = run(*args, "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    written = {f: (folder / f).read_bytes() for f in files}
+    again = run(*args, "--out", str(out))  # its own unchanged output: replaced
+    assert again.returncode == 0, again.stderr
+    edited = folder / files[0]
+    _edit_one_byte(edited)
+    before = snapshot(folder)
+    proc = run(*args, "--out", str(out))
+    assert_one_line(proc, command, str(edited), "it was edited after fsb wrote it", "choose another path, or pass --force")
+    assert snapshot(folder) == before, "a refusal changes nothing"
+    forced = run(*args, "--out", str(out), "--force")
+    assert forced.returncode == 0, forced.stderr
+    if not files[0].endswith(".json") or "baseline" not in case:  # a baseline's provenance holds its run time
+        assert edited.read_bytes() == written[files[0]]
+    assert run(*args, "--out", str(out)).returncode == 0, "what --force wrote is recorded as fsb's"
+    # A user's file with the right header (an fsb output copied elsewhere: no record there) is refused, unchanged.
+    mine = tmp_path / "mine"
+    shutil.copytree(folder, mine, ignore=shutil.ignore_patterns(".fsb-files.json"))
+    before = snapshot(mine)
+    proc = run(*args, "--out", str(mine / name))
+    assert_one_line(proc, command, "no record of it in .fsb-files.json", "not written by fsb", "choose another path, or pass --force")
+    assert snapshot(mine) == before
+    assert stages(folder) == [] and stages(mine) == []
+
+
+@pytest.mark.parametrize("stage", ["before the rename", "after the rename"])
+def test_a_write_killed_between_record_and_rename_is_still_recognised(tmp_path: Path, stage: str) -> None:
+    """recorded_write records the old and the new digest before the rename and only the new one after: a kill -9
+    at either moment leaves a file the record recognises, so the next run replaces it without --force."""
+    from fsb._io import file_difference, recorded_write
+
+    out = tmp_path / "s.csv"
+    recorded_write(out, "item,score\n1,0.5\n", kind="k")
+    code = f"""
+import os, signal
+from fsb import _io
+real, seen = os.replace, []
+def replace(src, dst):
+    seen.append(os.path.basename(dst))
+    if {stage!r} == "before the rename" and seen[-1] == "s.csv":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if {stage!r} == "after the rename" and seen[-2:] == ["s.csv", ".fsb-files.json"]:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(src, dst)
+os.replace = replace
+_io.recorded_write({str(out)!r}, "item,score\\n1,0.75\\n", kind="k")
+"""
+    proc = run_python(code, cwd=tmp_path)
+    assert proc.returncode == -9, proc.stderr
+    want = "item,score\n1,0.5\n" if stage == "before the rename" else "item,score\n1,0.75\n"
+    assert out.read_text() == want
+    assert file_difference(out) is None, "the record still recognises what the killed write left"
+    recorded_write(out, "item,score\n1,0.9\n", kind="k")  # no --force needed
+    assert out.read_text() == "item,score\n1,0.9\n" and [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+    assert json.loads((tmp_path / ".fsb-files.json").read_text()) == {"s.csv": [hashlib.sha256(b"item,score\n1,0.9\n").hexdigest()]}
+
+
+def test_the_pieces_of_a_recorded_write(tmp_path: Path) -> None:
+    """The same, by calling the pieces: a record of [old, new] recognises either file; a forced write over a
+    user's file records only the new digest, so a kill before its rename leaves the user's file unrecognised."""
+    from fsb._io import atomic_write, file_difference, record_digests, recorded_write
+
+    ours, theirs = tmp_path / "ours.csv", tmp_path / "theirs.csv"
+    recorded_write(ours, "old\n", kind="k")
+    record_digests(ours, [hashlib.sha256(b"old\n").hexdigest(), hashlib.sha256(b"new\n").hexdigest()])
+    assert file_difference(ours) is None  # killed before the rename
+    atomic_write(ours, "new\n")
+    assert file_difference(ours) is None  # killed after it
+    theirs.write_text("mine\n")
+    record_digests(theirs, [hashlib.sha256(b"forced\n").hexdigest()])  # what --force records before its rename
+    assert file_difference(theirs) == "it was edited after fsb wrote it"
+    with pytest.raises(InputError, match=r"theirs\.csv: exists and is not k unchanged: it was edited"):
+        recorded_write(theirs, "again\n", kind="k")
+    assert theirs.read_text() == "mine\n"
+
+
+def test_fsb_main_refuses_an_edited_report_before_it_builds_anything(release: Path, tmp_path: Path) -> None:
+    """`fsb main` wrote results/report.txt and timings.json with no check. They (and its baseline files) are now
+    checked before the build starts: an edited or unrecorded file is refused in one line and nothing is made."""
+    from fsb._io import record_digests
+    from fsb.evaluate import REPORT_KIND, TIMINGS_KIND, check_main_job_files
+
+    res = tmp_path / "res"
+    recorded_write(res / "report.txt", "the report\n", kind=REPORT_KIND)  # as main_job_eval writes them
+    recorded_write(res / "timings.json", "{}\n", kind=TIMINGS_KIND)
+    check_main_job_files(res)  # its own unchanged files: a rerun may replace them
+    main = ["main", "--raw-dir", str(release), "--out", "ds", "--results", "res", "--per-bin", "1"]
+
+    def refused(path: Path, why: str) -> None:
+        before = snapshot(tmp_path)
+        proc = run(*main, cwd=tmp_path)
+        assert_one_line(proc, "main", str(path.relative_to(tmp_path)), why, "choose another path, or pass --force")
+        assert snapshot(tmp_path) == before and not (tmp_path / "ds").exists()
+        check_main_job_files(res, force=True)  # what `fsb main --force` lets through
+
+    (res / "report.txt").write_text("the report, annotated\n")
+    refused(res / "report.txt", "it was edited after fsb wrote it")
+    (res / "report.txt").unlink()
+    record_digests(res / "timings.json", None)  # a timings.json fsb has no record of (written before records, say)
+    refused(res / "timings.json", "no record of it")
+    (res / "timings.json").unlink()
+    (res / "baselines").mkdir()
+    (res / "baselines" / "baseline-lexicon.csv").write_text("id,score\n1,0.5\n")
+    refused(res / "baselines" / "baseline-lexicon.csv", "no record of it")
+
+
+def test_an_output_that_is_one_of_the_inputs_is_refused_even_with_force(release: Path, tmp_path: Path) -> None:
+    """A recorded design given as both --extend and --out would have been replaced by the extension alone."""
+    assert run("tuples", "30", "--out", "existing.csv", cwd=tmp_path).returncode == 0
+    (tmp_path / "new.txt").write_text("".join(f"{i}\n" for i in range(31, 41)))
+    before = snapshot(tmp_path)
+    for args in (["tuples", "new.txt", "--extend", "existing.csv"], ["score", "existing.csv"]):
+        proc = run(*args, "--out", "existing.csv", "--force", cwd=tmp_path)
+        assert_one_line(proc, args[0], "existing.csv: is an input of this command", "choose another path")
+        assert snapshot(tmp_path) == before

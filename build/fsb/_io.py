@@ -24,6 +24,7 @@ __all__ = [
     "InputError",
     "atomic_dir",
     "atomic_write",
+    "check_recorded_file",
     "check_replaceable_dir",
     "check_replaceable_file",
     "content_fingerprint",
@@ -35,6 +36,7 @@ __all__ = [
     "read_seal",
     "read_utf8",
     "read_word_list",
+    "record_digests",
     "recorded_write",
     "seal_difference",
     "sha256_file",
@@ -517,7 +519,7 @@ def file_difference(path: str | os.PathLike[str]) -> str | None:
     p = Path(path)
     digests = _files_record(p.parent).get(p.name)
     if not digests:
-        return f"no record of it in {FILES_RECORD} (not written by fsb, or before fsb recorded its files)"
+        return f"no record of it in {FILES_RECORD} (not written by fsb, or written before fsb recorded its files)"
     try:
         if not p.is_symlink() and sha256_file(p) in digests:
             return None
@@ -526,28 +528,121 @@ def file_difference(path: str | os.PathLike[str]) -> str | None:
     return "it was edited after fsb wrote it"
 
 
-def recorded_write(path: str | os.PathLike[str], data: bytes | str, *, force: bool = False, kind: str, hint: str = "") -> None:
-    """atomic_write for an output that sits among a user's files: an existing file is replaced only if
-    `file_difference` finds it unchanged (or with `force`), and the new file's sha256 is recorded.
+def check_recorded_file(
+    path: str | os.PathLike[str],
+    *,
+    force: bool = False,
+    kind: str,
+    header: str | re.Pattern[str] | None = None,
+    hint: str = ", or pass --force",
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+) -> Path:
+    """Refuse (InputError naming `path`, nothing changed) an output path that is a folder, one of the command's
+    `inputs` (whatever `force` says), or an existing file that is not `kind` exactly as fsb wrote it: its
+    sha256 must be recorded in the folder's .fsb-files.json (`file_difference`). With `header` (a regex for
+    the first line) a non-empty file with another first line is refused as such: plainly a user's file, or
+    another command's output recorded under the same name. `force` allows replacing any other file.
+    Returns the path."""
+    p = check_replaceable_file(path)
+    if not (p.exists() or p.is_symlink()):
+        return p
+    for item in inputs:
+        if item is not None and _same_file(item, p):
+            raise InputError(p, "is an input of this command; refusing to replace it: choose another path")
+    if force:
+        return p
+    refuse = f"refusing to replace it: choose another path{hint}"
+    if header is not None and not _is_empty(p) and not first_line_matches(header)(p):  # another command's output, or a user's
+        raise InputError(p, f"exists and is not {kind} (its first line is not the header fsb writes there); {refuse}")
+    why = file_difference(p)
+    if why is not None:
+        raise InputError(p, f"exists and is not {kind} unchanged: {why}; {refuse}")
+    return p
 
-    The record lists the old and the new digest while the file is being replaced, so a kill at any
-    moment leaves a file the record still recognises."""
+
+def _is_empty(p: Path) -> bool:
+    try:
+        return p.stat().st_size == 0
+    except OSError:
+        return False
+
+
+def _same_file(a: str | os.PathLike[str], b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # absent, or not a path (an item count such as "20")
+        return False
+
+
+@contextlib.contextmanager
+def _record_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive flock on `folder` while its .fsb-files.json is read and rewritten, so two fsb runs
+    writing files into one folder do not lose each other's entries (best effort where a folder cannot be locked)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            _try_lock(fd, block=True)
+        yield
+    finally:
+        os.close(fd)
+
+
+def record_digests(path: str | os.PathLike[str], digests: list[str] | None) -> None:
+    """Set the sha256 digests recorded for the file at `path` in its folder's .fsb-files.json (a file is
+    recognised while its content has any of them); None removes its entry, and the record file once it
+    is empty. The other entries are kept."""
     p = Path(path)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    if not force and (p.exists() or p.is_symlink()):
-        why = file_difference(p)
-        if why is not None:
-            raise InputError(p, f"exists and is not {kind} unchanged ({why}); refusing to replace it: choose another path{hint}")
-    check_replaceable_file(p)
-    new = hashlib.sha256(raw).hexdigest()
+    p.parent.mkdir(parents=True, exist_ok=True)
     record_path = p.parent / FILES_RECORD
-    record = _files_record(p.parent)
+    with _record_lock(p.parent):
+        record = _files_record(p.parent)
+        if digests is not None:
+            record[p.name] = digests
+        elif record.pop(p.name, None) is None:
+            return
+        if record:
+            atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                record_path.unlink()
+
+
+def recorded_write(
+    path: str | os.PathLike[str],
+    data: bytes | str,
+    *,
+    force: bool = False,
+    kind: str,
+    hint: str = ", or pass --force",
+    header: str | re.Pattern[str] | None = None,
+) -> None:
+    """atomic_write for a one-shot output (a score file, a design, a report): an existing file is replaced only
+    if `check_recorded_file` finds it unchanged since fsb wrote it (or with `force`), and the new file's
+    sha256 is recorded.
+
+    The record lists the old and the new digest while the file is being replaced, so a kill at any moment
+    leaves a file the record still recognises (and a file replaced with `force` is never recorded as ours)."""
+    p = check_recorded_file(path, force=force, kind=kind, header=header, hint=hint)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    new = hashlib.sha256(raw).hexdigest()
     keep = [sha256_file(p)] if not force and p.is_file() else []  # recognised above: still ours if killed mid-way
-    record[p.name] = [*keep, new]
-    atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-    atomic_write(p, raw)
-    record[p.name] = [new]
-    atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
+    before = _files_record(p.parent).get(p.name)
+    try:
+        record_digests(p, [*keep, new])
+    except OSError as e:
+        raise _named(e, p, always=True) from e
+    try:
+        atomic_write(p, raw)
+    except BaseException:  # a write that failed changes nothing: the record goes back to what it was
+        with contextlib.suppress(OSError):
+            record_digests(p, before or None)
+        raise
+    with contextlib.suppress(OSError):  # the file is written; the [old, new] record already recognises it
+        record_digests(p, [new])
 
 
 _HEX = "[0-9a-f]{12}"

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import bws
-from ._io import InputError, atomic_write, check_replaceable_file, file_difference, recorded_write
+from ._io import InputError, check_recorded_file, recorded_write
 from .items import read_items
 
 __all__ = [
@@ -28,6 +28,10 @@ __all__ = [
     "read_design",
 ]
 
+# What each one-shot output is called in a refusal ("PATH: exists and is not KIND unchanged: WHY; ...").
+DESIGN_KIND = "a design from `fsb tuples`"
+FORMS_KIND = "annotation forms from `fsb annotate export`"
+JUDGMENTS_KIND = "a judgments file from `fsb annotate import`"
 
 MAX_ITEMS = 2**21  # bws.bws_design codes 3-subsets of item indices in 63 bits
 
@@ -226,12 +230,14 @@ def make_tuples(
     tuple_size: int = 4,
     appearances: int = 8,
     seed: int = 0,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Write a design CSV (tuple_id, Item1..ItemK) for the items and return its independent check.
 
     `items` is a number N (items 1..N), an item list (one id a line, or a CSV with an id column) or a
     generations file. Within each tuple the items are in a seeded random, position-balanced order: the
-    order annotators are shown (`fsb annotate export` keeps it); the check reports the balance.
+    order annotators are shown (`fsb annotate export` keeps it); the check reports the balance. An existing
+    `out` is replaced only if fsb wrote it and nobody changed it since (`recorded_write`), or with `force`.
     """
     labels = _item_labels(items)
     try:
@@ -241,7 +247,7 @@ def make_tuples(
     design = balance_positions(design, labels.size, seed=seed)
     frame = pd.DataFrame(labels[design], columns=[f"Item{j + 1}" for j in range(tuple_size)])
     frame.insert(0, "tuple_id", np.arange(len(frame)))
-    atomic_write(out, frame.to_csv(index=False, lineterminator="\n"))
+    recorded_write(out, frame.to_csv(index=False, lineterminator="\n"), force=force, kind=DESIGN_KIND)
     report = {**bws.design_report(design, labels.size), "positions": position_report(design, labels.size)}
     return {**report, "seed": seed, "out": str(Path(out))}
 
@@ -304,12 +310,17 @@ def _texts_for(design: pd.DataFrame, design_csv: str | os.PathLike[str], items_p
 
 
 def export_forms(
-    design_csv: str | os.PathLike[str], items: str | os.PathLike[str], out: str | os.PathLike[str], seed: int | None = None
+    design_csv: str | os.PathLike[str],
+    items: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    seed: int | None = None,
+    force: bool = False,
 ) -> int:
     """Write one annotation form per tuple: tuple_id, Item1..ItemK (ids) and Text1..TextK (texts).
 
     Items are shown in the design's order (randomised and position-balanced by `fsb tuples`), or with
     `seed` in a fresh seeded balanced order; the ids record exactly what was shown. Returns the number of forms.
+    An existing `out` is replaced only if it is unchanged since fsb wrote it, or with `force`.
     """
     design = read_design(design_csv)
     shown = _shown_order(design, seed)
@@ -320,7 +331,7 @@ def export_forms(
         forms[f"Item{j + 1}"] = shown[:, j]
     for j in range(k):
         forms[f"Text{j + 1}"] = [row[j] for row in texts]
-    atomic_write(out, forms.to_csv(index=False, lineterminator="\n"))
+    recorded_write(out, forms.to_csv(index=False, lineterminator="\n"), force=force, kind=FORMS_KIND)
     return len(forms)
 
 
@@ -343,22 +354,19 @@ def export_label_studio(
     config, tasks = out / labelstudio.CONFIG_FILE, out / labelstudio.TASKS_FILE
     # Other files in the folder are left alone. These two are replaced only if they are earlier exports nobody
     # edited (their sha256 is recorded in the folder's .fsb-files.json), or with force: a first-line check
-    # would take a hand-edited labeling config for ours.
-    kind, hint = "a Label Studio export from fsb", ", or pass --force"
+    # would take a hand-edited labeling config for ours. Both are checked before either is written.
+    kind = "a Label Studio export from fsb"
     for path in (tasks, config):
-        why = None if force or not (path.exists() or path.is_symlink()) else file_difference(path)
-        if why is not None:
-            raise InputError(path, f"exists and is not {kind} unchanged ({why}); refusing to replace it: choose another folder{hint}")
-        check_replaceable_file(path)
+        check_recorded_file(path, force=force, kind=kind)
     body = labelstudio.tasks_json(design["tuple_id"].tolist(), shown.tolist(), texts)
-    recorded_write(tasks, body, force=force, kind=kind, hint=hint)
-    recorded_write(config, labelstudio.labeling_config(k), force=force, kind=kind, hint=hint)
+    recorded_write(tasks, body, force=force, kind=kind)
+    recorded_write(config, labelstudio.labeling_config(k), force=force, kind=kind)
     return {"tasks": len(design), "tuple_size": k, "config": str(config), "tasks_file": str(tasks)}
 
 
-def _write_judgments(out: str | os.PathLike[str], rows: list[list[Any]], k: int, extra: list[str]) -> None:
+def _write_judgments(out: str | os.PathLike[str], rows: list[list[Any]], k: int, extra: list[str], *, force: bool) -> None:
     columns = [*(f"Item{j + 1}" for j in range(k)), "BestItem", "WorstItem", *extra]
-    atomic_write(out, pd.DataFrame(rows, columns=columns).to_csv(index=False, lineterminator="\n"))
+    recorded_write(out, pd.DataFrame(rows, columns=columns).to_csv(index=False, lineterminator="\n"), force=force, kind=JUDGMENTS_KIND)
 
 
 def _looks_like_json(path: str | os.PathLike[str]) -> bool:
@@ -371,7 +379,11 @@ def _looks_like_json(path: str | os.PathLike[str]) -> bool:
 
 
 def import_judgments(
-    responses_csv: str | os.PathLike[str], design_csv: str | os.PathLike[str], out: str | os.PathLike[str], positions: bool = False
+    responses_csv: str | os.PathLike[str],
+    design_csv: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    positions: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Turn annotators' answers (tuple_id, best, worst[, annotator][, timestamp]) into the common judgments
     format (Item1..ItemK, BestItem, WorstItem[, Annotator][, Timestamp]) that `fsb build`, `fsb score` and
@@ -379,7 +391,8 @@ def import_judgments(
 
     `design_csv` is the design or, better, the exported forms (their Item columns keep the order the
     annotators saw). `best`/`worst` are item ids, or with `positions` 1-based places in that order.
-    Every answer is checked against its tuple; one annotator answering a tuple twice is refused.
+    Every answer is checked against its tuple; one annotator answering a tuple twice is refused. An existing
+    `out` is replaced only if it is unchanged since fsb wrote it, or with `force`.
     """
     from .raw import INT64_MAX, id_problem, read_csv_table, require_columns
 
@@ -426,18 +439,22 @@ def import_judgments(
             seen[key] = i
         extra = ([annotator or ""] if has_annotator else []) + ([str(rec["timestamp"]).strip()] if has_time else [])
         rows.append([*items.tolist(), chosen["best"], chosen["worst"], *extra])
-    _write_judgments(out, rows, k, (["Annotator"] if has_annotator else []) + (["Timestamp"] if has_time else []))
+    _write_judgments(out, rows, k, (["Annotator"] if has_annotator else []) + (["Timestamp"] if has_time else []), force=force)
     judged = {int(str(t).strip()) for t in frame["tuple_id"]}
     return {"judgments": len(rows), "tuples_judged": len(judged), "tuples_in_design": len(by_id), "out": str(out)}
 
 
 def import_label_studio(
-    export_json: str | os.PathLike[str], out: str | os.PathLike[str], design_csv: str | os.PathLike[str] | None = None
+    export_json: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    design_csv: str | os.PathLike[str] | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Turn Label Studio's JSON export of a project made by `export_label_studio` into the common judgments
     format with Annotator (Label Studio's user id; never the email, which a published dataset would expose) and
     Timestamp (the annotation's created_at, UTC ISO 8601). Cancelled (skipped) annotations are left out
-    and counted. With `design_csv`, every task's items are checked against its tuple in the design."""
+    and counted. With `design_csv`, every task's items are checked against its tuple in the design. An existing
+    `out` is replaced only if it is unchanged since fsb wrote it, or with `force`."""
     from . import labelstudio
 
     found = labelstudio.read_export(export_json)
@@ -454,7 +471,7 @@ def import_label_studio(
                     export_json, f"task {j.task_id}: items {j.items} differ from tuple {j.tuple_id} in {design_csv} ({want.tolist()})"
                 )
     rows = [[*j.items, j.best, j.worst, j.annotator, j.timestamp] for j in found.judgments]
-    _write_judgments(out, rows, k, ["Annotator", "Timestamp"])
+    _write_judgments(out, rows, k, ["Annotator", "Timestamp"], force=force)
     return {
         "judgments": len(rows),
         "tuples_judged": len({j.tuple_id for j in found.judgments}),

@@ -29,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from ._io import InputError, atomic_write, read_word_list
+from ._io import InputError, check_recorded_file, read_word_list, recorded_write
 from .errors import FsbError
 
 __all__ = [
     "BASELINES",
     "PROBE_PIP",
+    "baseline_files",
     "embed",
     "folds",
     "lexicon_scores",
@@ -239,22 +240,23 @@ def classifier_scores(
 # --- the command ------------------------------------------------------------------------------------------
 
 
-def check_output(out: str | Path) -> None:
-    """Refuse to replace a file that fsb did not write: an existing `out` must be a prediction file
-    (first line `id,score`, or JSON lines of id/score) with the provenance file fsb writes beside it."""
+BASELINE_KIND = "a prediction file from `fsb baseline`"
+PROVENANCE_KIND = "a provenance file from `fsb baseline`"
+BASELINE_HEADER = r'id,score|\{"id": .*'  # the first line of the CSV, or of the JSON lines
+
+
+def provenance_path(out: str | Path) -> Path:
+    """Where the provenance of prediction file `out` goes: `out`.json beside it."""
     target = Path(out)
-    if not target.exists():
-        return
-    if target.is_dir():
-        raise InputError(target, "is a folder; give a file path")
-    try:
-        first = target.read_text(encoding="utf-8").split("\n", 1)[0].strip()
-    except (OSError, UnicodeDecodeError):
-        first = ""
-    meta = target.with_name(target.name + ".json")
-    ours = (first == "id,score" or (first.startswith('{"id"') and '"score"' in first)) and meta.is_file()
-    if not ours:
-        raise InputError(target, "exists and was not written by fsb baseline; refusing to replace it (remove it or choose another --out)")
+    return target.with_name(target.name + ".json")
+
+
+def check_output(out: str | Path, *, force: bool = False, inputs: Sequence[str | Path | None] = ()) -> None:
+    """Refuse, before any work, to replace a file fsb did not write or that changed since: an existing `out`
+    and its provenance (`out`.json) must each be unchanged since fsb wrote them (their sha256 recorded in the
+    folder's .fsb-files.json), unless `force`."""
+    check_recorded_file(out, force=force, kind=BASELINE_KIND, header=BASELINE_HEADER, inputs=inputs)
+    check_recorded_file(provenance_path(out), force=force, kind=PROVENANCE_KIND, inputs=inputs)
 
 
 def run_baseline(
@@ -266,12 +268,14 @@ def run_baseline(
     checkpoint: str | Path | None = None,
     label: str | None = None,
     sentences: Sentences | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Compute baseline `name` for every sentence of the dataset and write `out` (CSV `id,score`, or JSON
-    lines when it ends in .jsonl) and its provenance beside it (`out`.json). Returns the provenance."""
+    lines when it ends in .jsonl) and its provenance beside it (`out`.json). Returns the provenance.
+    Existing files are replaced only if unchanged since fsb wrote them (`check_output`), or with `force`."""
     if name not in BASELINES:
         raise FsbError(f"unknown baseline {name!r}; expected one of {', '.join(BASELINES)}")
-    check_output(out)
+    check_output(out, force=force, inputs=[words])
     data = sentences or read_sentences(dataset)
     started = time.monotonic()
     info: dict[str, Any] = {"baseline": name, "dataset": data.where, "sentences": int(data.ids.size), "scored": int(data.scored.sum())}
@@ -308,18 +312,25 @@ def run_baseline(
         text = "id,score\n" + "".join(f"{int(i)},{float(p):.6f}\n" for i, p in zip(data.ids, pred))
     if any(not math.isfinite(float(p)) for p in pred):
         raise FsbError(f"baseline {name} produced a non-finite score; nothing written")
-    atomic_write(target, text)
-    atomic_write(target.with_name(target.name + ".json"), json.dumps(info, indent=2, sort_keys=True) + "\n")
+    check_output(target, force=force, inputs=[words])  # both files, before either is replaced
+    recorded_write(target, text, force=force, kind=BASELINE_KIND, header=BASELINE_HEADER)
+    recorded_write(provenance_path(target), json.dumps(info, indent=2, sort_keys=True) + "\n", force=force, kind=PROVENANCE_KIND)
     return info
 
 
-def run_baselines(dataset: str | Path, names: Sequence[str], out_dir: str | Path) -> list[Path]:
+def baseline_files(names: Sequence[str], out_dir: str | Path) -> list[Path]:
+    """The prediction files `run_baselines` writes for `names` into `out_dir` (each with its provenance beside it)."""
+    return [Path(out_dir) / f"baseline-{name}.csv" for name in names]
+
+
+def run_baselines(dataset: str | Path, names: Sequence[str], out_dir: str | Path, *, force: bool = False) -> list[Path]:
     """Run the named baselines (not `classifier`, which needs a checkpoint) on `dataset`, writing
-    `out_dir/baseline-NAME.csv` each; returns the files, for `fsb report` to read beside a run."""
+    `out_dir/baseline-NAME.csv` each; returns the files, for `fsb report` to read beside a run. Every
+    file is checked (`check_output`) before the first is computed."""
+    paths = baseline_files(names, out_dir)
+    for target in paths:
+        check_output(target, force=force)
     data = read_sentences(str(dataset))
-    paths = []
-    for name in names:
-        target = Path(out_dir) / f"baseline-{name}.csv"
-        run_baseline(name, target, sentences=data)
-        paths.append(target)
+    for name, target in zip(names, paths):
+        run_baseline(name, target, sentences=data, force=force)
     return paths

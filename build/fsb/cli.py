@@ -21,11 +21,14 @@ __all__ = ["commands", "main"]
 
 commands = Commands()
 
-# The first line of each CSV a command writes: an existing --out is replaced only if it matches (or with --force).
+# The first line of each CSV a command writes. An existing --out is replaced only if fsb wrote it and nobody changed
+# it since (its sha256 is recorded in the folder's .fsb-files.json), or with --force; a file with another first
+# line is plainly someone else's, and the refusal says so.
 SCORES_HEADER = r"item,score(_raw)?,.*"
 DESIGN_HEADER = r"tuple_id(,Item\d+)+"
 FORMS_HEADER = r"tuple_id(,Item\d+)+(,Text\d+)+"
 JUDGMENTS_HEADER = r"Item\d+(,Item\d+)*,BestItem,WorstItem(,Annotator)?(,Timestamp)?"
+SCORES_KIND = "a scores file from `fsb score`"
 
 _INVALID_HELP = (
     "rows whose tuple repeats an item or whose best = worst (quality-control rows): refuse (default) stops at the first; "
@@ -38,15 +41,16 @@ def _print_json(obj: object) -> None:
     print(json.dumps(obj, indent=2, sort_keys=True))
 
 
-def _output_file(path: str, header: str, kind: str, *, force: bool) -> Path:
-    """Refuse, before any work, an --out that is a folder or a file that is not an earlier `kind` output."""
-    from ._io import check_replaceable_file, first_line_matches
+def _output_file(path: str, header: str, kind: str, *, force: bool, inputs: Sequence[str | None] = ()) -> Path:
+    """Refuse, before any work, an --out that is a folder, one of `inputs`, or a file that is not an earlier
+    `kind` output unchanged since fsb wrote it (unless `force`)."""
+    from ._io import check_recorded_file
 
-    return check_replaceable_file(path, replace_if=None if force else first_line_matches(header), kind=kind, hint=", or pass --force")
+    return check_recorded_file(path, force=force, kind=kind, header=header, inputs=inputs)
 
 
 def _force(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--force", action="store_true", help="replace --out even if it is not an earlier output of this command")
+    p.add_argument("--force", action="store_true", help="replace --out even if it is not this command's earlier output, unchanged")
 
 
 # --- build and scoring --------------------------------------------------------------------------
@@ -186,13 +190,13 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
     "score", arguments=_score_arguments, help="score a best-worst judgments file (counting, or a MaxDiff fit), optionally with intervals"
 )
 def _score(args: argparse.Namespace) -> int:
-    from ._io import atomic_write, first_line_matches
+    from ._io import recorded_write
     from .raw import describe_irregular, read_annotations
     from .scoring import format_csv, score_columns
 
     to_file = args.out not in (None, "-")
     if to_file:
-        _output_file(args.out, SCORES_HEADER, "a scores file from `fsb score`", force=args.force)
+        _output_file(args.out, SCORES_HEADER, SCORES_KIND, force=args.force, inputs=[args.annotations])
     ann = read_annotations(path=args.annotations, invalid=args.invalid)
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
@@ -201,13 +205,7 @@ def _score(args: argparse.Namespace) -> int:
     if not to_file:
         sys.stdout.write(text)
     else:
-        atomic_write(
-            args.out,
-            text,
-            replace_if=None if args.force else first_line_matches(SCORES_HEADER),
-            kind="a scores file from `fsb score`",
-            hint=", or pass --force",
-        )
+        recorded_write(args.out, text, force=args.force, kind=SCORES_KIND, header=SCORES_HEADER)
         print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
     return 0
 
@@ -290,13 +288,16 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
 def _tuples(args: argparse.Namespace) -> int:
     from . import annotate
 
-    _output_file(args.out, DESIGN_HEADER, "a design from `fsb tuples`", force=args.force)
+    _output_file(args.out, DESIGN_HEADER, annotate.DESIGN_KIND, force=args.force, inputs=[args.items, args.extend])
     if args.extend:
         from .extend import make_extension
 
-        _print_json(make_extension(items=args.items, existing=args.extend, out=args.out, k=args.appearances, seed=args.seed))
+        result = make_extension(items=args.items, existing=args.extend, out=args.out, k=args.appearances, seed=args.seed, force=args.force)
+        _print_json(result)
         return 0
-    design = annotate.make_tuples(items=args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed)
+    design = annotate.make_tuples(
+        items=args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed, force=args.force
+    )
     _print_json(design)
     return 0
 
@@ -342,17 +343,19 @@ def _annotate(args: argparse.Namespace) -> int:
         )
         _print_json(result)
     elif args.action == "export":
-        _output_file(args.out, FORMS_HEADER, "annotation forms from `fsb annotate export`", force=args.force)
-        n = annotate.export_forms(design_csv=args.design, items=args.generations, out=args.out, seed=args.seed)
+        _output_file(args.out, FORMS_HEADER, annotate.FORMS_KIND, force=args.force, inputs=[args.design, args.generations])
+        n = annotate.export_forms(design_csv=args.design, items=args.generations, out=args.out, seed=args.seed, force=args.force)
         print(f"wrote {n} annotation forms -> {args.out}")
     else:
-        _output_file(args.out, JUDGMENTS_HEADER, "a judgments file from `fsb annotate import`", force=args.force)
+        _output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[args.responses, args.tuples])
         if args.format == "label-studio":
-            result = annotate.import_label_studio(export_json=args.responses, out=args.out, design_csv=args.tuples)
+            result = annotate.import_label_studio(export_json=args.responses, out=args.out, design_csv=args.tuples, force=args.force)
         elif not args.tuples:
             raise FsbError("--tuples is required for CSV answers (the exported forms or the design)")
         else:
-            result = annotate.import_judgments(responses_csv=args.responses, design_csv=args.tuples, out=args.out, positions=args.positions)
+            result = annotate.import_judgments(
+                responses_csv=args.responses, design_csv=args.tuples, out=args.out, positions=args.positions, force=args.force
+            )
         _print_json(result)
     return 0
 
@@ -435,6 +438,11 @@ def _main_arguments(m: argparse.ArgumentParser) -> None:
         "(default: a simple random sample of 32; a stratified one inflates correlations)",
     )
     m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
+    m.add_argument(
+        "--force",
+        action="store_true",
+        help="replace RESULTS' report.txt, timings.json and baseline files even if they are not unchanged since fsb wrote them",
+    )
 
 
 @commands.add(
@@ -446,7 +454,7 @@ def _main_arguments(m: argparse.ArgumentParser) -> None:
 def _main_job(args: argparse.Namespace) -> int:
     from .mainjob import run
 
-    return run(raw_dir=args.raw_dir, out=args.out, results=args.results, skip_eval=args.skip_eval, per_bin=args.per_bin)
+    return run(raw_dir=args.raw_dir, out=args.out, results=args.results, skip_eval=args.skip_eval, per_bin=args.per_bin, force=args.force)
 
 
 # --- argument parsing ---------------------------------------------------------------------------

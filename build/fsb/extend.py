@@ -34,8 +34,8 @@ import numpy as np
 import pandas as pd
 
 from . import bws
-from ._io import InputError, atomic_write
-from .annotate import balance_positions, position_report, read_design
+from ._io import InputError, recorded_write
+from .annotate import DESIGN_KIND, balance_positions, position_report, read_design
 from .items import read_items
 
 __all__ = ["Existing", "check_extension", "extend_design", "make_extension", "read_existing"]
@@ -256,11 +256,18 @@ def check_extension(new_tuples: np.ndarray, new_ids: np.ndarray, existing: Exist
 
 
 def make_extension(
-    items: str | os.PathLike[str], existing: str | os.PathLike[str], out: str | os.PathLike[str], *, k: int = 8, seed: int = 0
+    items: str | os.PathLike[str],
+    existing: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    k: int = 8,
+    seed: int = 0,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Write the new tuples for the items of `items` (a generations file or item list; its ids are the new
     items) tied to `existing` (judgments or design) as tuple_id,Item1..ItemK, and return the check of
-    what was written (read back from the file)."""
+    what was written (read back from the file). An existing `out` is replaced only if it is unchanged since
+    fsb wrote it, or with `force`."""
     found = read_items(items)
     ex = read_existing(existing)
     new_ids = found.ids
@@ -279,7 +286,7 @@ def make_extension(
     size = tuples.shape[1]
     frame = pd.DataFrame(tuples, columns=[f"Item{j + 1}" for j in range(size)])
     frame.insert(0, "tuple_id", ex.next_tuple_id + np.arange(len(frame)))
-    atomic_write(out, frame.to_csv(index=False, lineterminator="\n"))
+    recorded_write(out, frame.to_csv(index=False, lineterminator="\n"), force=force, kind=DESIGN_KIND)
     written = read_design(out)
     check = check_extension(written.drop(columns="tuple_id").to_numpy(), new_ids, ex, k)
     return {**check, "first_tuple_id": int(ex.next_tuple_id), "seed": seed, "out": str(Path(out))}

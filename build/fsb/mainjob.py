@@ -27,6 +27,7 @@ def run(
     skip_eval: bool = False,
     sample: int | None = None,
     per_bin: int | None = None,
+    force: bool = False,
 ) -> int:
     """Run every stage in order, printing progress; returns the process exit code.
 
@@ -35,9 +36,15 @@ def run(
     analyses. The evaluation takes a simple random sample of `sample` sentences (default 32), or a
     stratified one of `per_bin` per equispaced bin (which inflates correlations).
     The analysis folder (results/.../analysis) is replaced on each run; it is refused only if it
-    holds files that are not an earlier analysis.
+    holds files that are not an earlier analysis. report.txt, timings.json and the baseline files in
+    `results` are replaced only if unchanged since fsb wrote them, or with `force`; they are checked
+    before anything is built, so a refusal changes nothing.
     """
     started = time.monotonic()
+    if not skip_eval:
+        from .evaluate import check_main_job_files
+
+        check_main_job_files(results, force=force)
     _step("1/4 build the dataset from the release")
     folder = release_dir(raw_dir)
     print(f"release: {folder}")
@@ -76,6 +83,6 @@ def run(
     _step("4/4 evaluate the default model on a sample, beside the baselines")
     from .evaluate import main_job_eval
 
-    code = main_job_eval(built.out, Path(results), sample=sample, per_bin=per_bin)
+    code = main_job_eval(built.out, Path(results), sample=sample, per_bin=per_bin, force=force)
     print(f"\ndone in {time.monotonic() - started:.0f} s")
     return code

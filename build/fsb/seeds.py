@@ -27,7 +27,7 @@ from typing import Any
 
 import fifty_shades_of_bias as spec
 
-from ._io import InputError, atomic_write, iter_jsonl, read_utf8, sha256_file
+from ._io import InputError, check_recorded_file, iter_jsonl, read_utf8, recorded_write, sha256_file
 from .keys import normalize, rank_key
 from .marks import Marker
 
@@ -257,14 +257,31 @@ def curate(
     return seeds, manifest
 
 
-def write_seeds(path: str | os.PathLike[str], seeds: Sequence[Seed], manifest: dict[str, Any] | None = None) -> Path | None:
-    """Write seeds as JSON lines (atomically) and the manifest beside them as `<name>.manifest.json`."""
+SEEDS_KIND = "a seeds file from `fsb seeds`"
+MANIFEST_KIND = "a seeds manifest from `fsb seeds`"
+
+
+def manifest_path(path: str | os.PathLike[str]) -> Path:
+    """Where `write_seeds` puts the manifest of the seeds file `path`: `<name>.manifest.json` beside it."""
     p = Path(path)
-    atomic_write(p, "".join(json.dumps(s.to_json(), ensure_ascii=True) + "\n" for s in seeds))
-    if manifest is None:
+    return p.with_name(p.name.removesuffix(".jsonl") + ".manifest.json")
+
+
+def write_seeds(
+    path: str | os.PathLike[str], seeds: Sequence[Seed], manifest: dict[str, Any] | None = None, *, force: bool = False
+) -> Path | None:
+    """Write seeds as JSON lines (atomically) and the manifest beside them as `<name>.manifest.json`. Either
+    file, if it exists, is replaced only if it is unchanged since fsb wrote it (both are checked before
+    either is written), or with `force`."""
+    p = Path(path)
+    side = manifest_path(p) if manifest is not None else None
+    check_recorded_file(p, force=force, kind=SEEDS_KIND)
+    if side is not None:
+        check_recorded_file(side, force=force, kind=MANIFEST_KIND)
+    recorded_write(p, "".join(json.dumps(s.to_json(), ensure_ascii=True) + "\n" for s in seeds), force=force, kind=SEEDS_KIND)
+    if side is None:
         return None
-    side = p.with_name(p.name.removesuffix(".jsonl") + ".manifest.json")
-    atomic_write(side, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    recorded_write(side, json.dumps(manifest, indent=2, sort_keys=True) + "\n", force=force, kind=MANIFEST_KIND)
     return side
 
 
