@@ -222,6 +222,8 @@ def main() -> int:
                 print(f"{n:>8.0e} {label:<26} {_fmt(r)}  {ratio}", flush=True)
             for f in files.values():
                 f.unlink()
+            for name in ("s.csv", "t.csv", "m.csv", "c.csv", "mc.csv", "p.csv", ".fsb-files.json"):  # each size starts clean
+                (work / name).unlink(missing_ok=True)
             for d in ("ds",):
                 shutil.rmtree(work / d, ignore_errors=True)
     print_goals(results, r_tiny)
