@@ -105,7 +105,7 @@ def build_from_entries(
                     e.sets, e.fields[key], order, n_boot=n_boot, correlation_meaningful=e.correlation_meaningful
                 )
         if judgments is not None and e.matched:  # the human figures on exactly this row's (and group's) sentences
-            row["human_reference"] = _pearson_reference(judgments.reference(e.ids, trials=reference_trials))
+            row["human_reference"] = _pearson_reference(_reference(judgments, e.ids, reference_trials))
             for key, groups in row["breakdowns"].items():
                 for g, b in groups.items():
                     if b["sentences"] >= agreement.MIN_GROUP:
@@ -118,22 +118,15 @@ def build_from_entries(
     references = []
     if table is not None:
         for ids in _distinct([e for e in entries if e.matched]) if judgments is not None else []:
-            references.append(judgments.reference(ids, trials=reference_trials))
+            references.append(_reference(judgments, ids, reference_trials))
         other = [e.label for e in entries if not e.matched]
         if other:
             problem = f"the gold scores of {', '.join(other)} are not those of {table.where} (give --dataset): no human reference for them"
-    comparisons = []
-    for a, b in compare:
-        ea, eb = _pick(entries, a), _pick(entries, b)
-        comparisons.append(
-            {
-                "a": ea.label,
-                "b": eb.label,
-                **{m: agreement.paired_difference(ea.sets, eb.sets, m, n_boot=n_boot) for m in ("pearson", "mse")},
-            }
-        )
+    comparisons = [paired_comparison(_pick(entries, a), _pick(entries, b), n_boot=n_boot) for a, b in compare]
     return {
-        "dataset": None if table is None else {"where": table.where, "fingerprint": table.fingerprint, "scored": int(table.scored.sum())},
+        "dataset": None
+        if table is None
+        else {"where": table.where, "fingerprint": table.fingerprint, "scored": int(table.scored.sum()), "is_release": table.is_release},
         "dataset_note": problem,
         "rows": rows,
         "human_reference": references,
@@ -144,8 +137,68 @@ def build_from_entries(
     }
 
 
+COMPARED = ("pearson", "spearman", "mse")
+
+
+def _correlation_withheld(e: Scored, side: str, metric: str, common: np.ndarray) -> str | None:
+    """Why a paired correlation difference involving row `e` would mean nothing, or None: a scorer
+    constant by design (the mean baseline's correlation is an artefact of its folds), or a correlation
+    undefined on the shared sentences (constant predictions or human scores)."""
+    if not e.correlation_meaningful:
+        return f"{side}'s correlation is not meaningful (constant by design)"
+    sub = [s.subset(np.isin(s.ids, common)) for s in e.sets]
+    if any(math.isnan(v) for v in agreement.metric_values(sub)[metric]):
+        return f"{side}'s {metric} is undefined ({agreement.why_undefined(sub) or 'no spread'})"
+    return None
+
+
+def comparison_verdict(metric: str, ci: dict[str, Any]) -> str:
+    """What a paired interval of metric(a) - metric(b) says: which row is better on that metric (higher r,
+    lower mse) when the 95% interval excludes 0, else no clear difference."""
+    low, high = _num(ci["low"]), _num(ci["high"])
+    if math.isnan(low):
+        return "no interval"
+    lower_better = metric == "mse"
+    if low > 0:
+        return "b better (lower mse)" if lower_better else f"a better (higher {metric})"
+    if high < 0:
+        return "a better (lower mse)" if lower_better else f"b better (higher {metric})"
+    return "no clear difference (interval includes 0)"
+
+
+def paired_comparison(ea: Scored, eb: Scored, n_boot: int = 1000) -> dict[str, Any]:
+    """Row a minus row b on pearson, spearman and mse (paired bootstrap on the shared sentences), each with
+    its own verdict; a correlation difference is withheld (with the reason) when either side's correlation
+    is not meaningful or undefined, since a difference against it would read as a real gain."""
+    common = np.intersect1d(ea.ids, eb.ids)
+    out: dict[str, Any] = {"a": ea.label, "b": eb.label}
+    for m in COMPARED:
+        why = None
+        if m != "mse":
+            why = _correlation_withheld(ea, "a", m, common) or _correlation_withheld(eb, "b", m, common)
+        if why:
+            nan = {"low": math.nan, "high": math.nan, "defined": 0.0}
+            out[m] = {"metric": m, "sentences": int(common.size), "difference": math.nan, "ci95": nan, "withheld": why}
+            out[m]["reads"] = f"withheld: {why}"
+        else:
+            out[m] = agreement.paired_difference(ea.sets, eb.sets, m, n_boot=n_boot)
+            out[m]["reads"] = comparison_verdict(m, out[m]["ci95"])
+    return out
+
+
+def _reference(judgments: Any, ids: np.ndarray, trials: int) -> dict[str, Any]:
+    """The human reference on `ids`, or, below agreement.MIN_GROUP sentences (the breakdowns' rule), only
+    why there is none: a split-half r over a handful of sentences is noise (0.77 ± 0.23 on 3)."""
+    n = int(np.unique(ids).size)
+    if n < agreement.MIN_GROUP:
+        return {"sentences": n, "note": f"not meaningful: n = {n} < {agreement.MIN_GROUP}"}
+    return judgments.reference(ids, trials=trials)
+
+
 def _pearson_reference(h: dict[str, Any]) -> dict[str, Any]:
     """The Pearson side of a human reference, as a row or a breakdown group carries it."""
+    if "note" in h:
+        return dict(h)
     p = h["pearson"]
     return {"sentences": h["sentences"], **{k: p[k] for k in ("split_half", "split_half_sd", "full_panel_reliability", "noise_ceiling")}}
 
@@ -245,19 +298,25 @@ def render_markdown(report: dict[str, Any]) -> str:
     if not report["human_reference"] or report["dataset_note"]:
         out += [f"human reference figures: not shown for every row: {report['dataset_note'] or 'no dataset'}", ""]
     for h in report["human_reference"]:
+        if "note" in h:
+            out += [f"Human reference on the {h['sentences']} scored sentences: {h['note']} (too few sentences for a split-half r).", ""]
+            continue
         p, s = h["pearson"], h["spearman"]
+        # Table 2 is the split-half r of the release's judgments over its sentences: comparable only there
+        comparable = bool(ds and ds.get("is_release") and h["sentences"] == ds["scored"])
+        if comparable:
+            place = " (the release's judgments on its scored sentences: comparable with the paper's Table 2, over all 1000):"
+        elif ds and h["sentences"] < ds["scored"]:
+            place = " (a sample: these figures place the sample's rows only and are not comparable with the paper's Table 2):"
+        else:
+            place = " (not the release's judgments: not comparable with the paper's Table 2):"
         out += [
-            f"Human reference on the {h['sentences']} scored sentences ({h['trials']} split-half trials, seed {h['seed']})"
-            + (
-                " (a sample: these figures place the sample's rows only and are not comparable with the paper's Table 2):"
-                if ds and h["sentences"] < ds["scored"]
-                else ":"
-            ),
+            f"Human reference on the {h['sentences']} scored sentences ({h['trials']} split-half trials, seed {h['seed']}){place}",
             "",
             "| figure | Pearson | Spearman | what it is |",
             "|---|---|---|---|",
             f"| split-half r | {p['split_half']:.3f} ± {p['split_half_sd']:.3f} | {s['split_half']:.3f} ± {s['split_half_sd']:.3f} | "
-            "two half-size panels, uncorrected (comparable with the paper's Table 2) |",
+            "two half-size panels, uncorrected" + (" (comparable with the paper's Table 2)" if comparable else "") + " |",
             f"| full-panel reliability | {p['full_panel_reliability']:.3f} | {s['full_panel_reliability']:.3f} | "
             "Spearman-Brown 2r/(1+r): the released scores' reliability |",
             f"| noise ceiling | {p['noise_ceiling']:.3f} | {s['noise_ceiling']:.3f} | "
@@ -271,14 +330,19 @@ def render_markdown(report: dict[str, Any]) -> str:
     out += [f"| {q['label']} | {q['pearson']:.3f} | {q['mse']:.3f} |" for q in report["paper_table6"]]
     if report["comparisons"]:
         out += ["", "## Paired differences (row a minus row b, same sentences)", ""]
-        out += ["| a | b | sentences | pearson difference [95% CI] | mse difference [95% CI] | reads |", "|---|---|---|---|---|---|"]
+        out += [
+            "Each metric is read on its own (higher pearson and spearman, lower mse are better); a correlation difference "
+            "is withheld when either row's correlation is not meaningful or undefined.",
+            "",
+            "| a | b | sentences | pearson difference [95% CI] | spearman difference [95% CI] | mse difference [95% CI] |",
+            "|---|---|---|---|---|---|",
+        ]
         for c in report["comparisons"]:
-            pc = c["pearson"]["ci95"]
-            reads = "a better" if pc["low"] > 0 else "b better" if pc["high"] < 0 else "no clear difference (interval includes 0)"
-            out.append(
-                f"| {c['a']} | {c['b']} | {c['pearson']['sentences']} | {_fmt(c['pearson']['difference'], pc)} | "
-                f"{_fmt(c['mse']['difference'], c['mse']['ci95'])} | {reads} |"
-            )
+            cells = [c["a"], c["b"], str(c["mse"]["sentences"])]
+            for m in COMPARED:
+                d = c[m]
+                cells.append(d["reads"] if d.get("withheld") else f"{_fmt(d['difference'], d['ci95'])}: {d['reads']}")
+            out.append("| " + " | ".join(cells) + " |")
     out += ["", "## Per row: sets, breakdowns, calibration", "", BREAKDOWN_RULES.replace("{n}", str(agreement.MIN_GROUP)), ""]
     for i, r in enumerate(report["rows"], 1):
         out.append(f"### {i}. {r['label']} ({r['kind']}; {r['source']})")
@@ -300,7 +364,10 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"calibration (human = intercept + slope x model, least squares): slope {_fmt(c['slope'])}, "
                 f"intercept {_fmt(c['intercept'])} (calibrated: 1 and 0)"
             )
-        if "human_reference" in r:
+        if "human_reference" in r and "note" in r["human_reference"]:
+            h = r["human_reference"]
+            out.append(f"human reference on this row's {h['sentences']} sentences: {h['note']}")
+        elif "human_reference" in r:
             h = r["human_reference"]
             out.append(
                 f"human reference on this row's {h['sentences']} sentences (Pearson): split-half r {h['split_half']:.3f}, "
@@ -419,7 +486,8 @@ def forest_items(report: dict[str, Any]) -> list[dict[str, Any]]:
             d = r["defined_sets"]["pearson"]
             value, ci = _num(d["mean"]), d.get("ci95")
             label += f"\n[undefined: {r.get('undefined')}; mean of {d['sets']}/{d['of']} defined sets]"
-        items.append({"label": label, "r": value, "ci": ci, "kind": r["kind"], "human": r.get("human_reference")})
+        human = r.get("human_reference")
+        items.append({"label": label, "r": value, "ci": ci, "kind": r["kind"], "human": human if human and "note" not in human else None})
     items += [
         {"label": f"{q['label']} (paper, quoted)", "r": q["pearson"], "ci": None, "kind": "quoted", "human": None}
         for q in report["paper_table6"]

@@ -179,6 +179,7 @@ class DatasetTable:
     fields: dict[str, np.ndarray]
     scored: np.ndarray  # bool: outside every few-shot set (the sentences every lm-eval variant scores)
     fingerprint: str | None = None
+    is_release: bool = False  # built from the pinned release's files, unchanged (its stats.json says so)
 
     def rows(self, ids: np.ndarray) -> np.ndarray:
         """Row positions of `ids` (all must be in the dataset)."""
@@ -212,8 +213,9 @@ def dataset_table(source: str | None = None) -> DatasetTable:
     in_sets = np.zeros(ids.size, dtype=bool)
     in_sets[np.concatenate(u.fewshot_sets(scores))] = True
     stats_path = Path(where) / "stats.json"
-    fingerprint = json.loads(stats_path.read_text(encoding="utf-8")).get("fingerprint") if stats_path.is_file() else None
-    return DatasetTable(str(where), ids[order], scores, fields, ~in_sets, fingerprint)
+    stats = json.loads(stats_path.read_text(encoding="utf-8")) if stats_path.is_file() else {}
+    is_release = bool((stats.get("release") or {}).get("is_release"))
+    return DatasetTable(str(where), ids[order], scores, fields, ~in_sets, stats.get("fingerprint"), is_release)
 
 
 # --- prediction files -------------------------------------------------------------------------------
