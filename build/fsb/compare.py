@@ -87,6 +87,7 @@ def build_from_entries(
             "task": e.task,
             "source": e.source,
             "model": e.model,
+            "model_name": e.model_name,
             "flags": e.flags,
             "correlation_meaningful": e.correlation_meaningful,
             **s,
@@ -111,6 +112,8 @@ def build_from_entries(
                     if b["sentences"] >= agreement.MIN_GROUP:
                         ids = e.ids[e.fields[key] == g]
                         b["human_reference"] = _pearson_reference(judgments.reference(ids, trials=reference_trials))
+        if e.bws is not None:
+            _omit_mse(row)
         rows.append(row)
     order = sorted(range(len(rows)), key=lambda i: _sort_key(rows[i]))
     rows = [rows[i] for i in order]
@@ -184,6 +187,25 @@ def paired_comparison(ea: Scored, eb: Scored, n_boot: int = 1000) -> dict[str, A
             out[m] = agreement.paired_difference(ea.sets, eb.sets, m, n_boot=n_boot)
             out[m]["reads"] = comparison_verdict(m, out[m]["ci95"])
     return out
+
+
+BWS_MSE = (
+    "not given (best-worst): the counting scores share the human scores' [0, 1] scale, but they count the model's "
+    "choices within tuples, not ratings, so their squared difference from the human scores is no rating error"
+)
+
+
+def _omit_mse(row: dict[str, Any]) -> None:
+    """A best-worst row has no mse (see BWS_MSE): every mse figure of the row is removed (NaN, null in JSON)."""
+    nan = {"low": math.nan, "high": math.nan, "defined": 0.0}
+    row["values"]["mse"], row["ci95"]["mse"], row["mse_note"] = math.nan, dict(nan), BWS_MSE
+    for per in row["per_set"].values():
+        per["mse"] = math.nan
+    if "ci95_sentences_only" in row:
+        row["ci95_sentences_only"]["mse"] = dict(nan)
+    for groups in row["breakdowns"].values():
+        for b in groups.values():
+            b["mse"], b["ci95"]["mse"] = math.nan, dict(nan)
 
 
 def _reference(judgments: Any, ids: np.ndarray, trials: int) -> dict[str, Any]:
@@ -280,7 +302,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         if "seconds" in r:
             flags = "; ".join(x for x in (flags, f"{r['seconds']:.0f} s") if x)
         cells = [str(i), r["label"], r["kind"], str(r["sentences"]), str(r["variants"])]
-        cells += [_corr_cell(r, "pearson"), _corr_cell(r, "spearman"), _fmt(r["values"]["mse"], r["ci95"]["mse"]), parse, flags]
+        mse = "not given (best-worst)" if "mse_note" in r else _fmt(r["values"]["mse"], r["ci95"]["mse"])
+        cells += [_corr_cell(r, "pearson"), _corr_cell(r, "spearman"), mse, parse, flags]
         out.append("| " + " | ".join(cells) + " |")
     for r in report["rows"]:
         if "note" in r:
@@ -402,7 +425,9 @@ def _render_bws(rows: list[dict[str, Any]]) -> list[str]:
     out += [
         "The model chose the most and the least biased of each judged 4-tuple, shown in the listed rotations; its choices "
         "are scored by counting as the human judgments are (pearson and spearman above: its counting scores against the "
-        "human scores, intervals over sentences). Agreement: share of parsed presentations whose choice is in the human "
+        "human scores, intervals over sentences; no mse: "
+        + BWS_MSE
+        + "). Agreement: share of parsed presentations whose choice is in the human "
         "majority (tied items all count), beside the chance rate of a random choice. Position rates: how often each display "
         "position was chosen, beside the uniform 0.25. Intervals here: 95% percentile bootstrap over tuples.",
         "",
@@ -426,17 +451,25 @@ def _render_bws(rows: list[dict[str, Any]]) -> list[str]:
         for side in ("best", "worst"):
             rates = [_fmt(b["values"][f"{side}_position_{p}"], b["ci95"].get(f"{side}_position_{p}")) for p in range(1, 5)]
             out.append(f"| {i} | {r['label']} | as {side} | " + " | ".join(rates) + f" | {b['uniform_position_rate']:.2f} |")
-    by_model: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    by_model: dict[str, list[tuple[int, dict[str, Any]]]] = {}  # keyed by the model as run (labelled by its name)
     for i, r in enumerate(rows, 1):
         by_model.setdefault(r["model"] or r["label"], []).append((i, r))
     pairs = {m: rs for m, rs in by_model.items() if any("bws" in r for _, r in rs) and any("bws" not in r for _, r in rs)}
     if pairs:
         out += ["", "### Rating vs best-worst, per model", ""]
         out += ["| model | # | protocol | task | sentences | pearson [95% CI] | spearman [95% CI] |", "|---|---|---|---|---|---|---|"]
-        for m, rs in pairs.items():
+        for rs in pairs.values():
             for i, r in rs:
                 protocol = "best-worst (choices, counted)" if "bws" in r else "rating (a number per sentence)"
-                cells = [m, str(i), protocol, str(r["task"]), str(r["sentences"]), _corr_cell(r, "pearson"), _corr_cell(r, "spearman")]
+                cells = [
+                    r.get("model_name") or r["label"],
+                    str(i),
+                    protocol,
+                    str(r["task"]),
+                    str(r["sentences"]),
+                    _corr_cell(r, "pearson"),
+                    _corr_cell(r, "spearman"),
+                ]
                 out.append("| " + " | ".join(cells) + " |")
         out += ["", "The two protocols score different samples of sentences here; compare their intervals, not the point values alone."]
     return out
@@ -496,6 +529,26 @@ def forest_items(report: dict[str, Any]) -> list[dict[str, Any]]:
     return items
 
 
+LEGEND = {
+    "lm-eval": "lm-eval run",
+    "predictions": "prediction file",
+    "baseline": "baseline",
+    "quoted": "paper Table 6 (quoted; no interval)",
+    "ceiling": "noise ceiling on the row's sentences",
+    "split_half": "human split-half r (two half panels)",
+}
+
+
+def forest_legend(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The forest plot's legend entries (key, text): only the kinds of row drawn, and the human ticks only
+    when some row carries them."""
+    kinds = {t["kind"] for t in items}
+    keys = [k for k in ("lm-eval", "predictions", "baseline", "quoted") if k in kinds]
+    if any(t["human"] for t in items):
+        keys += ["ceiling", "split_half"]
+    return [(k, LEGEND[k]) for k in keys]
+
+
 def forest_plot(report: dict[str, Any], path: Path) -> None:
     """Pearson r with its 95% interval per row, the paper's quoted rows (hollow, no interval), and on each
     measured row its own noise ceiling and split-half r (computed on that row's sentences)."""
@@ -527,13 +580,15 @@ def forest_plot(report: dict[str, Any], path: Path) -> None:
     ax.set_xlim(left, 1.02)
     ax.grid(axis="x", color="0.92", lw=0.6)
     ax.set_xlabel("Pearson r with the human scores (point and 95% interval)")
-    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, mfc="white" if k == "quoted" else c) for k, c in colors.items()]
-    labels = ["lm-eval run", "prediction file", "baseline", "paper Table 6 (quoted; no interval)"]
-    handles += [
-        plt.Line2D([], [], color="black", marker="|", ls="", ms=12, mew=2),
-        plt.Line2D([], [], color="0.55", marker="|", ls="", ms=10, mew=1.5),
-    ]
-    labels += ["noise ceiling on the row's sentences", "human split-half r (two half panels)"]
+    handles, labels = [], []
+    for key, label in forest_legend(items):
+        if key in colors:
+            c = colors[key]
+            handles.append(plt.Line2D([], [], color=c, marker="o", lw=2, mfc="white" if key == "quoted" else c))
+        else:
+            color, ms, mew = ("black", 12, 2) if key == "ceiling" else ("0.55", 10, 1.5)
+            handles.append(plt.Line2D([], [], color=color, marker="|", ls="", ms=ms, mew=mew))
+        labels.append(label)
     fig.legend(handles, labels, fontsize=7.5, loc="lower center", ncol=3, frameon=False)
     ax.set_title("Fifty Shades of Bias: agreement with the human scores", fontsize=10)
     fig.tight_layout(rect=(0, 0.55 / height, 1, 1))  # the legend's two lines below the axis
