@@ -106,8 +106,13 @@ def placed_split_half(shr: dict[str, Any], sentences: int | None = None, *, rele
         *lines,
         f"  full-panel reliability, Spearman-Brown 2r/(1+r) of the mean r: Pearson {rel['pearson']:.4f}, Spearman {rel['spearman']:.4f}",
         f"  noise ceiling, sqrt(2r/(1+r)) (the correlation a perfect scorer can expect with these scores): "
-        f"Pearson {noise_ceiling(rel['pearson']):.4f}, Spearman {noise_ceiling(rel['spearman']):.4f}",
+        f"Pearson {_ceiling(rel['pearson'])}, Spearman {_ceiling(rel['spearman'])}",
     ]
+
+
+def _ceiling(reliability: float) -> str:
+    c = noise_ceiling(reliability)
+    return "undefined (a reliability below 0 has no square root)" if math.isnan(c) else f"{c:.4f}"
 
 
 def is_release_judgments(path: str | Path) -> bool:
