@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import subprocess
@@ -24,7 +25,7 @@ from lm_eval.api.model import LM
 
 import fifty_shades_of_bias as spec
 from fsb.evaluate import run_eval
-from fsb.results import harness_utils, load_run
+from fsb.results import dataset_table, harness_utils, load_run
 
 task_utils = harness_utils()
 BIN = Path(sys.executable).parent
@@ -212,6 +213,69 @@ def test_a_position_one_model_is_exposed_by_the_position_report(release_dataset:
     row = next(line for line in text.splitlines() if "fsb_bws_ll | as best |" in line)
     assert "| 1.000 [1.000, 1.000] | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] | 0.25 |" in row
     assert "best-worst: 60 tuples (simple random sample of 60 of 2000 tuples (seed 0)), rotations 0,2" in text
+
+
+def _as_hf_run(folder: Path, model_args: str) -> None:
+    """Record the run's model as lm-eval's CLI does for `--model hf --model_args ...`."""
+    (path,) = folder.rglob("results_*.json")
+    results = json.loads(path.read_text())
+    results["config"].update(model="hf", model_args=model_args)
+    path.write_text(json.dumps(results))
+
+
+def test_a_best_worst_sample_is_flagged_like_a_rating_sample(release_dataset: Path, tmp_path: Path) -> None:
+    """fsb main --per-bin 1 and lm_eval --limit 2 on fsb_bws_ll: flagged as samples by tuples and sentences
+    covered (never "all 2000 judged tuples"), no mse, and the model labelled by its name."""
+    from fsb import compare
+
+    args = "pretrained=/tmp/somewhere/Tiny-LM,dtype=float32"
+    for name, kw in (("perbin", {"per_bin": 1}), ("limit", {"limit": 2})):
+        run_eval(
+            _Known(lambda texts: (1, 4)), tasks=["fsb_bws_ll"], output_path=tmp_path / name, dataset=str(release_dataset), echo=None, **kw
+        )
+        _as_hf_run(tmp_path / name, args)
+    rating = tmp_path / "rating"
+    rating.mkdir()
+    table = dataset_table(str(release_dataset))
+    ids, golds = table.ids[table.scored][:12], table.scores[table.scored][:12]
+    results = {"results": {"fsb_0shot": {}}, "configs": {"fsb_0shot": {}}, "config": {"model": "hf", "model_args": args}}
+    (rating / "results_2026-01-01T00-00-00.json").write_text(json.dumps(results))
+    (rating / "samples_fsb_0shot_2026-01-01T00-00-00.jsonl").write_text(
+        "".join(json.dumps({"doc": {"id": int(i)}, "pearson": [float(g) / 2, float(g)]}) + "\n" for i, g in zip(ids, golds))
+    )
+    report, _ = compare.build(
+        [tmp_path / "perbin", tmp_path / "limit", rating], dataset=str(release_dataset), n_boot=50, reference_trials=2
+    )
+    rows = {r["label"]: r for r in report["rows"]}
+    perbin, limited = rows["Tiny-LM fsb_bws_ll #1"], rows["Tiny-LM fsb_bws_ll #2"]
+    covered = {n: len({i for rec in load_run(tmp_path / n).bws["fsb_bws_ll"] for i in rec["items"]}) for n in ("perbin", "limit")}
+    assert perbin["sentences"] == covered["perbin"] and limited["sentences"] == covered["limit"]
+    assert perbin["flags"][0] == (
+        f"sample: 4 of 2000 judged tuples covering {covered['perbin']} of 1000 sentences, not comparable with the 960-sentence figures"
+    )
+    assert perbin["flags"][1].startswith("best-worst: 4 tuples (stratified: ") and perbin["flags"][1].endswith("rotations 0,2")
+    assert limited["flags"] == [
+        "--limit 2",
+        f"sample: 2 of 2000 judged tuples covering {covered['limit']} of 1000 sentences, not comparable with the 960-sentence figures",
+        "best-worst: 2 tuples (the first 2 of all 2000 judged tuples, by --limit), rotations 0,2",
+    ]
+    for r in (perbin, limited):
+        assert math.isnan(r["values"]["mse"]) and "not given (best-worst)" in r["mse_note"]
+        assert all(math.isnan(b["mse"]) for groups in r["breakdowns"].values() for b in groups.values())
+    text = compare.render_markdown(report)
+    main = [
+        line
+        for line in text.splitlines()
+        if line.startswith("| ") and "Tiny-LM fsb_bws_ll" in line and line.split("|")[1].strip().isdigit()
+    ][:2]
+    assert all("| not given (best-worst) |" in line and "sample: " in line for line in main)
+    assert "no mse: not given (best-worst): the counting scores share the human scores' [0, 1] scale" in text
+    pairs = text.split("### Rating vs best-worst, per model")[1].split("\n\n")[1]
+    assert "hf pretrained=" not in pairs and all(line.startswith("| Tiny-LM |") for line in pairs.splitlines()[2:])
+    items = compare.forest_items(report)
+    assert all("(sample of " in t["label"] for t in items if "fsb_bws_ll" in t["label"])
+    legend = [text for _, text in compare.forest_legend(items)]
+    assert legend[:2] == ["lm-eval run", "paper Table 6 (quoted; no interval)"], "no prediction-file or baseline entry: none drawn"
 
 
 # --- the tiny model through the lm-eval CLI and transformers serve --------------------------------

@@ -97,6 +97,30 @@ def test_split_half_is_printed_with_its_place(release: Path, tmp_path: Path) -> 
         assert "noise ceiling, sqrt(2r/(1+r))" in flat and f"Pearson {_placed(p)[1]}, Spearman {_placed(s)[1]}" in flat
 
 
+def test_the_papers_table_2_is_quoted_only_beside_the_releases_judgments(release: Path, tmp_path: Path) -> None:
+    """Other judgments (here the release less its last 10 rows: same format, different file) get the
+    split-half r, the full-panel reliability and the noise ceiling, and nothing about the paper's Table 2."""
+    lines = (release / "FSB" / "fsb-tuples-annotations.csv").read_text(encoding="utf-8").splitlines(keepends=True)
+    other = tmp_path / "judgments.csv"
+    other.write_text("".join(lines[:-10]), encoding="utf-8")
+    built = fsb(
+        "build",
+        "--generations",
+        str(release / "FSB" / "FSB_text.csv"),
+        "--annotations",
+        str(other),
+        "--out",
+        str(tmp_path / "ds"),
+        "--no-record",
+    )
+    text = fsb("reliability", str(other)).stdout
+    for out in (built.stdout, text):
+        flat = " ".join(out.split())
+        assert "split-half r (two half-size panels, uncorrected; 100 trials, seed 0): Pearson 0.8" in flat
+        assert "full-panel reliability, Spearman-Brown 2r/(1+r)" in flat and "noise ceiling, sqrt(2r/(1+r))" in flat
+        assert "Table 2" not in flat and "0.8634" not in flat, flat
+
+
 def test_help_texts_say_what_the_commands_do() -> None:
     top = " ".join(fsb("--help").stdout.split())
     assert "run the paper's analyses" in top and "score and check judgments" in top

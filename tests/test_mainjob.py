@@ -29,6 +29,16 @@ def test_expected_cost_of_the_evaluation() -> None:
     assert cost["fsb"][1] == pytest.approx(160 * 2886 / 4800) and cost["fsb_ll"][1] == pytest.approx(1760 * 5905 / 52800)
 
 
+def test_main_job_sample_wording_counts_in_the_singular_too() -> None:
+    from fsb.evaluate import main_job_bws_sample, main_job_sample
+
+    assert main_job_sample(sample=None, per_bin=1).startswith("a stratified sample of 1 sentence per equispaced score bin (4;")
+    assert main_job_sample(sample=None, per_bin=2).startswith("a stratified sample of 2 sentences per")
+    assert main_job_sample(sample=1, per_bin=None) == "a simple random sample of 1 sentence (seed 0)"
+    assert main_job_bws_sample(tuples=4, per_bin=1) == "1 judged tuple per bin of mean score"
+    assert main_job_bws_sample(tuples=40, per_bin=None) == "a simple random sample of 40 judged tuples"
+
+
 def test_main_job_help_says_what_skip_eval_skips() -> None:
     proc = subprocess.run([str(BIN / "fsb"), "main", "--help"], capture_output=True, text=True, check=True)
     assert "build, load and run the analyses; skip the model evaluation" in " ".join(proc.stdout.split())
@@ -41,6 +51,7 @@ def test_main_job_without_evaluation(tmp_path: Path) -> None:
     assert "== 1/4 build" in out and "== 2/4 load" in out and "== 3/4 the paper's analyses" in out
     assert "default: 1000 rows" in out and "annotations: 5360 rows" in out
     assert "Pearson 0.8720 ± 0.0056, Spearman 0.8770 ± 0.0058" in out
+    assert "compare: the paper's Table 2 (on its 5285 judgments, all 1000 sentences)" in out, "built from the release"
     assert "histogram (bins of 0.1): 8 76 150 130 118 153 148 119 72 26" in out
     assert (tmp_path / "results" / "analysis" / "report.md").is_file()
     assert json.loads((tmp_path / "home" / "last_build.json").read_text())["path"] == str(tmp_path / "fifty_shades_of_bias")
@@ -54,11 +65,12 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     out = proc.stdout
     assert "model: SmolLM2-135M-Instruct" in out
     assert "expected: 240 requests, about " in out, "4 sentences x 5 sets x (1 generation + 11 log-likelihoods)"
-    stratified = "a stratified sample of 1 sentences per equispaced score bin (4; inflates correlations vs the full protocol)"
+    stratified = "a stratified sample of 1 sentence per equispaced score bin (4; inflates correlations vs the full protocol)"
     stratified += " x 5 few-shot sets"
     assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
     assert "pearson [95% CI]" in out and "| noise ceiling |" in out and "GPT-4" in out
-    rows = [c for c in (line.split("|") for line in out.splitlines()) if len(c) > 6 and c[1].strip().isdigit()]
+    rows = [c for c in (line.split("|") for line in out.splitlines()) if len(c) > 10 and c[1].strip().isdigit()]
+    rows = [c for c in rows if c[3].strip() in ("lm-eval", "baseline", "predictions")]  # the main table, not the best-worst ones
     smol = [c for c in rows if c[2].strip().startswith("SmolLM2")]
     assert sorted(c[2].strip() for c in smol) == [
         "SmolLM2-135M-Instruct fsb",
@@ -68,7 +80,12 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     rating = [c for c in smol if "bws" not in c[2]]
     assert all(c[4].strip() == "4" and c[5].strip() == "5" for c in rating), "4 sentences (1 per bin) x 5 sets"
     assert all("sample: 4 of 960 sentences, not comparable with the 960-sentence figures" in c[10] for c in rating)
-    assert "-- fsb_bws_ll: 1 judged tuples per bin of mean score x 2 rotations" in out
+    (bws,) = [c for c in smol if "bws" in c[2]]
+    assert "sample: 4 of 2000 judged tuples covering " in bws[10] and "not comparable with the 960-sentence figures" in bws[10]
+    assert "| not given (best-worst) |" in "|".join(bws)
+    pairs = out.split("### Rating vs best-worst, per model")[1].split("\n\n")[1]
+    assert "pretrained=" not in pairs and "| SmolLM2-135M-Instruct | " in pairs, "the model by its name, as in the main table"
+    assert "-- fsb_bws_ll: 1 judged tuple per bin of mean score x 2 rotations" in out
     assert "expected: 64 log-likelihood requests" in out, "4 tuples x 2 rotations x 8 labels"
     assert "### Rating vs best-worst, per model" in out and "Best-worst (fsb_bws_ll, 4 tuples x rotations 0,2): pearson" in out
     baselines = {c[2].strip(): c for c in rows if c[3].strip() == "baseline"}

@@ -88,3 +88,12 @@ def test_reference_figures_on_the_release_match_an_independent_computation(relea
         else:
             assert 0.85 < mine < 0.89 and p["full_panel_reliability"] > 0.92 and p["noise_ceiling"] > 0.96
     assert np.isfinite(got["spearman"]["noise_ceiling"])
+
+
+def test_placed_split_half_quotes_table_2_only_for_the_release_and_names_an_undefined_ceiling() -> None:
+    from fsb.reference import placed_split_half
+
+    shr = {"pearson": {"mean": -0.02, "sd": 0.02}, "spearman": {"mean": 0.5, "sd": 0.01}, "trials": 10, "seed": 0}
+    other, release = placed_split_half(shr, release=False), placed_split_half(shr, release=True)
+    assert not any("Table 2" in line for line in other) and sum("the paper's Table 2" in line for line in release) == 1
+    assert other[-1].endswith("Pearson undefined (a reliability below 0 has no square root), Spearman 0.8165")

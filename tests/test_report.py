@@ -358,3 +358,79 @@ def test_the_human_reference_is_shown_only_for_the_dataset_that_was_scored(relea
     page, _ = compare.build([tmp_path / "other"], dataset=str(release_dataset), n_boot=50, reference_trials=5)
     assert page["human_reference"] == [] and "are not those of" in page["dataset_note"]
     assert "human reference figures: not shown for every row" in compare.render_markdown(page)
+
+
+def test_a_paired_comparison_withholds_a_correlation_that_means_nothing_and_reads_each_metric(
+    release_dataset: Path, release_table, tmp_path: Path
+) -> None:
+    """Against the mean baseline (a constant per fold: its correlation is an artefact) a Pearson or Spearman
+    difference would read as a gain; it is withheld with the reason, and mse gets its own verdict."""
+    from fsb import compare
+
+    t = release_table
+    lex = tmp_path / "lex.csv"
+    lex.write_text("id,score\n" + "".join(f"{int(i)},{v}\n" for i, v in zip(t.ids, _noisy(t, 0.25, 4))))
+    folds = np.arange(t.ids.size) % 10
+    fold_means = np.array([t.scores[folds != k].mean() for k in range(10)])
+    mean = tmp_path / "mean.csv"
+    mean.write_text("id,score\n" + "".join(f"{int(i)},{fold_means[k]:.6f}\n" for i, k in zip(t.ids, folds)))
+    (tmp_path / "mean.csv.json").write_text(json.dumps({"baseline": "mean", "correlation_meaningful": False}))
+    report, _ = compare.build(
+        [lex, mean, lex], dataset=str(release_dataset), n_boot=200, reference_trials=2, compare=[("lex #1", "baseline mean"), ("1", "2")]
+    )
+    c = report["comparisons"][0]
+    assert (c["a"], c["b"]) == ("lex #1", "baseline mean")
+    for m in ("pearson", "spearman"):
+        assert c[m]["withheld"] == "b's correlation is not meaningful (constant by design)" and math.isnan(c[m]["difference"])
+    assert "withheld" not in c["mse"] and c["mse"]["difference"] > 0, "noisy predictions have the larger error"
+    assert c["mse"]["reads"] == ("b better (lower mse)" if c["mse"]["ci95"]["low"] > 0 else "no clear difference (interval includes 0)")
+    same = report["comparisons"][1]
+    assert {m: same[m]["reads"] for m in ("pearson", "spearman", "mse")} == dict.fromkeys(
+        ("pearson", "spearman", "mse"), "no clear difference (interval includes 0)"
+    )
+    text = compare.render_markdown(report)
+    line = next(x for x in text.splitlines() if x.startswith("| lex #1 | baseline mean |"))
+    assert line.count("withheld: b's correlation is not meaningful (constant by design)") == 2
+    assert f": {c['mse']['reads']} |" in line and "a better" not in line
+    assert compare.comparison_verdict("mse", {"low": -0.2, "high": -0.1}) == "a better (lower mse)"
+    assert compare.comparison_verdict("spearman", {"low": -0.2, "high": -0.1}) == "b better (higher spearman)"
+
+
+def test_the_human_reference_needs_ten_sentences_and_is_comparable_with_table_2_only_on_the_full_set(
+    release_dataset: Path, release_table, tmp_path: Path
+) -> None:
+    from fsb import compare
+
+    t = release_table
+    ids, golds = t.ids[t.scored], t.scores[t.scored]
+    _write_run(
+        tmp_path / "three",
+        {"fsb_0shot": [(int(i), 0.5 + 0.1 * k, float(g)) for k, (i, g) in enumerate(zip(ids[:3], golds[:3]))]},
+        "2026-01-01T00-00-00",
+        "pretrained=m",
+        limit=3,
+    )
+    _write_run(
+        tmp_path / "thirty",
+        {"fsb_0shot": [(int(i), float(g), float(g)) for i, g in zip(ids[:30], golds[:30])]},
+        "2026-01-01T00-00-00",
+        "pretrained=n",
+    )
+    full = tmp_path / "full.csv"
+    full.write_text("id,score\n" + "".join(f"{int(i)},{v}\n" for i, v in zip(t.ids, _noisy(t, 0.2, 5))))
+    page, _ = compare.build([tmp_path / "three", tmp_path / "thirty", full], dataset=str(release_dataset), n_boot=50, reference_trials=5)
+    assert page["dataset"]["is_release"] is True
+    by_n = {h["sentences"]: h for h in page["human_reference"]}
+    assert set(by_n) == {3, 30, 960}
+    assert by_n[3] == {"sentences": 3, "note": "not meaningful: n = 3 < 10"}, "no split-half r on 3 sentences"
+    three = next(r for r in page["rows"] if r["sentences"] == 3)
+    assert three["human_reference"] == {"sentences": 3, "note": "not meaningful: n = 3 < 10"}
+    assert all(i["human"] is None for i in compare.forest_items(page) if i["label"].startswith("m fsb_0shot"))
+    text = compare.render_markdown(page)
+    assert "Human reference on the 3 scored sentences: not meaningful: n = 3 < 10" in text
+    assert "human reference on this row's 3 sentences: not meaningful: n = 3 < 10" in text
+    sections = {n: text.split(f"Human reference on the {n} scored sentences")[1].split("References:")[0] for n in (30, 960)}
+    assert "comparable with the paper's Table 2, over all 1000" in sections[960].splitlines()[0]
+    assert "| two half-size panels, uncorrected (comparable with the paper's Table 2) |" in sections[960]
+    assert "not comparable with the paper's Table 2" in sections[30].splitlines()[0]
+    assert "(comparable with the paper's Table 2)" not in sections[30], "the heading and the row agree"

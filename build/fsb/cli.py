@@ -128,7 +128,7 @@ def _build(args: argparse.Namespace) -> int:
     print(f"  bins (low/medium/high): {' / '.join(str(v) for v in s['bins']['counts'].values())}")
     from .reference import placed_split_half
 
-    for line in placed_split_half(shr):
+    for line in placed_split_half(shr, release=bool(s["release"]["is_release"])):
         print(f"  {line}")
     if len(s["rounds"]) > 1:
         for r in s["rounds"]:
@@ -247,10 +247,10 @@ def _reliability(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(result)
         return 0
-    from .reference import placed_split_half
+    from .reference import is_release_judgments, placed_split_half
 
     print("split-half reliability, mean ± sd over trials:")
-    for line in placed_split_half(result):
+    for line in placed_split_half(result, release=is_release_judgments(args.annotations) and ann.dropped == 0):
         print(f"  {line}")
     if result["pearson"]["mean"] != result["pearson"]["mean"]:  # NaN
         print("  undefined: too few items were scored in both halves (each half needs judgments of 2+ distinct items)")

@@ -87,6 +87,7 @@ def build_from_entries(
             "task": e.task,
             "source": e.source,
             "model": e.model,
+            "model_name": e.model_name,
             "flags": e.flags,
             "correlation_meaningful": e.correlation_meaningful,
             **s,
@@ -105,12 +106,14 @@ def build_from_entries(
                     e.sets, e.fields[key], order, n_boot=n_boot, correlation_meaningful=e.correlation_meaningful
                 )
         if judgments is not None and e.matched:  # the human figures on exactly this row's (and group's) sentences
-            row["human_reference"] = _pearson_reference(judgments.reference(e.ids, trials=reference_trials))
+            row["human_reference"] = _pearson_reference(_reference(judgments, e.ids, reference_trials))
             for key, groups in row["breakdowns"].items():
                 for g, b in groups.items():
                     if b["sentences"] >= agreement.MIN_GROUP:
                         ids = e.ids[e.fields[key] == g]
                         b["human_reference"] = _pearson_reference(judgments.reference(ids, trials=reference_trials))
+        if e.bws is not None:
+            _omit_mse(row)
         rows.append(row)
     order = sorted(range(len(rows)), key=lambda i: _sort_key(rows[i]))
     rows = [rows[i] for i in order]
@@ -118,22 +121,15 @@ def build_from_entries(
     references = []
     if table is not None:
         for ids in _distinct([e for e in entries if e.matched]) if judgments is not None else []:
-            references.append(judgments.reference(ids, trials=reference_trials))
+            references.append(_reference(judgments, ids, reference_trials))
         other = [e.label for e in entries if not e.matched]
         if other:
             problem = f"the gold scores of {', '.join(other)} are not those of {table.where} (give --dataset): no human reference for them"
-    comparisons = []
-    for a, b in compare:
-        ea, eb = _pick(entries, a), _pick(entries, b)
-        comparisons.append(
-            {
-                "a": ea.label,
-                "b": eb.label,
-                **{m: agreement.paired_difference(ea.sets, eb.sets, m, n_boot=n_boot) for m in ("pearson", "mse")},
-            }
-        )
+    comparisons = [paired_comparison(_pick(entries, a), _pick(entries, b), n_boot=n_boot) for a, b in compare]
     return {
-        "dataset": None if table is None else {"where": table.where, "fingerprint": table.fingerprint, "scored": int(table.scored.sum())},
+        "dataset": None
+        if table is None
+        else {"where": table.where, "fingerprint": table.fingerprint, "scored": int(table.scored.sum()), "is_release": table.is_release},
         "dataset_note": problem,
         "rows": rows,
         "human_reference": references,
@@ -144,8 +140,87 @@ def build_from_entries(
     }
 
 
+COMPARED = ("pearson", "spearman", "mse")
+
+
+def _correlation_withheld(e: Scored, side: str, metric: str, common: np.ndarray) -> str | None:
+    """Why a paired correlation difference involving row `e` would mean nothing, or None: a scorer
+    constant by design (the mean baseline's correlation is an artefact of its folds), or a correlation
+    undefined on the shared sentences (constant predictions or human scores)."""
+    if not e.correlation_meaningful:
+        return f"{side}'s correlation is not meaningful (constant by design)"
+    sub = [s.subset(np.isin(s.ids, common)) for s in e.sets]
+    if any(math.isnan(v) for v in agreement.metric_values(sub)[metric]):
+        return f"{side}'s {metric} is undefined ({agreement.why_undefined(sub) or 'no spread'})"
+    return None
+
+
+def comparison_verdict(metric: str, ci: dict[str, Any]) -> str:
+    """What a paired interval of metric(a) - metric(b) says: which row is better on that metric (higher r,
+    lower mse) when the 95% interval excludes 0, else no clear difference."""
+    low, high = _num(ci["low"]), _num(ci["high"])
+    if math.isnan(low):
+        return "no interval"
+    lower_better = metric == "mse"
+    if low > 0:
+        return "b better (lower mse)" if lower_better else f"a better (higher {metric})"
+    if high < 0:
+        return "a better (lower mse)" if lower_better else f"b better (higher {metric})"
+    return "no clear difference (interval includes 0)"
+
+
+def paired_comparison(ea: Scored, eb: Scored, n_boot: int = 1000) -> dict[str, Any]:
+    """Row a minus row b on pearson, spearman and mse (paired bootstrap on the shared sentences), each with
+    its own verdict; a correlation difference is withheld (with the reason) when either side's correlation
+    is not meaningful or undefined, since a difference against it would read as a real gain."""
+    common = np.intersect1d(ea.ids, eb.ids)
+    out: dict[str, Any] = {"a": ea.label, "b": eb.label}
+    for m in COMPARED:
+        why = None
+        if m != "mse":
+            why = _correlation_withheld(ea, "a", m, common) or _correlation_withheld(eb, "b", m, common)
+        if why:
+            nan = {"low": math.nan, "high": math.nan, "defined": 0.0}
+            out[m] = {"metric": m, "sentences": int(common.size), "difference": math.nan, "ci95": nan, "withheld": why}
+            out[m]["reads"] = f"withheld: {why}"
+        else:
+            out[m] = agreement.paired_difference(ea.sets, eb.sets, m, n_boot=n_boot)
+            out[m]["reads"] = comparison_verdict(m, out[m]["ci95"])
+    return out
+
+
+BWS_MSE = (
+    "not given (best-worst): the counting scores share the human scores' [0, 1] scale, but they count the model's "
+    "choices within tuples, not ratings, so their squared difference from the human scores is no rating error"
+)
+
+
+def _omit_mse(row: dict[str, Any]) -> None:
+    """A best-worst row has no mse (see BWS_MSE): every mse figure of the row is removed (NaN, null in JSON)."""
+    nan = {"low": math.nan, "high": math.nan, "defined": 0.0}
+    row["values"]["mse"], row["ci95"]["mse"], row["mse_note"] = math.nan, dict(nan), BWS_MSE
+    for per in row["per_set"].values():
+        per["mse"] = math.nan
+    if "ci95_sentences_only" in row:
+        row["ci95_sentences_only"]["mse"] = dict(nan)
+    for groups in row["breakdowns"].values():
+        for b in groups.values():
+            b["mse"], b["ci95"]["mse"] = math.nan, dict(nan)
+
+
+def _reference(judgments: Any, ids: np.ndarray, trials: int) -> dict[str, Any]:
+    """The human reference on `ids`, or, below agreement.MIN_GROUP sentences (the breakdowns' rule), only
+    why there is none: a split-half r over a handful of sentences is noise (0.77 ± 0.23 on 3)."""
+    n = int(np.unique(ids).size)
+    if n < agreement.MIN_GROUP:
+        return {"sentences": n, "note": f"not meaningful: n = {n} < {agreement.MIN_GROUP}"}
+    return judgments.reference(ids, trials=trials)
+
+
 def _pearson_reference(h: dict[str, Any]) -> dict[str, Any]:
     """The Pearson side of a human reference, as a row or a breakdown group carries it."""
+    if "note" in h:
+        return dict(h)
     p = h["pearson"]
     return {"sentences": h["sentences"], **{k: p[k] for k in ("split_half", "split_half_sd", "full_panel_reliability", "noise_ceiling")}}
 
@@ -227,7 +302,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         if "seconds" in r:
             flags = "; ".join(x for x in (flags, f"{r['seconds']:.0f} s") if x)
         cells = [str(i), r["label"], r["kind"], str(r["sentences"]), str(r["variants"])]
-        cells += [_corr_cell(r, "pearson"), _corr_cell(r, "spearman"), _fmt(r["values"]["mse"], r["ci95"]["mse"]), parse, flags]
+        mse = "not given (best-worst)" if "mse_note" in r else _fmt(r["values"]["mse"], r["ci95"]["mse"])
+        cells += [_corr_cell(r, "pearson"), _corr_cell(r, "spearman"), mse, parse, flags]
         out.append("| " + " | ".join(cells) + " |")
     for r in report["rows"]:
         if "note" in r:
@@ -245,19 +321,25 @@ def render_markdown(report: dict[str, Any]) -> str:
     if not report["human_reference"] or report["dataset_note"]:
         out += [f"human reference figures: not shown for every row: {report['dataset_note'] or 'no dataset'}", ""]
     for h in report["human_reference"]:
+        if "note" in h:
+            out += [f"Human reference on the {h['sentences']} scored sentences: {h['note']} (too few sentences for a split-half r).", ""]
+            continue
         p, s = h["pearson"], h["spearman"]
+        # Table 2 is the split-half r of the release's judgments over its sentences: comparable only there
+        comparable = bool(ds and ds.get("is_release") and h["sentences"] == ds["scored"])
+        if comparable:
+            place = " (the release's judgments on its scored sentences: comparable with the paper's Table 2, over all 1000):"
+        elif ds and h["sentences"] < ds["scored"]:
+            place = " (a sample: these figures place the sample's rows only and are not comparable with the paper's Table 2):"
+        else:
+            place = " (not the release's judgments: not comparable with the paper's Table 2):"
         out += [
-            f"Human reference on the {h['sentences']} scored sentences ({h['trials']} split-half trials, seed {h['seed']})"
-            + (
-                " (a sample: these figures place the sample's rows only and are not comparable with the paper's Table 2):"
-                if ds and h["sentences"] < ds["scored"]
-                else ":"
-            ),
+            f"Human reference on the {h['sentences']} scored sentences ({h['trials']} split-half trials, seed {h['seed']}){place}",
             "",
             "| figure | Pearson | Spearman | what it is |",
             "|---|---|---|---|",
             f"| split-half r | {p['split_half']:.3f} ± {p['split_half_sd']:.3f} | {s['split_half']:.3f} ± {s['split_half_sd']:.3f} | "
-            "two half-size panels, uncorrected (comparable with the paper's Table 2) |",
+            "two half-size panels, uncorrected" + (" (comparable with the paper's Table 2)" if comparable else "") + " |",
             f"| full-panel reliability | {p['full_panel_reliability']:.3f} | {s['full_panel_reliability']:.3f} | "
             "Spearman-Brown 2r/(1+r): the released scores' reliability |",
             f"| noise ceiling | {p['noise_ceiling']:.3f} | {s['noise_ceiling']:.3f} | "
@@ -271,14 +353,19 @@ def render_markdown(report: dict[str, Any]) -> str:
     out += [f"| {q['label']} | {q['pearson']:.3f} | {q['mse']:.3f} |" for q in report["paper_table6"]]
     if report["comparisons"]:
         out += ["", "## Paired differences (row a minus row b, same sentences)", ""]
-        out += ["| a | b | sentences | pearson difference [95% CI] | mse difference [95% CI] | reads |", "|---|---|---|---|---|---|"]
+        out += [
+            "Each metric is read on its own (higher pearson and spearman, lower mse are better); a correlation difference "
+            "is withheld when either row's correlation is not meaningful or undefined.",
+            "",
+            "| a | b | sentences | pearson difference [95% CI] | spearman difference [95% CI] | mse difference [95% CI] |",
+            "|---|---|---|---|---|---|",
+        ]
         for c in report["comparisons"]:
-            pc = c["pearson"]["ci95"]
-            reads = "a better" if pc["low"] > 0 else "b better" if pc["high"] < 0 else "no clear difference (interval includes 0)"
-            out.append(
-                f"| {c['a']} | {c['b']} | {c['pearson']['sentences']} | {_fmt(c['pearson']['difference'], pc)} | "
-                f"{_fmt(c['mse']['difference'], c['mse']['ci95'])} | {reads} |"
-            )
+            cells = [c["a"], c["b"], str(c["mse"]["sentences"])]
+            for m in COMPARED:
+                d = c[m]
+                cells.append(d["reads"] if d.get("withheld") else f"{_fmt(d['difference'], d['ci95'])}: {d['reads']}")
+            out.append("| " + " | ".join(cells) + " |")
     out += ["", "## Per row: sets, breakdowns, calibration", "", BREAKDOWN_RULES.replace("{n}", str(agreement.MIN_GROUP)), ""]
     for i, r in enumerate(report["rows"], 1):
         out.append(f"### {i}. {r['label']} ({r['kind']}; {r['source']})")
@@ -300,7 +387,10 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"calibration (human = intercept + slope x model, least squares): slope {_fmt(c['slope'])}, "
                 f"intercept {_fmt(c['intercept'])} (calibrated: 1 and 0)"
             )
-        if "human_reference" in r:
+        if "human_reference" in r and "note" in r["human_reference"]:
+            h = r["human_reference"]
+            out.append(f"human reference on this row's {h['sentences']} sentences: {h['note']}")
+        elif "human_reference" in r:
             h = r["human_reference"]
             out.append(
                 f"human reference on this row's {h['sentences']} sentences (Pearson): split-half r {h['split_half']:.3f}, "
@@ -335,7 +425,9 @@ def _render_bws(rows: list[dict[str, Any]]) -> list[str]:
     out += [
         "The model chose the most and the least biased of each judged 4-tuple, shown in the listed rotations; its choices "
         "are scored by counting as the human judgments are (pearson and spearman above: its counting scores against the "
-        "human scores, intervals over sentences). Agreement: share of parsed presentations whose choice is in the human "
+        "human scores, intervals over sentences; no mse: "
+        + BWS_MSE
+        + "). Agreement: share of parsed presentations whose choice is in the human "
         "majority (tied items all count), beside the chance rate of a random choice. Position rates: how often each display "
         "position was chosen, beside the uniform 0.25. Intervals here: 95% percentile bootstrap over tuples.",
         "",
@@ -359,17 +451,25 @@ def _render_bws(rows: list[dict[str, Any]]) -> list[str]:
         for side in ("best", "worst"):
             rates = [_fmt(b["values"][f"{side}_position_{p}"], b["ci95"].get(f"{side}_position_{p}")) for p in range(1, 5)]
             out.append(f"| {i} | {r['label']} | as {side} | " + " | ".join(rates) + f" | {b['uniform_position_rate']:.2f} |")
-    by_model: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    by_model: dict[str, list[tuple[int, dict[str, Any]]]] = {}  # keyed by the model as run (labelled by its name)
     for i, r in enumerate(rows, 1):
         by_model.setdefault(r["model"] or r["label"], []).append((i, r))
     pairs = {m: rs for m, rs in by_model.items() if any("bws" in r for _, r in rs) and any("bws" not in r for _, r in rs)}
     if pairs:
         out += ["", "### Rating vs best-worst, per model", ""]
         out += ["| model | # | protocol | task | sentences | pearson [95% CI] | spearman [95% CI] |", "|---|---|---|---|---|---|---|"]
-        for m, rs in pairs.items():
+        for rs in pairs.values():
             for i, r in rs:
                 protocol = "best-worst (choices, counted)" if "bws" in r else "rating (a number per sentence)"
-                cells = [m, str(i), protocol, str(r["task"]), str(r["sentences"]), _corr_cell(r, "pearson"), _corr_cell(r, "spearman")]
+                cells = [
+                    r.get("model_name") or r["label"],
+                    str(i),
+                    protocol,
+                    str(r["task"]),
+                    str(r["sentences"]),
+                    _corr_cell(r, "pearson"),
+                    _corr_cell(r, "spearman"),
+                ]
                 out.append("| " + " | ".join(cells) + " |")
         out += ["", "The two protocols score different samples of sentences here; compare their intervals, not the point values alone."]
     return out
@@ -419,13 +519,34 @@ def forest_items(report: dict[str, Any]) -> list[dict[str, Any]]:
             d = r["defined_sets"]["pearson"]
             value, ci = _num(d["mean"]), d.get("ci95")
             label += f"\n[undefined: {r.get('undefined')}; mean of {d['sets']}/{d['of']} defined sets]"
-        items.append({"label": label, "r": value, "ci": ci, "kind": r["kind"], "human": r.get("human_reference")})
+        human = r.get("human_reference")
+        items.append({"label": label, "r": value, "ci": ci, "kind": r["kind"], "human": human if human and "note" not in human else None})
     items += [
         {"label": f"{q['label']} (paper, quoted)", "r": q["pearson"], "ci": None, "kind": "quoted", "human": None}
         for q in report["paper_table6"]
     ]
     items.sort(key=lambda t: -t["r"] if not math.isnan(t["r"]) else math.inf)
     return items
+
+
+LEGEND = {
+    "lm-eval": "lm-eval run",
+    "predictions": "prediction file",
+    "baseline": "baseline",
+    "quoted": "paper Table 6 (quoted; no interval)",
+    "ceiling": "noise ceiling on the row's sentences",
+    "split_half": "human split-half r (two half panels)",
+}
+
+
+def forest_legend(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """The forest plot's legend entries (key, text): only the kinds of row drawn, and the human ticks only
+    when some row carries them."""
+    kinds = {t["kind"] for t in items}
+    keys = [k for k in ("lm-eval", "predictions", "baseline", "quoted") if k in kinds]
+    if any(t["human"] for t in items):
+        keys += ["ceiling", "split_half"]
+    return [(k, LEGEND[k]) for k in keys]
 
 
 def forest_plot(report: dict[str, Any], path: Path) -> None:
@@ -459,13 +580,15 @@ def forest_plot(report: dict[str, Any], path: Path) -> None:
     ax.set_xlim(left, 1.02)
     ax.grid(axis="x", color="0.92", lw=0.6)
     ax.set_xlabel("Pearson r with the human scores (point and 95% interval)")
-    handles = [plt.Line2D([], [], color=c, marker="o", lw=2, mfc="white" if k == "quoted" else c) for k, c in colors.items()]
-    labels = ["lm-eval run", "prediction file", "baseline", "paper Table 6 (quoted; no interval)"]
-    handles += [
-        plt.Line2D([], [], color="black", marker="|", ls="", ms=12, mew=2),
-        plt.Line2D([], [], color="0.55", marker="|", ls="", ms=10, mew=1.5),
-    ]
-    labels += ["noise ceiling on the row's sentences", "human split-half r (two half panels)"]
+    handles, labels = [], []
+    for key, label in forest_legend(items):
+        if key in colors:
+            c = colors[key]
+            handles.append(plt.Line2D([], [], color=c, marker="o", lw=2, mfc="white" if key == "quoted" else c))
+        else:
+            color, ms, mew = ("black", 12, 2) if key == "ceiling" else ("0.55", 10, 1.5)
+            handles.append(plt.Line2D([], [], color=color, marker="|", ls="", ms=ms, mew=mew))
+        labels.append(label)
     fig.legend(handles, labels, fontsize=7.5, loc="lower center", ncol=3, frameon=False)
     ax.set_title("Fifty Shades of Bias: agreement with the human scores", fontsize=10)
     fig.tight_layout(rect=(0, 0.55 / height, 1, 1))  # the legend's two lines below the axis

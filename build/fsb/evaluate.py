@@ -246,6 +246,29 @@ def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float],
     return paths
 
 
+def counted(n: int, word: str) -> str:
+    """`n` and `word`, plural unless n is 1 ("1 sentence", "4 sentences")."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def main_job_sample(*, sample: int | None, per_bin: int | None) -> str:
+    """What the main job's rating tasks score, in words: a stratified sample of `per_bin` per bin, or a
+    simple random sample of `sample` sentences."""
+    if per_bin is not None:
+        return (
+            f"a stratified sample of {counted(per_bin, 'sentence')} per equispaced score bin "
+            f"({4 * per_bin}; inflates correlations vs the full protocol)"
+        )
+    return f"a simple random sample of {counted(int(sample or 0), 'sentence')} (seed 0)"
+
+
+def main_job_bws_sample(*, tuples: int, per_bin: int | None) -> str:
+    """What the main job's best-worst task presents, in words."""
+    if per_bin is not None:
+        return f"{counted(per_bin, 'judged tuple')} per bin of mean score"
+    return f"a simple random sample of {counted(tuples, 'judged tuple')}"
+
+
 def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None, force: bool = False) -> int:
     """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
     sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report.
@@ -257,10 +280,7 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
     if per_bin is None and sample is None:
         sample = MAIN_JOB_SAMPLE
     n = 4 * per_bin if per_bin is not None else int(sample or 0)
-    if per_bin is not None:
-        what = f"a stratified sample of {per_bin} sentences per equispaced score bin ({n}; inflates correlations vs the full protocol)"
-    else:
-        what = f"a simple random sample of {n} sentences (seed 0)"
+    what = main_job_sample(sample=None if per_bin is not None else n, per_bin=per_bin)
     check_main_job_files(results_dir, force=force)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on a hub
     started = time.monotonic()
@@ -290,9 +310,7 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
         timings[task] = time.monotonic() - t0
         print(f"{task} took {timings[task]:.0f} s", flush=True)
     tuples = 4 * per_bin if per_bin is not None else BWS_MAIN_JOB_TUPLES
-    bws_what = f"a simple random sample of {tuples} judged tuples"
-    if per_bin is not None:
-        bws_what = f"{per_bin} judged tuples per bin of mean score"
+    bws_what = main_job_bws_sample(tuples=tuples, per_bin=per_bin)
     requests = tuples * BWS_REQUESTS_PER_TUPLE
     print(f"\n-- fsb_bws_ll: {bws_what} x 2 rotations (the annotators' best-worst test, by log-likelihood)", flush=True)
     print(f"expected: {requests} log-likelihood requests, about {requests * BWS_SECONDS_PER_REQUEST:.0f} s", flush=True)
@@ -341,7 +359,7 @@ def bws_statement(run: Any) -> str:
     fav = max(range(1, 5), key=lambda p: v[f"best_position_{p}"])
     picked = round(v[f"best_position_{fav}"] * b["presentations"] * v["parse_rate"])
     return (
-        f"Best-worst ({name}, {b['tuples']} tuples x rotations {','.join(map(str, b['rotations']))}): pearson {r:.3f} of its "
+        f"Best-worst ({name}, {counted(b['tuples'], 'tuple')} x rotations {','.join(map(str, b['rotations']))}): pearson {r:.3f} of its "
         f"counting scores with the human scores; best agreement {v['best_agreement']:.3f} "
         f"[{ci['best_agreement']['low']:.3f}, {ci['best_agreement']['high']:.3f}] (chance {chance['best']:.3f}), "
         f"worst agreement {v['worst_agreement']:.3f} [{ci['worst_agreement']['low']:.3f}, {ci['worst_agreement']['high']:.3f}] "

@@ -60,7 +60,7 @@ def run(
     print(f"annotations: {annotations[spec.SPLIT].num_rows} rows")
     from .reference import placed_split_half
 
-    for line in placed_split_half(stats["shr"], sentences=rows.num_rows):
+    for line in placed_split_half(stats["shr"], sentences=rows.num_rows, release=bool(stats["release"]["is_release"])):
         print(line)
     print(
         "bins low/medium/high: " + " / ".join(f"{stats['bins']['counts'][b]} (paper {spec.PAPER['bin_counts'][b]})" for b in spec.BIN_NAMES)

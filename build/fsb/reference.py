@@ -15,6 +15,7 @@ judgments on exactly the sentences that were scored.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ import fifty_shades_of_bias as spec
 
 from . import bws
 
-__all__ = ["Judgments", "human_reference", "noise_ceiling", "placed_split_half", "spearman_brown"]
+__all__ = ["Judgments", "human_reference", "is_release_judgments", "noise_ceiling", "placed_split_half", "spearman_brown"]
 
 REFERENCES = (
     "split-half r: Kiritchenko and Mohammad (2017), the paper's Table 2; "
@@ -81,21 +82,42 @@ def human_reference(where: str, ids: np.ndarray, trials: int = 100, seed: int = 
     return Judgments(where).reference(ids, trials=trials, seed=seed)
 
 
-def placed_split_half(shr: dict[str, Any], sentences: int | None = None) -> list[str]:
+def placed_split_half(shr: dict[str, Any], sentences: int | None = None, *, release: bool) -> list[str]:
     """The split-half figures of `fsb build`, `fsb reliability` and the main job, each with its place: the
-    paper's Table 2 beside the split-half r, then the full-panel reliability and the noise ceiling with
-    their formulas. `shr` is a split-half summary ({pearson: {mean, sd}, spearman: {...}, trials, seed})."""
+    paper's Table 2 beside the split-half r only when `release` (the judgments are the pinned release's
+    file, unchanged: Table 2 describes those, not any other judgments), then the full-panel reliability and
+    the noise ceiling with their formulas. `shr` is a split-half summary ({pearson: {mean, sd}, spearman:
+    {...}, trials, seed})."""
     paper = spec.PAPER["shr"]
     on = f" over {sentences} sentences" if sentences else ""
     p, s = shr["pearson"], shr["spearman"]
     rel = {m: spearman_brown(shr[m]["mean"]) for m in ("pearson", "spearman")}
-    return [
+    lines = [
         f"split-half r (two half-size panels, uncorrected; {shr['trials']} trials, seed {shr['seed']}{on}): "
-        f"Pearson {p['mean']:.4f} ± {p['sd']:.4f}, Spearman {s['mean']:.4f} ± {s['sd']:.4f}",
-        f"  compare: the paper's Table 2 (on its {spec.PAPER['n_annotations']} judgments, all 1000 sentences): "
-        f"Pearson {paper['pearson']['mean']:.4f} ± {paper['pearson']['sd']:.4f}, "
-        f"Spearman {paper['spearman']['mean']:.4f} ± {paper['spearman']['sd']:.4f}",
+        f"Pearson {p['mean']:.4f} ± {p['sd']:.4f}, Spearman {s['mean']:.4f} ± {s['sd']:.4f}"
+    ]
+    if release:
+        lines.append(
+            f"  compare: the paper's Table 2 (on its {spec.PAPER['n_annotations']} judgments, all 1000 sentences): "
+            f"Pearson {paper['pearson']['mean']:.4f} ± {paper['pearson']['sd']:.4f}, "
+            f"Spearman {paper['spearman']['mean']:.4f} ± {paper['spearman']['sd']:.4f}"
+        )
+    return [
+        *lines,
         f"  full-panel reliability, Spearman-Brown 2r/(1+r) of the mean r: Pearson {rel['pearson']:.4f}, Spearman {rel['spearman']:.4f}",
         f"  noise ceiling, sqrt(2r/(1+r)) (the correlation a perfect scorer can expect with these scores): "
-        f"Pearson {noise_ceiling(rel['pearson']):.4f}, Spearman {noise_ceiling(rel['spearman']):.4f}",
+        f"Pearson {_ceiling(rel['pearson'])}, Spearman {_ceiling(rel['spearman'])}",
     ]
+
+
+def _ceiling(reliability: float) -> str:
+    c = noise_ceiling(reliability)
+    return "undefined (a reliability below 0 has no square root)" if math.isnan(c) else f"{c:.4f}"
+
+
+def is_release_judgments(path: str | Path) -> bool:
+    """True when the file at `path` is the pinned release's judgments file, byte for byte (its sha256)."""
+    from ._io import sha256_file
+    from .release import ANNOTATIONS
+
+    return Path(path).is_file() and sha256_file(Path(path)) == spec.RELEASE["files"][ANNOTATIONS]

@@ -179,6 +179,7 @@ class DatasetTable:
     fields: dict[str, np.ndarray]
     scored: np.ndarray  # bool: outside every few-shot set (the sentences every lm-eval variant scores)
     fingerprint: str | None = None
+    is_release: bool = False  # built from the pinned release's files, unchanged (its stats.json says so)
 
     def rows(self, ids: np.ndarray) -> np.ndarray:
         """Row positions of `ids` (all must be in the dataset)."""
@@ -212,8 +213,9 @@ def dataset_table(source: str | None = None) -> DatasetTable:
     in_sets = np.zeros(ids.size, dtype=bool)
     in_sets[np.concatenate(u.fewshot_sets(scores))] = True
     stats_path = Path(where) / "stats.json"
-    fingerprint = json.loads(stats_path.read_text(encoding="utf-8")).get("fingerprint") if stats_path.is_file() else None
-    return DatasetTable(str(where), ids[order], scores, fields, ~in_sets, fingerprint)
+    stats = json.loads(stats_path.read_text(encoding="utf-8")) if stats_path.is_file() else {}
+    is_release = bool((stats.get("release") or {}).get("is_release"))
+    return DatasetTable(str(where), ids[order], scores, fields, ~in_sets, stats.get("fingerprint"), is_release)
 
 
 # --- prediction files -------------------------------------------------------------------------------
@@ -283,11 +285,12 @@ class Scored:
     fields: dict[str, np.ndarray]  # breakdown fields aligned with the ids (may be empty)
     has_parse_rate: bool
     flags: list[str] = field(default_factory=list)
-    model: str = ""
+    model: str = ""  # the run's model and arguments, as given
     note: str = ""
     correlation_meaningful: bool = True
     matched: bool = True  # its gold scores are the dataset's (so the human reference applies)
     bws: list[dict[str, Any]] | None = None  # a best-worst task's per-tuple records (fsb_bws*)
+    model_name: str = ""  # the short name the table labels the model by (Run.model_name)
 
     @property
     def ids(self) -> np.ndarray:
@@ -312,6 +315,7 @@ class Scored:
             self.correlation_meaningful,
             self.matched,
             self.bws,
+            self.model_name,
         )
 
 
@@ -359,8 +363,8 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
             flags[-1] += ": a sample, not comparable with full-protocol figures"
         has_parse = any("parse_rate,none" in run.results.get("results", {}).get(s.name, {}) for s in sets)
         records = run.bws.get(task)
-        if records is not None:  # sentences come from the sampled tuples: say the tuple sample instead
-            flags = [f for f in flags if not f.startswith("sample:")] + [_bws_flag(run, task, records)]
+        if records is not None:  # sentences come from the sampled tuples: flag the tuples and the sentences covered
+            flags = ([f"--limit {run.limit:g}"] if run.limit is not None else []) + _bws_flags(run, task, records, sets[0].ids.size, usable)
             has_parse = False  # per presentation, in the best-worst section
         out.append(
             Scored(
@@ -373,6 +377,7 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
                 has_parse_rate=has_parse,
                 flags=flags,
                 model=run.model,
+                model_name=run.model_name,
                 matched=usable is not None,
                 bws=records,
             )
@@ -380,12 +385,38 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
     return out
 
 
-def _bws_flag(run: Run, task: str, records: list[dict[str, Any]]) -> str:
-    """What a best-worst run presented: its tuples (the task's recorded sample) and rotations."""
+@cache
+def judged_tuples(where: str) -> int:
+    """How many distinct tuples the dataset at `where` has judgments for (its annotations config)."""
+    ann = spec.load("annotations", source=where)[spec.SPLIT]
+    return int(np.unique(np.asarray(ann["tuple_id"])).size)
+
+
+def _bws_flags(run: Run, task: str, records: list[dict[str, Any]], sentences: int, table: DatasetTable | None) -> list[str]:
+    """A best-worst run's flags: a sample flag like a rating row's when it judged fewer tuples than the
+    dataset has (by the tuples and the sentences they cover), and what it presented: its tuples (the task's
+    recorded sample, cut to the first ones by --limit) and rotations."""
     meta = (run.results.get("configs", {}).get(task, {}).get("metadata") or {}).get("fsb_source") or {}
     shifts = sorted({int(s["shift"]) for r in records for s in r["shown"]})
-    what = meta.get("sample") or f"{len(records)} tuples"
-    return f"best-worst: {len(records)} tuples ({what}), rotations {','.join(map(str, shifts))}"
+    drawn = str(meta.get("sample") or "")
+    named = re.search(r"(?:all|of) (\d+) (?:judged )?tuples", drawn)
+    total = judged_tuples(table.where) if table is not None else int(named.group(1)) if named else None
+    n = len(records)
+    what = drawn or f"{n} tuples"
+    if run.limit is not None and (total is None or n < total):
+        what = f"the first {n} of {drawn}, by --limit" if drawn else f"the first {n} tuples, by --limit"
+    flags = []
+    if (total is not None and n < total) or (drawn and not drawn.startswith("all")) or run.limit is not None:
+        of = f" of {total}" if total is not None else ""
+        covered = f" covering {sentences} of {table.ids.size} sentences" if table is not None else f" covering {sentences} sentences"
+        versus = f"the {int(table.scored.sum())}-sentence figures" if table is not None else "full-protocol figures"
+        flags.append(f"sample: {n}{of} judged {_plural(n, 'tuple')}{covered}, not comparable with {versus}")
+    flags.append(f"best-worst: {n} {_plural(n, 'tuple')} ({what}), rotations {','.join(map(str, shifts))}")
+    return flags
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else f"{word}s"
 
 
 def _per_bin(run: Run) -> int | None:
