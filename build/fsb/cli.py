@@ -139,7 +139,7 @@ def _build(args: argparse.Namespace) -> int:
     if "changes_since" in s:
         print(f"  the card carries the changes since {s['changes_since']['label']}:")
         print("\n".join("    " + line for line in s["changes_since"]["summary"].splitlines()))
-    for warning in result.warnings:
+    for warning in (*result.notes, *result.warnings):
         print(f"fsb build: warning: {warning}", file=sys.stderr)
     if not args.no_record and not result.warnings:
         print("  loaders and the lm-eval task now read this folder (fsb build --no-record leaves the previous one in place)")
