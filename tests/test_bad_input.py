@@ -250,3 +250,74 @@ def test_build_reports_the_first_problem_as_one_line(
     assert proc.stderr.startswith(f"fsb build: error: {where}: ") and words in proc.stderr
     assert len(proc.stderr) < 400
     assert _snapshot(out) == before
+
+
+def test_cr_only_line_endings_read_like_lf(tmp_path: Path) -> None:
+    """An "old Mac" file (CR-only line ends) is read like the same file with LF, by both annotation readers
+    (Python's below 1 MB, pyarrow's above) and by fsb build; a bad row is named by its line."""
+    rows = [
+        [*(str(v) for v in t), str(t[0]), str(t[3])] for t in ((i % 97 + 1, i % 89 + 100, i % 83 + 200, i % 79 + 300) for i in range(60000))
+    ]
+    for n in (5, 60000):
+        text = ANN_HEADER + "".join(",".join(r) + "\n" for r in rows[:n])
+        lf, cr = tmp_path / f"lf{n}.csv", tmp_path / f"cr{n}.csv"
+        lf.write_bytes(text.encode())
+        cr.write_bytes(text.replace("\n", "\r").encode())
+        assert (cr.stat().st_size > 1 << 20) == (n == 60000)
+        want, got = _cli("score", str(lf)), _cli("score", str(cr))
+        assert got.returncode == 0 and got.stdout == want.stdout and want.stdout.count("\n") > 5, got.stderr[-500:]
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes((ANN_HEADER + "1,2,3,4,1,4\n1,2,3,4,9,4\n").replace("\n", "\r").encode())
+    proc = _cli("score", str(bad))
+    assert proc.returncode == 2 and proc.stderr.startswith(f"fsb score: error: {bad}, line 3, field 'BestItem': 9 is not one"), proc.stderr
+    g, a = make_raw(tmp_path / "raw", n=16, seed=4)
+    a.write_bytes(a.read_bytes().replace(b"\r\n", b"\r").replace(b"\n", b"\r"))
+    proc = _cli("build", "--generations", str(g), "--annotations", str(a), "--out", str(tmp_path / "out"), "--no-record")
+    assert proc.returncode == 0 and "16 sentences" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_echoed_values_are_short_and_escaped(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """A 200 KB field is echoed as 40 characters and its length; a NUL in a header name is shown escaped,
+    not as a name that looks like the missing one."""
+    big = tmp_path / "big.csv"
+    big.write_text(ANN_HEADER + '1,2,3,4,1,"' + "x" * 200_000 + '"\n', encoding="utf-8")
+    proc = _cli("score", str(big))
+    assert proc.returncode == 2 and f"{big}, line 2, field 'WorstItem': '{'x' * 40}'... (200000 characters) is not one" in proc.stderr
+    assert len(proc.stderr) < 400, len(proc.stderr)
+    gen = tmp_path / "gen.csv"
+    gen.write_text(GEN_HEADER + '1,completion,"' + "e" * 200_000 + '",a,b\n', encoding="utf-8")
+    proc = _cli("build", "--generations", str(gen), "--annotations", str(good[1]), "--out", str(tmp_path / "o"), "--no-record")
+    assert proc.returncode == 2 and "unknown seed_type 'eeee" in proc.stderr and len(proc.stderr) < 400, proc.stderr[:500]
+    nul = tmp_path / "nul.csv"
+    nul.write_text("Item1,Item\x002,Item3,Item4,BestItem,WorstItem\n1,2,3,4,1,4\n", encoding="utf-8")
+    proc = _cli("score", str(nul))
+    assert proc.returncode == 2, proc.stderr
+    assert "field 'Item2': missing column (the header has: Item1, 'Item\\x002', Item3, Item4, BestItem, WorstItem)" in proc.stderr
+
+
+def test_previous_with_a_broken_stats_json_says_so(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    g, a, out = good
+    prev = tmp_path / "prev"
+    shutil.copytree(out, prev)
+    (prev / "stats.json").write_text('{\n  "fingerprint": "abc",\n  oops\n}\n', encoding="utf-8")
+    proc = _cli(
+        "build", "--generations", str(g), "--annotations", str(a), "--out", str(tmp_path / "new"), "--no-record", "--previous", str(prev)
+    )
+    assert proc.returncode == 2 and not (tmp_path / "new").exists()
+    assert f"{prev / 'stats.json'}, line 3: stats.json is not valid JSON (Expecting property name enclosed in double quotes)" in proc.stderr
+
+
+def test_deeply_nested_jsonl_line(tmp_path: Path) -> None:
+    """A generations JSONL line of 100000 "[" is "nested too deeply" with its file and line, not a RecursionError."""
+    from fsb.raw import read_generations
+
+    path = tmp_path / "g.jsonl"
+    path.write_text('{"uid": 1}\n' + "[" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"g.jsonl, line 2: not valid JSON: nested too deeply"):
+        read_generations(path)
+    proc = _cli("build", "--generations", str(path), "--annotations", str(path), "--out", str(tmp_path / "o"), "--no-record")
+    assert proc.returncode == 2 and proc.stderr == f"fsb build: error: {path}, line 2: not valid JSON: nested too deeply\n", proc.stderr[
+        -500:
+    ]
