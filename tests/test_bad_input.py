@@ -321,3 +321,45 @@ def test_deeply_nested_jsonl_line(tmp_path: Path) -> None:
     assert proc.returncode == 2 and proc.stderr == f"fsb build: error: {path}, line 2: not valid JSON: nested too deeply\n", proc.stderr[
         -500:
     ]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["build", "--trials", "99999999999"], "argument --trials: at most 100000 split-half trials"),
+        (["reliability", "x.csv", "--trials", "100001"], "argument --trials: at most 100000 split-half trials"),
+        (["score", "x.csv", "--ci", "--bootstrap", "99999999999"], "argument --bootstrap: at most 10000 bootstrap resamples"),
+        (["report", "--bootstrap", "99999999999"], "argument --bootstrap: at most 10000 bootstrap resamples"),
+        (["report", "--trials", "99999999999"], "argument --trials: at most 100000 split-half trials"),
+        *(
+            ([cmd, *pre, "--model", "m", "--dry-run", *opt], words)
+            for cmd, pre in (("annotate", ["llm", "x.csv"]), ("generate", []), ("explain", []))
+            for opt, words in (
+                (["--temperature", "nan"], "argument --temperature: must be a finite number, got 'nan'"),
+                (["--temperature", "inf"], "argument --temperature: must be a finite number, got 'inf'"),
+                (["--temperature", "-1"], "argument --temperature: a temperature is from 0 to 2"),
+                (["--temperature", "2.5"], "argument --temperature: a temperature is from 0 to 2"),
+                (["--top-p", "2"], "argument --top-p: top-p is a probability mass, greater than 0 and at most 1, got 2.0"),
+                (["--top-p", "0"], "argument --top-p: top-p is a probability mass"),
+                (["--presence-penalty=-inf"], "argument --presence-penalty: must be a finite number"),
+            )
+        ),
+    ],
+)
+def test_counts_and_sampling_options_are_bounded(args: list[str], words: str) -> None:
+    """Counts that would need terabytes, and sampling values no endpoint accepts, are usage errors (one line,
+    exit 2, saying why) before anything runs."""
+    proc = _cli(*args)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and words in proc.stderr, proc.stderr[-1000:]
+
+
+def test_out_of_memory_is_one_line() -> None:
+    """numpy's failure to allocate (a MemoryError) is an expected failure of the CLI: one line, no traceback."""
+    import numpy as np
+
+    from fsb.cli import _expected_failure
+
+    with pytest.raises(MemoryError) as err:
+        np.empty(2**62, dtype=np.int8)
+    message = _expected_failure(err.value)
+    assert message is not None and message.startswith("out of memory (Unable to allocate") and "--trials" in message

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from . import __version__
-from ._argtypes import OneLineParser, batch_size, pos_int, seed
+from ._argtypes import OneLineParser, batch_size, pos_int, resamples, seed, trials
 from ._commands import Commands, Handler
 from .errors import FsbError
 
@@ -68,7 +68,7 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
         default="fifty_shades_of_bias",
         help="output folder (default: ./fifty_shades_of_bias); replaced only if absent, empty or an unchanged earlier build",
     )
-    b.add_argument("--trials", type=pos_int, default=100, help="split-half reliability trials (default 100)")
+    b.add_argument("--trials", type=trials, default=100, help="split-half reliability trials (default 100)")
     b.add_argument("--seed", type=seed, default=0, help="split-half reliability seed (default 0)")
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
     b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
@@ -180,7 +180,7 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
         "utility (logit scale, centred to mean 0), plus its standard error se",
     )
     s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% intervals of score by bootstrap over tuples")
-    s.add_argument("--bootstrap", type=pos_int, default=200, help="bootstrap resamples for --ci (default 200)")
+    s.add_argument("--bootstrap", type=resamples, default=200, help="bootstrap resamples for --ci (default 200)")
     s.add_argument("--seed", type=seed, default=0, help="bootstrap seed (default 0)")
     s.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
     _force(s)
@@ -212,7 +212,7 @@ def _score(args: argparse.Namespace) -> int:
 
 def _reliability_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem[,Annotator] (as for fsb score)")
-    r.add_argument("--trials", type=pos_int, default=100, help="random splits of each tuple's judgments into two halves (default 100)")
+    r.add_argument("--trials", type=trials, default=100, help="random splits of each tuple's judgments into two halves (default 100)")
     r.add_argument("--seed", type=seed, default=0, help="seed of the random splits (default 0; the same seed gives the same figures)")
     r.add_argument(
         "--json",
@@ -517,6 +517,9 @@ def _expected_failure(e: BaseException) -> str | None:
         return " ".join((f"{' -> '.join(paths)}: {cause}" if paths else cause).split())
     if isinstance(e, ConnectionError):  # e.g. datasets cannot reach a Hub repo (offline, or no such repo)
         return " ".join(str(e).split()) or "connection failed"
+    if isinstance(e, MemoryError):  # e.g. numpy cannot allocate an array that large
+        cause = " ".join(str(e).split())
+        return f"out of memory{f' ({cause})' if cause else ''}: use smaller counts (--trials, --bootstrap, --k) or a smaller input"
     return None
 
 
