@@ -363,3 +363,44 @@ def test_out_of_memory_is_one_line() -> None:
         np.empty(2**62, dtype=np.int8)
     message = _expected_failure(err.value)
     assert message is not None and message.startswith("out of memory (Unable to allocate") and "--trials" in message
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["5", "--k", "1000"], "5: 1250 tuples of 4 items hold 5000 3-item subsets, but 5 items have only 10"),
+        (["20", "--k", "10000"], "20: 50000 tuples of 4 items hold 200000 3-item subsets, but 20 items have only 1140"),
+        (["20", "--k", "58"], "smaller --k (at most 57 here)"),
+        (["3000", "--k", "100000000"], "75000000000 tuples is more than the 10000000 fsb designs"),
+        (
+            ["new3.txt", "--extend", "ex.csv", "--k", "1000"],
+            "1000 new tuples hold 1000 3-item subsets of new items, but 3 new items have only 1",
+        ),
+        (
+            ["new20.txt", "--extend", "ex.csv", "--k", "100"],
+            "an existing item joins 84 new tuples holding 250 pairs of new items, but 20 new items have only 190",
+        ),
+    ],
+)
+def test_impossible_designs_are_refused_up_front(args: list[str], words: str, tmp_path: Path) -> None:
+    """A design in which some two tuples must share 3 items (more 3-subsets needed than exist) is refused
+    before any search, in one line saying why; the search would otherwise run for hours."""
+    (tmp_path / "ex.csv").write_text(ANN_HEADER + "1,2,3,4,1,4\n5,6,7,8,5,8\n", encoding="utf-8")
+    (tmp_path / "new3.txt").write_text("id\n100\n101\n102\n", encoding="utf-8")
+    (tmp_path / "new20.txt").write_text("id\n" + "".join(f"{100 + i}\n" for i in range(20)), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsb", "tuples", *args, "--out", "d.csv"], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and words in proc.stderr, proc.stderr[-500:]
+    assert not (tmp_path / "d.csv").exists()
+
+
+def test_design_search_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A feasible-looking design near the counting bound ends after MAX_SEARCH_STEPS swaps with one line,
+    whatever --k asks for (20 items seen 57 times: at the bound, the search does not find one)."""
+    from fsb import bws
+
+    assert bws.design_size_problem(20, 20 * 57 // 4, 4, 57) is None
+    monkeypatch.setattr(bws, "MAX_SEARCH_STEPS", 2000)
+    with pytest.raises(RuntimeError, match=r"no design of 4-tuples .* for 20 items seen 57 times each within 2000 swaps; use more items"):
+        bws.bws_design(20, appearances=57)
