@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from ._argtypes import OneLineParser, batch_size, pos_int, resamples, seed, trials
@@ -486,7 +487,57 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `fsb` console script: every expected failure is one line and exit code 2."""
+    """Entry point of the `fsb` console script: every expected failure is one line and exit code 2.
+
+    While it runs, stdout survives its reader closing early (`fsb build | head -1`): the rest of the output
+    goes to /dev/null, the command finishes its work and exits with that work's status."""
+    guard = _ReaderSafeStdout(sys.stdout)
+    sys.stdout = guard  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        guard.flush()
+        sys.stdout = guard.stream
+
+
+class _ReaderSafeStdout:
+    """sys.stdout for a command: a write or flush that fails because the pipe's reader has gone (EPIPE)
+    points stdout at /dev/null and carries on, as the Python docs recommend ("Note on SIGPIPE", signal
+    module), so a command never reports a failure, or stops half way, for work that completes."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def _reader_gone(self) -> None:
+        import os
+
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # not a file descriptor (e.g. captured): nothing to redirect
+            pass
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.flush()  # the buffered bytes now go to /dev/null, not to a failure at exit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import os
 
     parser, handlers = _parser()

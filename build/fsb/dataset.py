@@ -621,6 +621,12 @@ def _check_record_writable() -> None:
     except OSError as e:
         cause = e.strerror or type(e).__name__
         raise InputError(home, f"cannot record the build here ({cause}); set FSB_HOME to a writable folder or pass --no-record") from None
+    record = home / "last_build.json"
+    if record.exists() and not record.is_file():  # a folder (or a link to one), a FIFO...: atomic_write would refuse it
+        what = "a folder" if record.is_dir() else "not a file"
+        raise InputError(
+            record, f"is {what}, so the build cannot be recorded here; remove it, set FSB_HOME to another folder, or pass --no-record"
+        )
 
 
 def build_dataset(
