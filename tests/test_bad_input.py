@@ -404,3 +404,16 @@ def test_design_search_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bws, "MAX_SEARCH_STEPS", 2000)
     with pytest.raises(RuntimeError, match=r"no design of 4-tuples .* for 20 items seen 57 times each within 2000 swaps; use more items"):
         bws.bws_design(20, appearances=57)
+
+
+def test_an_out_folder_with_a_deeply_nested_stats_json_is_refused_in_one_line(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """--out looks like a build made before seals but its stats.json nests 100000 levels: refused as not a
+    build (one line), not a RecursionError."""
+    g, a, _ = good
+    out = tmp_path / "deep"
+    for rel in ("data/default/test-0.parquet", "data/annotations/test-0.parquet", "README.md"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text("x")
+    (out / "stats.json").write_text("[" * 100_000)
+    proc = _cli("build", "--generations", str(g), "--annotations", str(a), "--out", str(out), "--no-record")
+    assert proc.returncode == 2 and "stats.json is not the one fsb build writes" in proc.stderr and len(proc.stderr.splitlines()) == 1

@@ -592,7 +592,7 @@ def build_folder_difference(folder: str | os.PathLike[str]) -> str | None:
         recorded = json.loads((root / "stats.json").read_text(encoding="utf-8"))["fingerprint"]
         if recorded != content_fingerprint([sha256_file(root / parquet[c][0]) for c in _CONFIGS]):
             return "stats.json's fingerprint does not match the data files: a data file was changed"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return "stats.json is not the one fsb build writes"
     return None
 
