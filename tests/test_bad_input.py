@@ -250,3 +250,170 @@ def test_build_reports_the_first_problem_as_one_line(
     assert proc.stderr.startswith(f"fsb build: error: {where}: ") and words in proc.stderr
     assert len(proc.stderr) < 400
     assert _snapshot(out) == before
+
+
+def test_cr_only_line_endings_read_like_lf(tmp_path: Path) -> None:
+    """An "old Mac" file (CR-only line ends) is read like the same file with LF, by both annotation readers
+    (Python's below 1 MB, pyarrow's above) and by fsb build; a bad row is named by its line."""
+    rows = [
+        [*(str(v) for v in t), str(t[0]), str(t[3])] for t in ((i % 97 + 1, i % 89 + 100, i % 83 + 200, i % 79 + 300) for i in range(60000))
+    ]
+    for n in (5, 60000):
+        text = ANN_HEADER + "".join(",".join(r) + "\n" for r in rows[:n])
+        lf, cr = tmp_path / f"lf{n}.csv", tmp_path / f"cr{n}.csv"
+        lf.write_bytes(text.encode())
+        cr.write_bytes(text.replace("\n", "\r").encode())
+        assert (cr.stat().st_size > 1 << 20) == (n == 60000)
+        want, got = _cli("score", str(lf)), _cli("score", str(cr))
+        assert got.returncode == 0 and got.stdout == want.stdout and want.stdout.count("\n") > 5, got.stderr[-500:]
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes((ANN_HEADER + "1,2,3,4,1,4\n1,2,3,4,9,4\n").replace("\n", "\r").encode())
+    proc = _cli("score", str(bad))
+    assert proc.returncode == 2 and proc.stderr.startswith(f"fsb score: error: {bad}, line 3, field 'BestItem': 9 is not one"), proc.stderr
+    g, a = make_raw(tmp_path / "raw", n=16, seed=4)
+    a.write_bytes(a.read_bytes().replace(b"\r\n", b"\r").replace(b"\n", b"\r"))
+    proc = _cli("build", "--generations", str(g), "--annotations", str(a), "--out", str(tmp_path / "out"), "--no-record")
+    assert proc.returncode == 0 and "16 sentences" in proc.stdout, proc.stderr[-2000:]
+
+
+def test_echoed_values_are_short_and_escaped(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """A 200 KB field is echoed as 40 characters and its length; a NUL in a header name is shown escaped,
+    not as a name that looks like the missing one."""
+    big = tmp_path / "big.csv"
+    big.write_text(ANN_HEADER + '1,2,3,4,1,"' + "x" * 200_000 + '"\n', encoding="utf-8")
+    proc = _cli("score", str(big))
+    assert proc.returncode == 2 and f"{big}, line 2, field 'WorstItem': '{'x' * 40}'... (200000 characters) is not one" in proc.stderr
+    assert len(proc.stderr) < 400, len(proc.stderr)
+    gen = tmp_path / "gen.csv"
+    gen.write_text(GEN_HEADER + '1,completion,"' + "e" * 200_000 + '",a,b\n', encoding="utf-8")
+    proc = _cli("build", "--generations", str(gen), "--annotations", str(good[1]), "--out", str(tmp_path / "o"), "--no-record")
+    assert proc.returncode == 2 and "unknown seed_type 'eeee" in proc.stderr and len(proc.stderr) < 400, proc.stderr[:500]
+    nul = tmp_path / "nul.csv"
+    nul.write_text("Item1,Item\x002,Item3,Item4,BestItem,WorstItem\n1,2,3,4,1,4\n", encoding="utf-8")
+    proc = _cli("score", str(nul))
+    assert proc.returncode == 2, proc.stderr
+    assert "field 'Item2': missing column (the header has: Item1, 'Item\\x002', Item3, Item4, BestItem, WorstItem)" in proc.stderr
+
+
+def test_previous_with_a_broken_stats_json_says_so(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    g, a, out = good
+    prev = tmp_path / "prev"
+    shutil.copytree(out, prev)
+    (prev / "stats.json").write_text('{\n  "fingerprint": "abc",\n  oops\n}\n', encoding="utf-8")
+    proc = _cli(
+        "build", "--generations", str(g), "--annotations", str(a), "--out", str(tmp_path / "new"), "--no-record", "--previous", str(prev)
+    )
+    assert proc.returncode == 2 and not (tmp_path / "new").exists()
+    assert f"{prev / 'stats.json'}, line 3: stats.json is not valid JSON (Expecting property name enclosed in double quotes)" in proc.stderr
+
+
+def test_deeply_nested_jsonl_line(tmp_path: Path) -> None:
+    """A generations JSONL line of 100000 "[" is "nested too deeply" with its file and line, not a RecursionError."""
+    from fsb.raw import read_generations
+
+    path = tmp_path / "g.jsonl"
+    path.write_text('{"uid": 1}\n' + "[" * 100_000 + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"g.jsonl, line 2: not valid JSON: nested too deeply"):
+        read_generations(path)
+    proc = _cli("build", "--generations", str(path), "--annotations", str(path), "--out", str(tmp_path / "o"), "--no-record")
+    assert proc.returncode == 2 and proc.stderr == f"fsb build: error: {path}, line 2: not valid JSON: nested too deeply\n", proc.stderr[
+        -500:
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["build", "--trials", "99999999999"], "argument --trials: at most 100000 split-half trials"),
+        (["reliability", "x.csv", "--trials", "100001"], "argument --trials: at most 100000 split-half trials"),
+        (["score", "x.csv", "--ci", "--bootstrap", "99999999999"], "argument --bootstrap: at most 10000 bootstrap resamples"),
+        (["report", "--bootstrap", "99999999999"], "argument --bootstrap: at most 10000 bootstrap resamples"),
+        (["report", "--trials", "99999999999"], "argument --trials: at most 100000 split-half trials"),
+        *(
+            ([cmd, *pre, "--model", "m", "--dry-run", *opt], words)
+            for cmd, pre in (("annotate", ["llm", "x.csv"]), ("generate", []), ("explain", []))
+            for opt, words in (
+                (["--temperature", "nan"], "argument --temperature: must be a finite number, got 'nan'"),
+                (["--temperature", "inf"], "argument --temperature: must be a finite number, got 'inf'"),
+                (["--temperature", "-1"], "argument --temperature: a temperature is from 0 to 2"),
+                (["--temperature", "2.5"], "argument --temperature: a temperature is from 0 to 2"),
+                (["--top-p", "2"], "argument --top-p: top-p is a probability mass, greater than 0 and at most 1, got 2.0"),
+                (["--top-p", "0"], "argument --top-p: top-p is a probability mass"),
+                (["--presence-penalty=-inf"], "argument --presence-penalty: must be a finite number"),
+            )
+        ),
+    ],
+)
+def test_counts_and_sampling_options_are_bounded(args: list[str], words: str) -> None:
+    """Counts that would need terabytes, and sampling values no endpoint accepts, are usage errors (one line,
+    exit 2, saying why) before anything runs."""
+    proc = _cli(*args)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and words in proc.stderr, proc.stderr[-1000:]
+
+
+def test_out_of_memory_is_one_line() -> None:
+    """numpy's failure to allocate (a MemoryError) is an expected failure of the CLI: one line, no traceback."""
+    import numpy as np
+
+    from fsb.cli import _expected_failure
+
+    with pytest.raises(MemoryError) as err:
+        np.empty(2**62, dtype=np.int8)
+    message = _expected_failure(err.value)
+    assert message is not None and message.startswith("out of memory (Unable to allocate") and "--trials" in message
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["5", "--k", "1000"], "5: 1250 tuples of 4 items hold 5000 3-item subsets, but 5 items have only 10"),
+        (["20", "--k", "10000"], "20: 50000 tuples of 4 items hold 200000 3-item subsets, but 20 items have only 1140"),
+        (["20", "--k", "58"], "smaller --k (at most 57 here)"),
+        (["3000", "--k", "100000000"], "75000000000 tuples is more than the 10000000 fsb designs"),
+        (
+            ["new3.txt", "--extend", "ex.csv", "--k", "1000"],
+            "1000 new tuples hold 1000 3-item subsets of new items, but 3 new items have only 1",
+        ),
+        (
+            ["new20.txt", "--extend", "ex.csv", "--k", "100"],
+            "an existing item joins 84 new tuples holding 250 pairs of new items, but 20 new items have only 190",
+        ),
+    ],
+)
+def test_impossible_designs_are_refused_up_front(args: list[str], words: str, tmp_path: Path) -> None:
+    """A design in which some two tuples must share 3 items (more 3-subsets needed than exist) is refused
+    before any search, in one line saying why; the search would otherwise run for hours."""
+    (tmp_path / "ex.csv").write_text(ANN_HEADER + "1,2,3,4,1,4\n5,6,7,8,5,8\n", encoding="utf-8")
+    (tmp_path / "new3.txt").write_text("id\n100\n101\n102\n", encoding="utf-8")
+    (tmp_path / "new20.txt").write_text("id\n" + "".join(f"{100 + i}\n" for i in range(20)), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsb", "tuples", *args, "--out", "d.csv"], capture_output=True, text=True, cwd=tmp_path, timeout=600
+    )
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and words in proc.stderr, proc.stderr[-500:]
+    assert not (tmp_path / "d.csv").exists()
+
+
+def test_design_search_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A feasible-looking design near the counting bound ends after MAX_SEARCH_STEPS swaps with one line,
+    whatever --k asks for (20 items seen 57 times: at the bound, the search does not find one)."""
+    from fsb import bws
+
+    assert bws.design_size_problem(20, 20 * 57 // 4, 4, 57) is None
+    monkeypatch.setattr(bws, "MAX_SEARCH_STEPS", 2000)
+    with pytest.raises(RuntimeError, match=r"no design of 4-tuples .* for 20 items seen 57 times each within 2000 swaps; use more items"):
+        bws.bws_design(20, appearances=57)
+
+
+def test_an_out_folder_with_a_deeply_nested_stats_json_is_refused_in_one_line(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """--out looks like a build made before seals but its stats.json nests 100000 levels: refused as not a
+    build (one line), not a RecursionError."""
+    g, a, _ = good
+    out = tmp_path / "deep"
+    for rel in ("data/default/test-0.parquet", "data/annotations/test-0.parquet", "README.md"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text("x")
+    (out / "stats.json").write_text("[" * 100_000)
+    proc = _cli("build", "--generations", str(g), "--annotations", str(a), "--out", str(out), "--no-record")
+    assert proc.returncode == 2 and "stats.json is not the one fsb build writes" in proc.stderr and len(proc.stderr.splitlines()) == 1

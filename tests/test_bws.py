@@ -175,8 +175,11 @@ def test_design_refuses_impossible_requests() -> None:
         bws.bws_design(10, tuple_size=4, appearances=1)
     with pytest.raises(ValueError, match="more than 4 items"):
         bws.bws_design(4)
-    with pytest.raises(RuntimeError, match="use more items"):
+    # 12 tuples need 48 3-subsets, 6 items have 20: refused before any search
+    with pytest.raises(ValueError, match=r"12 tuples of 4 items hold 48 3-item subsets, but 6 items have only 20.*use more items"):
         bws.bws_design(6, max_rounds=50)
+    with pytest.raises(RuntimeError, match="within 1425 swaps; use more items"):
+        bws.bws_design(20, appearances=57, max_rounds=5)
 
 
 def test_design_report_sees_a_triple_shared_by_two_tuples() -> None:

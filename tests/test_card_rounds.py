@@ -5,6 +5,7 @@ with a known truth (judgments drawn from the best-worst logit itself, tests/_sup
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -264,3 +265,112 @@ def test_generate_plan_numbers_a_later_round_past_the_earlier_uids(release: Path
     assert first.plan_id != later.plan_id and later.summary["first_uid"] == 1001, "a journal of another numbering is refused"
     with pytest.raises(ValueError, match="2\\*\\*31 - 1"):
         build_generation_plan(seeds, prompts, ["conversion"], "m", sampling, first_uid=2**31 - 4)
+
+
+def both_rounds_judgments(study: dict[str, Any], path: Path, *, annotators: bool = True, extra: int = 0) -> Path:
+    """Round 1's and round 2's judgments in one file (a valid round: every id is some round's sentence), plus
+    the first `extra` rows of round 1 repeated at the end."""
+    a1, a2 = pd.read_csv(study["a1"]), pd.read_csv(study["a2"])
+    frame = pd.concat([a1, a2, a1.head(extra)])
+    (frame if annotators else frame.drop(columns="Annotator")).to_csv(path, index=False)
+    return path
+
+
+def test_a_file_listed_in_two_rounds_is_refused(study: dict[str, Any], tmp_path: Path) -> None:
+    """The same judgments file in two rounds (by another spelling of its path, or a copy) would count every
+    judgment twice and inflate split-half reliability: refused in one line naming both rounds, nothing built."""
+    sim = study["manifest"].parent
+    both_rounds_judgments(study, sim / "both.csv")
+    (sim / "both_copy.csv").write_bytes((sim / "both.csv").read_bytes())
+    manifest = sim / "twice.yaml"
+    for second in ("./both.csv", "round1/../both.csv", "both_copy.csv"):
+        manifest.write_text(
+            "rounds:\n  - {generations: round1/generations.csv, annotations: both.csv}\n"
+            f"  - {{generations: round2/generations.csv, annotations: {second}}}\n",
+            encoding="utf-8",
+        )
+        with pytest.raises(
+            InputError,
+            match=r"round 2's annotations file (is the same file|has the same content \(sha256 \w+\.\.\.\)) "
+            r"as round 1's annotations file \(both.csv\)",
+        ):
+            build_dataset(rounds=manifest, out=tmp_path / "x", record=False, trials=2)
+    proc = fsb("build", "--rounds", manifest, "--out", tmp_path / "x", "--no-record")
+    assert proc.returncode == 2 and "round 2's annotations file has the same content (sha256" in proc.stderr, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
+def test_judgments_repeated_across_rounds(study: dict[str, Any], tmp_path: Path) -> None:
+    """A round repeating earlier rows: refused when the annotator id is the same too (the same judgment
+    counted twice), counted with a warning giving their number when no annotator id tells them apart."""
+    sim = study["manifest"].parent
+    a1_rows = len(pd.read_csv(study["a1"]))
+    both_rounds_judgments(study, sim / "r2_repeats.csv", extra=0)
+    manifest = sim / "repeats.yaml"
+    manifest.write_text(
+        "rounds:\n  - {generations: round1/generations.csv, annotations: round1/judgments.csv}\n"
+        "  - {generations: round2/generations.csv, annotations: r2_repeats.csv}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(
+        InputError, match=r"r2_repeats.csv, line 2, field 'Annotator': repeats round 1's judgment on line 2 of judgments.csv"
+    ):
+        build_dataset(rounds=manifest, out=tmp_path / "x", record=False, trials=2)
+    # no annotator ids anywhere: 7 repeated rows are counted, and said
+    pd.read_csv(study["a1"]).drop(columns="Annotator").to_csv(sim / "r1_anon.csv", index=False)
+    both_rounds_judgments(study, sim / "r2_anon.csv", annotators=False, extra=7)
+    a2_rows = len(pd.read_csv(study["a2"]))
+    both_rounds_judgments(study, sim / "r2_anon.csv", annotators=False, extra=7)
+    frame = pd.read_csv(sim / "r2_anon.csv")
+    frame.iloc[7:].to_csv(sim / "r2_anon.csv", index=False)  # round 2: round 1's rows 8.. + round 2's + round 1's first 7
+    manifest.write_text(
+        "rounds:\n  - {generations: round1/generations.csv, annotations: r1_anon.csv}\n"
+        "  - {generations: round2/generations.csv, annotations: r2_anon.csv}\n",
+        encoding="utf-8",
+    )
+    result = build_dataset(rounds=manifest, out=tmp_path / "y", record=False, trials=2)
+    repeated = a1_rows  # every round-1 row appears once in round 2
+    assert result.stats["n_annotations"] == a1_rows + (a1_rows - 7) + a2_rows + 7
+    (note,) = result.notes
+    assert f"{repeated} of round 2's {a1_rows + a2_rows} judgments repeat an earlier round's row exactly" in note
+    assert "first on line 2" in note and "r2_anon.csv" in note
+    proc = fsb("build", "--rounds", manifest, "--out", tmp_path / "z", "--no-record", "--trials", 2)
+    assert proc.returncode == 0 and f"fsb build: warning: {note}" in proc.stderr
+
+
+def test_round_names_are_plain_one_line_strings(study: dict[str, Any], tmp_path: Path) -> None:
+    """A round's name goes into the card's tables: YAML aliases (a "billion laughs" bomb), a mapping, a
+    newline or an over-long name are refused in one line; `|` and Markdown in an allowed name are escaped."""
+    sim = study["manifest"].parent
+
+    def manifest(name: str, head: str = "") -> Path:
+        p = sim / "named.yaml"
+        p.write_text(
+            f"{head}rounds:\n  - name: {name}\n    generations: round1/generations.csv\n    annotations: round1/judgments.csv\n",
+            encoding="utf-8",
+        )
+        return p
+
+    bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)},*{chr(97 + i)}]\n"
+        for i in range(9)
+    )
+    with pytest.raises(InputError, match=r"named.yaml, line 1: not valid YAML: anchors and aliases .* are not allowed"):
+        read_rounds(manifest("*j", head=bomb))
+    with pytest.raises(InputError, match=r"field 'rounds\[0\].name': name must be a plain string, got a YAML dict"):
+        read_rounds(manifest("{a: [1, 2]}"))
+    with pytest.raises(InputError, match=r"name holds the control character '\\n'"):
+        read_rounds(manifest('"two\\n---\\n# lines"'))
+    with pytest.raises(InputError, match="name has 101 characters, at most 100"):
+        read_rounds(manifest("x" * 101))
+    with pytest.raises(InputError, match="must be a plain string, got a YAML int"):
+        read_rounds(manifest("2024"))
+    proc = fsb("build", "--rounds", manifest("*j", head=bomb), "--out", tmp_path / "x", "--no-record")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "anchors and aliases" in proc.stderr
+    name = "v2 | **bold** <b>x</b> # [link](y) `code`"
+    out = build_dataset(rounds=manifest(f"'{name}'"), out=tmp_path / "card", record=False, trials=2).out
+    card = (out / "README.md").read_text(encoding="utf-8")
+    escaped = r"v2 \| \*\*bold\*\* \<b\>x\</b\> \# \[link\](y) \`code\`"
+    row = next(line for line in card.splitlines() if line.startswith("| 1 | v2"))
+    assert row.startswith(f"| 1 | {escaped} | 400 |") and len(re.findall(r"(?<!\\)\|", row)) == 7, row
+    assert name not in card and f"1: {escaped}" in card and f"Round 1 ({escaped})" in card

@@ -299,14 +299,62 @@ def test_an_unwritable_record_refuses_the_build_before_anything_changes(release:
     assert snapshot(out) == before and stages(tmp_path) == []
 
 
-def test_a_record_failing_after_the_swap_is_a_warning_not_a_failure(release: Path, tmp_path: Path) -> None:
+def test_a_folder_at_the_record_refuses_the_build_before_anything_changes(release: Path, a_build: Path, tmp_path: Path) -> None:
+    """$FSB_HOME/last_build.json is a folder: the record cannot be written, so the build is refused before
+    it replaces anything (not built, then warned about)."""
+    out = tmp_path / "ds"
+    shutil.copytree(a_build, out)
+    before = snapshot(out)
     home = tmp_path / "home"
-    (home / "last_build.json").mkdir(parents=True)  # the record's path cannot be written
-    proc = build(release, tmp_path / "ds", env={"FSB_HOME": str(home)})
+    (home / "last_build.json").mkdir(parents=True)
+    proc = build(release, out, env={"FSB_HOME": str(home)})
+    assert_one_line(proc, "build", f"{home / 'last_build.json'}: is a folder, so the build cannot be recorded here", "--no-record")
+    assert snapshot(out) == before and stages(tmp_path) == [] and list(home.iterdir()) == [home / "last_build.json"]
+
+
+def test_a_record_failing_after_the_swap_is_a_warning_not_a_failure(release: Path, tmp_path: Path) -> None:
+    """The record's write fails after the swap (the disk fills up just then, simulated): the build stands and
+    a warning says the loaders still find the previous one."""
+    out, home = tmp_path / "ds", tmp_path / "home"
+    code = f"""
+import errno, os, sys
+os.environ["FSB_HOME"] = {str(home)!r}
+import fsb.dataset
+def full(out, fingerprint):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.path.join({str(home)!r}, "last_build.json"))
+fsb.dataset.write_last_build = full
+from fsb.cli import main
+sys.exit(main(["build", "--raw-dir", {str(release)!r}, "--out", {str(out)!r}, "--trials", "2"]))
+"""
+    proc = run_python(code, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("fsb build: warning: ") and "could not record it" in proc.stderr
+    assert proc.stderr.startswith("fsb build: warning: ") and "could not record it" in proc.stderr and "No space left" in proc.stderr
+    assert is_build_folder(out)
+
+
+def test_a_reader_closing_stdout_early_is_not_a_failure(release: Path, tmp_path: Path) -> None:
+    """`fsb build ... | head -1`: the reader closes the pipe before fsb prints (closed here before it starts,
+    so the write must fail). The build was swapped in and recorded, so fsb exits 0, quietly."""
+    home = tmp_path / "home"
+    for args in (
+        ["build", "--raw-dir", str(release), "--out", str(tmp_path / "ds"), "--trials", "2"],
+        ["score", str(release / ANN)],
+        ["--help"],
+    ):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fsb", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "FSB_HOME": str(home)}
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # the reader is gone before the first byte
+        err = proc.stderr.read().decode()
+        assert proc.wait() == 0 and err == "", (args, err)
     assert is_build_folder(tmp_path / "ds")
+    assert json.loads((home / "last_build.json").read_text())["path"] == str((tmp_path / "ds").resolve())
+    # and a reader that takes the first line, then closes: the same
+    command = f"{sys.executable} -m fsb build --raw-dir {release} --out {tmp_path / 'ds'} --trials 2 --no-record | head -1"
+    proc = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stdout.startswith("built ") and proc.stderr == "", proc.stderr
 
 
 # --- single output files -----------------------------------------------------------------------

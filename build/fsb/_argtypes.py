@@ -4,9 +4,22 @@ that names the option, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import math
 from typing import NoReturn
 
-__all__ = ["batch_size", "nonneg_int", "pos_float", "pos_int"]
+__all__ = [
+    "MAX_RESAMPLES",
+    "MAX_TRIALS",
+    "batch_size",
+    "nonneg_int",
+    "penalty",
+    "pos_float",
+    "pos_int",
+    "resamples",
+    "temperature",
+    "top_p",
+    "trials",
+]
 
 
 def _number(text: str, kind: type[int] | type[float]) -> int | float:
@@ -37,6 +50,65 @@ def pos_float(text: str) -> float:
     value = float(_number(text, float))
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
+    return value
+
+
+MAX_TRIALS = 100_000
+MAX_RESAMPLES = 10_000
+
+
+def trials(text: str) -> int:
+    """Split-half trials: an integer from 1 to MAX_TRIALS. The reported mean moves by sd/sqrt(trials): at
+    100000 trials that is far below the printed digits, and the run time grows with the count."""
+    value = pos_int(text)
+    if value > MAX_TRIALS:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_TRIALS} split-half trials (beyond that the mean's Monte Carlo error is far below its printed digits), "
+            f"got {value}"
+        )
+    return value
+
+
+def resamples(text: str) -> int:
+    """Bootstrap resamples: an integer from 1 to MAX_RESAMPLES. Each resample holds one score per item in
+    memory; 10000 resamples put a 95% interval's Monte Carlo error well below its printed digits."""
+    value = pos_int(text)
+    if value > MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_RESAMPLES} bootstrap resamples (each holds a score per item in memory, and more do not move "
+            f"a 95% interval's printed digits), got {value}"
+        )
+    return value
+
+
+def _finite(text: str) -> float:
+    value = float(_number(text, float))
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def temperature(text: str) -> float:
+    """A sampling temperature: a finite number from 0 to 2 (the OpenAI API's range)."""
+    value = _finite(text)
+    if not 0 <= value <= 2:
+        raise argparse.ArgumentTypeError(f"a temperature is from 0 to 2 (the OpenAI API's range), got {value}")
+    return value
+
+
+def top_p(text: str) -> float:
+    """Nucleus sampling's probability mass: a number greater than 0 and at most 1."""
+    value = _finite(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"top-p is a probability mass, greater than 0 and at most 1, got {value}")
+    return value
+
+
+def penalty(text: str) -> float:
+    """A frequency or presence penalty: a finite number from -2 to 2 (the OpenAI API's range)."""
+    value = _finite(text)
+    if not -2 <= value <= 2:
+        raise argparse.ArgumentTypeError(f"a penalty is from -2 to 2 (the OpenAI API's range), got {value}")
     return value
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._argtypes import nonneg_int, pos_float, pos_int
+from ._argtypes import nonneg_int, penalty, pos_float, pos_int, temperature, top_p
 
 __all__ = ["add_endpoint_options"]
 
@@ -20,11 +20,11 @@ def add_endpoint_options(p: argparse.ArgumentParser, max_tokens_help: str) -> No
         help="an OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL, else OpenAI's). "
         "The key is read from $OPENAI_API_KEY only; a local server may need none",
     )
-    g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default 0, as the release's script)")
+    g.add_argument("--temperature", type=temperature, default=0.0, help="sampling temperature, 0 to 2 (default 0, as the release's script)")
     g.add_argument("--max-tokens", type=pos_int, help=max_tokens_help)
-    g.add_argument("--top-p", type=float, help="nucleus sampling (default: the server's)")
-    g.add_argument("--frequency-penalty", type=float, help="default: the server's")
-    g.add_argument("--presence-penalty", type=float, help="default: the server's")
+    g.add_argument("--top-p", type=top_p, help="nucleus sampling, in (0, 1] (default: the server's)")
+    g.add_argument("--frequency-penalty", type=penalty, help="default: the server's")
+    g.add_argument("--presence-penalty", type=penalty, help="default: the server's")
     g.add_argument("--api-seed", type=int, help="the request's `seed` field, for servers that honour it")
     g.add_argument("--stop", action="append", default=[], help="a stop sequence (repeatable)")
     r = p.add_argument_group("running")

@@ -33,6 +33,7 @@ __all__ = [
     "give_ordinary_modes",
     "iter_jsonl",
     "list_tree",
+    "quoted",
     "read_seal",
     "read_utf8",
     "read_word_list",
@@ -40,6 +41,7 @@ __all__ = [
     "recorded_write",
     "seal_difference",
     "sha256_file",
+    "short",
     "sweep_stale_stages",
     "write_file",
     "write_seal",
@@ -79,8 +81,23 @@ class InputError(FsbError, ValueError):
         if line is not None:
             where.append(f"line {line}")
         if field is not None:
-            where.append(f"field {field!r}")
+            where.append(f"field {quoted(field)}")
         super().__init__(f"{', '.join(where)}: {message}")
+
+
+SHOWN_CHARS = 40  # a value echoed in an error message shows at most this many characters
+
+
+def short(text: str, limit: int = SHOWN_CHARS) -> str:
+    """`text` as echoed in a message: at most `limit` characters, then "... (N characters)"."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def quoted(text: object, limit: int = SHOWN_CHARS) -> str:
+    """A value from a file as echoed in a message: repr() (so a NUL, a newline or a trailing space shows),
+    at most `limit` characters of it, then "... (N characters)"."""
+    text = str(text)
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def read_input_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -119,6 +136,8 @@ def iter_jsonl(path: str | os.PathLike[str], what: str = "JSON") -> Iterator[tup
             rec = json.loads(line)
         except json.JSONDecodeError as e:
             raise InputError(path, f"not valid {what}: {e.msg}", line=n) from None
+        except RecursionError:  # json's parser recurses once per level of [ or {
+            raise InputError(path, f"not valid {what}: nested too deeply", line=n) from None
         if not isinstance(rec, dict):
             raise InputError(path, "each line must be a JSON object", line=n)
         yield n, rec

@@ -17,6 +17,7 @@ split-half reliability procedure reproduced here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "count_best_worst",
     "counting_score",
     "design_report",
+    "design_size_problem",
     "encode_labels",
     "split_half_reliability",
     "try_swap",
@@ -38,6 +40,8 @@ __all__ = [
 
 _DENSE_ITEMS = 2000  # designs over at most this many items are repaired by exact local search
 _SMALL_GROUP = 8  # up to this many annotations per tuple, within-tuple ranks use shifted comparisons
+MAX_SEARCH_STEPS = 1_000_000  # a design search gives up after this many swaps (about a minute), never runs unbounded
+MAX_TUPLES = 10_000_000  # the largest design fsb makes (a million 4-tuples is already far past any annotation budget)
 
 
 @dataclass(frozen=True)
@@ -421,19 +425,45 @@ def bws_design(
         raise ValueError(f"need more than {tuple_size} items for a design of {tuple_size}-tuples")
     if n_items >= 2**21 and tuple_size >= 3:
         raise ValueError("n_items must be below 2**21 (3-subsets are coded in 63 bits)")
+    problem = design_size_problem(n_items, n_items * appearances // tuple_size, tuple_size, appearances)
+    if problem:
+        raise ValueError(problem)
     # Unique pairs need appearances * (k - 1) distinct partners per item; skip the attempt when impossible.
     unique_pairs = unique_pairs and appearances * (tuple_size - 1) <= n_items - 1
     rng = np.random.default_rng(seed)
     seq = np.concatenate([rng.permutation(n_items) for _ in range(appearances)])
     design = seq.reshape(-1, tuple_size).astype(np.int64)
+    steps = min(max_rounds * design.shape[0], MAX_SEARCH_STEPS)
     if n_items <= _DENSE_ITEMS:
-        ok = _repair_dense(design, rng, unique_pairs, max_steps=max_rounds * design.shape[0])
+        ok = _repair_dense(design, rng, unique_pairs, max_steps=steps)
     else:
         ok = _repair_sparse(design, n_items, rng, unique_pairs, max_rounds)
     if ok:
         return design
+    searched = f"{steps} swaps" if n_items <= _DENSE_ITEMS else f"{max_rounds} rounds of swaps"
     raise RuntimeError(
-        f"no design of {tuple_size}-tuples in which no two share more than 2 items was found for {n_items} items; use more items"
+        f"no design of {tuple_size}-tuples in which no two share more than 2 items was found for {n_items} items "
+        f"seen {appearances} times each within {searched}; use more items or a smaller --k"
+    )
+
+
+def design_size_problem(n_items: int, n_tuples: int, tuple_size: int, appearances: int | None = None) -> str | None:
+    """Why `n_tuples` tuples of `tuple_size` over `n_items` items cannot meet the guarantee that no two tuples
+    share more than 2 items, or None. Each tuple holds C(size, 3) 3-item subsets and each 3-subset may be in
+    one tuple only, so n_tuples * C(size, 3) <= C(n_items, 3) is necessary (a counting bound, not sufficient:
+    the search near the bound may still fail). Also refuses designs over MAX_TUPLES."""
+    if n_tuples > MAX_TUPLES:
+        return f"{n_tuples} tuples is more than the {MAX_TUPLES} fsb designs; use a smaller --k"
+    if tuple_size < 3:
+        return None
+    need, have = n_tuples * math.comb(tuple_size, 3), math.comb(n_items, 3)
+    if need <= have:
+        return None
+    # per item: appearances * C(size-1, 2) <= C(n-1, 2), the same bound per item
+    most = f" (at most {math.comb(n_items - 1, 2) // math.comb(tuple_size - 1, 2)} here)" if appearances is not None else ""
+    return (
+        f"{n_tuples} tuples of {tuple_size} items hold {need} 3-item subsets, but {n_items} items have only {have}: "
+        f"some two tuples would share 3 items (the design lets no two share more than 2); use more items or a smaller --k{most}"
     )
 
 

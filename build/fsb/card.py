@@ -64,6 +64,22 @@ def _annotators_phrase(a: dict[str, Any]) -> str:
     return f"{a['n']} annotator{'s' if a['n'] != 1 else ''} ({each}{missing})"
 
 
+_MD_SPECIAL = set("\\`*_[]<>#|~&!")
+
+
+def _md_text(text: str) -> str:
+    """`text` (a user's round name) as literal Markdown on one line: whitespace runs become one space and
+    Markdown's active characters are backslash-escaped, so a name cannot end a table cell (`|`), start a
+    heading, a link or HTML, or add lines to the card."""
+    return "".join(f"\\{c}" if c in _MD_SPECIAL else c for c in " ".join(str(text).split()))
+
+
+def _code_cell(text: str) -> str:
+    """`text` inside a code span in a table cell: only `|` needs escaping there (GitHub tables), and a
+    backtick would end the span, so it is replaced."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
+
+
 def _provenance(stats: dict[str, Any]) -> tuple[str, str]:
     """The provenance paragraph and the inputs table: the release's statement only for rounds whose two
     files match the pinned release's sha256; every other round is described by its own files."""
@@ -71,7 +87,7 @@ def _provenance(stats: dict[str, Any]) -> tuple[str, str]:
     repo, commit = release.get("repo", spec.RELEASE["repo"]), release.get("commit", spec.RELEASE["commit"])
     lines, rows = [], []
     for r in stats["rounds"]:
-        label = f"Round {r['round']} ({r['name']})"
+        label = f"Round {r['round']} ({_md_text(r['name'])})"
         if r["is_release"]:
             lines.append(
                 f"- {label}: the release of `{repo}` (MIT, Copyright (c) Microsoft Corporation), pinned at commit "
@@ -85,7 +101,7 @@ def _provenance(stats: dict[str, Any]) -> tuple[str, str]:
             lines.append(f"- {label}: " + "; ".join(parts) + ". Not the release of " + f"`{repo}`.")
         for role, info in r["inputs"].items():
             rows.append(
-                f"| {r['round']} | {role} | `{info['file']}` | `{info['sha256']}` | {info['rows']} | "
+                f"| {r['round']} | {role} | `{_code_cell(info['file'])}` | `{info['sha256']}` | {info['rows']} | "
                 f"{'yes' if info['pinned_release_file'] else 'no'} |"
             )
     if release.get("is_release"):
@@ -174,7 +190,7 @@ def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: 
         for s in spec.SEED_TYPES
     )
     round_rows = "\n".join(
-        f"| {r['round']} | {r['name']} | {r['sentences']} | {r['judgments']} | {_annotators_phrase(r['annotators'])} | "
+        f"| {r['round']} | {_md_text(r['name'])} | {r['sentences']} | {r['judgments']} | {_annotators_phrase(r['annotators'])} | "
         f"{r['tuples']} ({r['new_tuples']}, {r['tuples_linking_earlier_rounds']}) |"
         for r in rounds
     )
@@ -233,7 +249,7 @@ def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: 
         "n_annotations": stats["n_annotations"],
         "seed_type_names": ", ".join(spec.SEED_TYPES),
         "prompt_type_names": ", ".join(spec.PROMPT_TYPES),
-        "round_list": ", ".join(f"{r['round']}: {r['name']}" for r in rounds),
+        "round_list": ", ".join(f"{r['round']}: {_md_text(r['name'])}" for r in rounds),
         "anchor_round": md["anchor_round"],
         "md_min": f"{md['min']:.3f}",
         "md_max": f"{md['max']:.3f}",

@@ -11,9 +11,10 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
-from ._argtypes import OneLineParser, batch_size, pos_int, seed
+from ._argtypes import OneLineParser, batch_size, pos_int, resamples, seed, trials
 from ._commands import Commands, Handler
 from .errors import FsbError
 
@@ -68,7 +69,7 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
         default="fifty_shades_of_bias",
         help="output folder (default: ./fifty_shades_of_bias); replaced only if absent, empty or an unchanged earlier build",
     )
-    b.add_argument("--trials", type=pos_int, default=100, help="split-half reliability trials (default 100)")
+    b.add_argument("--trials", type=trials, default=100, help="split-half reliability trials (default 100)")
     b.add_argument("--seed", type=seed, default=0, help="split-half reliability seed (default 0)")
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
     b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
@@ -139,7 +140,7 @@ def _build(args: argparse.Namespace) -> int:
     if "changes_since" in s:
         print(f"  the card carries the changes since {s['changes_since']['label']}:")
         print("\n".join("    " + line for line in s["changes_since"]["summary"].splitlines()))
-    for warning in result.warnings:
+    for warning in (*result.notes, *result.warnings):
         print(f"fsb build: warning: {warning}", file=sys.stderr)
     if not args.no_record and not result.warnings:
         print("  loaders and the lm-eval task now read this folder (fsb build --no-record leaves the previous one in place)")
@@ -180,7 +181,7 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
         "utility (logit scale, centred to mean 0), plus its standard error se",
     )
     s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% intervals of score by bootstrap over tuples")
-    s.add_argument("--bootstrap", type=pos_int, default=200, help="bootstrap resamples for --ci (default 200)")
+    s.add_argument("--bootstrap", type=resamples, default=200, help="bootstrap resamples for --ci (default 200)")
     s.add_argument("--seed", type=seed, default=0, help="bootstrap seed (default 0)")
     s.add_argument("--invalid", choices=("refuse", "count", "drop"), default="refuse", help=_INVALID_HELP)
     _force(s)
@@ -212,7 +213,7 @@ def _score(args: argparse.Namespace) -> int:
 
 def _reliability_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem[,Annotator] (as for fsb score)")
-    r.add_argument("--trials", type=pos_int, default=100, help="random splits of each tuple's judgments into two halves (default 100)")
+    r.add_argument("--trials", type=trials, default=100, help="random splits of each tuple's judgments into two halves (default 100)")
     r.add_argument("--seed", type=seed, default=0, help="seed of the random splits (default 0; the same seed gives the same figures)")
     r.add_argument(
         "--json",
@@ -486,7 +487,57 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `fsb` console script: every expected failure is one line and exit code 2."""
+    """Entry point of the `fsb` console script: every expected failure is one line and exit code 2.
+
+    While it runs, stdout survives its reader closing early (`fsb build | head -1`): the rest of the output
+    goes to /dev/null, the command finishes its work and exits with that work's status."""
+    guard = _ReaderSafeStdout(sys.stdout)
+    sys.stdout = guard  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    finally:
+        guard.flush()
+        sys.stdout = guard.stream
+
+
+class _ReaderSafeStdout:
+    """sys.stdout for a command: a write or flush that fails because the pipe's reader has gone (EPIPE)
+    points stdout at /dev/null and carries on, as the Python docs recommend ("Note on SIGPIPE", signal
+    module), so a command never reports a failure, or stops half way, for work that completes."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def _reader_gone(self) -> None:
+        import os
+
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # not a file descriptor (e.g. captured): nothing to redirect
+            pass
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.flush()  # the buffered bytes now go to /dev/null, not to a failure at exit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import os
 
     parser, handlers = _parser()
@@ -517,6 +568,9 @@ def _expected_failure(e: BaseException) -> str | None:
         return " ".join((f"{' -> '.join(paths)}: {cause}" if paths else cause).split())
     if isinstance(e, ConnectionError):  # e.g. datasets cannot reach a Hub repo (offline, or no such repo)
         return " ".join(str(e).split()) or "connection failed"
+    if isinstance(e, MemoryError):  # e.g. numpy cannot allocate an array that large
+        cause = " ".join(str(e).split())
+        return f"out of memory{f' ({cause})' if cause else ''}: use smaller counts (--trials, --bootstrap, --k) or a smaller input"
     return None
 
 

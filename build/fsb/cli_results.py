@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ._argtypes import pos_int
+from ._argtypes import resamples, trials
 from ._commands import Commands
 
 __all__ = ["add_commands", "commands"]
@@ -58,8 +58,8 @@ def _report_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("runs", nargs="*", help="lm-eval --output_path folders or results_*.json files, or prediction files")
     r.add_argument("--predictions", action="append", default=[], metavar="FILE", help="a prediction file (id,score); repeatable")
     r.add_argument("--dataset", help="the dataset scored (default: what loaders find); gives gold scores, breakdowns, human figures")
-    r.add_argument("--bootstrap", type=pos_int, default=1000, help="bootstrap draws (default 1000)")
-    r.add_argument("--trials", type=pos_int, default=100, help="split-half trials for the human reference (default 100)")
+    r.add_argument("--bootstrap", type=resamples, default=1000, help="bootstrap draws (default 1000)")
+    r.add_argument("--trials", type=trials, default=100, help="split-half trials for the human reference (default 100)")
     r.add_argument("--compare", nargs=2, action="append", metavar=("A", "B"), help="paired difference of rows A and B (number or label)")
     r.add_argument("--out", help="also write report.md, report.json, forest.png and scatter PNGs into this folder")
     r.add_argument("--json", action="store_true", help="print JSON instead of Markdown")

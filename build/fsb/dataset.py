@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,11 +90,13 @@ class ScoredDataset:
 @dataclass(frozen=True)
 class BuildResult:
     """The folder written and its figures; `warnings` are one-line notes about a build that succeeded
-    (e.g. its record for the loaders could not be written)."""
+    (e.g. its record for the loaders could not be written); `notes` one-line warnings about its inputs
+    (e.g. judgments repeated across rounds, counted)."""
 
     out: Path
     stats: dict[str, Any]
     warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 def score_dataset(
@@ -296,7 +299,7 @@ def read_rounds(manifest: str | os.PathLike[str]) -> list[Round]:
 
     text = read_utf8(path)
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_PlainLoader)  # a SafeLoader that also refuses aliases
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise InputError(path, f"not valid YAML: {getattr(e, 'problem', None) or e}", line=mark.line + 1 if mark else None) from None
@@ -323,8 +326,117 @@ def read_rounds(manifest: str | os.PathLike[str]) -> list[Round]:
                 raise InputError(path, f"missing {role} file", field=f"{where}.{role}")
             files[role] = (path.parent / value).resolve() if not Path(value).is_absolute() else Path(value)
         name = entry.get("name", f"round {number}")
-        rounds.append(Round(number, str(name), files["generations"], files["annotations"]))
+        problem = _name_problem(name)
+        if problem:
+            raise InputError(path, problem, field=f"{where}.name")
+        rounds.append(Round(number, name, files["generations"], files["annotations"]))
     return rounds
+
+
+class _PlainLoader(yaml.SafeLoader):
+    """yaml.SafeLoader without anchors and aliases (`&a`, `*a`): a manifest needs neither, and nested
+    aliases expand exponentially ("billion laughs") when the value is used."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases (&name, *name) are not allowed in a rounds manifest", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+NAME_MAX = 100
+
+
+def _name_problem(name: object) -> str | None:
+    """Why a round's `name` is not a plain one-line string of at most NAME_MAX characters, or None: the name
+    goes into the card's tables and prose and into printed lines as written."""
+    if not isinstance(name, str):
+        return f'name must be a plain string, got a YAML {type(name).__name__} (quote it: name: "...")'
+    if not name.strip():
+        return "name is empty"
+    if len(name) > NAME_MAX:
+        return f"name has {len(name)} characters, at most {NAME_MAX} are allowed"
+    bad = next((c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if bad is not None:
+        return f"name holds the control character {bad!r}: a name is one line of text"
+    return None
+
+
+def _refuse_shared_files(rounds: list[Round]) -> None:
+    """Refuse a file listed in two rounds (or twice in one), by resolved path or by content (sha256): its
+    judgments would be counted twice, inflating the judgment count and split-half reliability."""
+    seen: dict[str, tuple[Round, str]] = {}
+    for r in rounds:
+        for role in ("generations", "annotations"):
+            p = Path(getattr(r, role))
+            keys = [f"path {p.resolve()}"]
+            if p.is_file():
+                keys.append(f"sha256 {sha256_file(p)}")
+            for key in keys:
+                if key in seen:
+                    first, first_role = seen[key]
+                    how = "is the same file" if key.startswith("path") else f"has the same content ({key[:16]}...)"
+                    raise InputError(
+                        p,
+                        f"round {r.number}'s {role} file {how} as round {first.number}'s {first_role} file "
+                        f"({Path(getattr(first, first_role)).name}): each file belongs to one round, or its rows would be counted twice",
+                    )
+            for key in keys:
+                seen[key] = (r, role)
+
+
+def _repeated_judgments(read: list[tuple[Round, Generations, Annotations]]) -> list[str]:
+    """Judgment rows of a later round identical to a row of an earlier round (same Item1..ItemK in order,
+    BestItem, WorstItem, and Timestamp when the files have one). With the same annotator id it is the
+    same judgment counted twice: refused, naming both lines. Without an annotator id two people may well
+    have given the same answer to the same tuple, so such rows are counted, and a warning gives their number."""
+    import pandas as pd
+
+    def keyed(r: Round, a: Annotations) -> pd.DataFrame:
+        def text(values: np.ndarray | None) -> list[str]:
+            return [""] * len(a) if values is None else ["" if v is None else str(v).strip() for v in values.tolist()]
+
+        frame = pd.DataFrame(a.items, columns=a.item_columns).assign(BestItem=a.best, WorstItem=a.worst)
+        return frame.assign(Annotator=text(a.annotator), Timestamp=text(a.timestamp), row=np.arange(len(a)), round=r.number)
+
+    frames = [keyed(r, a) for r, _, a in read]
+    notes = []
+    for j in range(1, len(read)):
+        r, _, a = read[j]
+        keys = [c for c in frames[j].columns if c not in ("row", "round")]
+        earlier = pd.concat(frames[:j]).drop_duplicates(keys)
+        same = frames[j].merge(earlier, on=keys, suffixes=("", "_earlier")).sort_values("row", kind="stable")
+        if same.empty:
+            continue
+        first_of = {rr.number: aa for rr, _, aa in read}
+        named = same[same["Annotator"] != ""]
+        if len(named):
+            hit = named.iloc[0]
+            old = first_of[int(hit["round_earlier"])]
+            raise InputError(
+                a.path,
+                f"repeats round {int(hit['round_earlier'])}'s judgment on line {old.line_of(int(hit['row_earlier']))} of {old.path.name} "
+                f"(same tuple, best, worst and annotator {_short_text(hit['Annotator'])!r}"
+                f"{', timestamp' if hit['Timestamp'] else ''}): the same judgment would be counted twice"
+                f"{'' if hit['Timestamp'] else '; if it was judged again, give the rows a Timestamp column'}",
+                line=a.line_of(int(hit["row"])),
+                field="Annotator",
+            )
+        hit = same.iloc[0]
+        notes.append(
+            f"{a.path}: {len(same)} of round {r.number}'s {len(a)} judgments repeat an earlier round's row exactly "
+            f"(same tuple, best and worst; no annotator id tells them apart), first on line {a.line_of(int(hit['row']))}; "
+            "they are counted as new judgments: check the file is not a copy"
+        )
+    return notes
+
+
+def _short_text(value: object, limit: int = 40) -> str:
+    from .raw import _short
+
+    return _short(str(value), limit)
 
 
 def _merge_rounds(
@@ -335,6 +447,7 @@ def _merge_rounds(
     Every annotated id must be a sentence of some round, and every sentence judged in some round."""
     from .raw import _first, _show
 
+    _refuse_shared_files(rounds)
     read = []
     for r in rounds:
         gens = read_generations(r.generations)
@@ -479,7 +592,7 @@ def build_folder_difference(folder: str | os.PathLike[str]) -> str | None:
         recorded = json.loads((root / "stats.json").read_text(encoding="utf-8"))["fingerprint"]
         if recorded != content_fingerprint([sha256_file(root / parquet[c][0]) for c in _CONFIGS]):
             return "stats.json's fingerprint does not match the data files: a data file was changed"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return "stats.json is not the one fsb build writes"
     return None
 
@@ -508,6 +621,12 @@ def _check_record_writable() -> None:
     except OSError as e:
         cause = e.strerror or type(e).__name__
         raise InputError(home, f"cannot record the build here ({cause}); set FSB_HOME to a writable folder or pass --no-record") from None
+    record = home / "last_build.json"
+    if record.exists() and not record.is_file():  # a folder (or a link to one), a FIFO...: atomic_write would refuse it
+        what = "a folder" if record.is_dir() else "not a file"
+        raise InputError(
+            record, f"is {what}, so the build cannot be recorded here; remove it, set FSB_HOME to another folder, or pass --no-record"
+        )
 
 
 def build_dataset(
@@ -555,8 +674,10 @@ def build_dataset(
         ann = read_annotations(r.annotations, integer_ids=True, invalid=invalid)  # type: ignore[arg-type]
         read = [(r, gens, ann)]
         gen_round = ann_round = None
+        notes = []
     else:
         gens, ann, gen_round, ann_round, read = _merge_rounds(round_list, invalid)
+        notes = _repeated_judgments(read)
     scored = score_dataset(
         gens, ann, trials=trials, seed=seed, gen_round=gen_round, ann_round=ann_round, round_names={r.number: r.name for r in round_list}
     )
@@ -633,4 +754,4 @@ def build_dataset(
                 f"built {target}, but could not record it in {where} ({getattr(e, 'strerror', None) or e}): "
                 "loaders still find the previous build; pass its path explicitly"
             )
-    return BuildResult(target.resolve(), stats, tuple(warnings))
+    return BuildResult(target.resolve(), stats, tuple(warnings), tuple(notes))

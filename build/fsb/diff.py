@@ -44,11 +44,19 @@ def read_build(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str
         raise InputError(root, "not a folder (expected a dataset folder written by `fsb build`)")
     try:
         stats = json.loads(stats_path.read_text(encoding="utf-8"))
-        recorded = stats["fingerprint"]
     except FileNotFoundError:
         raise InputError(stats_path, "file not found: not a dataset folder written by `fsb build`") from None
-    except (ValueError, KeyError, TypeError):
-        raise InputError(stats_path, "not a stats.json written by `fsb build` (no fingerprint)", field="fingerprint") from None
+    except IsADirectoryError:
+        raise InputError(stats_path, "is a folder: not a dataset folder written by `fsb build`") from None
+    except UnicodeDecodeError as e:
+        raise InputError(stats_path, f"not valid UTF-8 (byte offset {e.start}): not a stats.json written by `fsb build`") from None
+    except json.JSONDecodeError as e:
+        raise InputError(stats_path, f"stats.json is not valid JSON ({e.msg})", line=e.lineno) from None
+    except RecursionError:
+        raise InputError(stats_path, "stats.json is not valid JSON (nested too deeply)") from None
+    recorded = stats.get("fingerprint") if isinstance(stats, dict) else None
+    if not isinstance(recorded, str):
+        raise InputError(stats_path, "not a stats.json written by `fsb build` (no fingerprint)", field="fingerprint")
     files = {config: sorted((root / "data" / config).glob("*.parquet")) for config in CONFIGS}
     for config, paths in files.items():
         if not paths:

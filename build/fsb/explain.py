@@ -17,7 +17,7 @@ from pathlib import Path
 
 import fifty_shades_of_bias as spec
 
-from ._io import InputError
+from ._io import InputError, quoted
 from .engine import Request, RequestPlan, Sampling, request_id
 from .keys import rank_key
 from .prompts import REASONING_INSTRUCTION, TEMPLATE_VERSION, reasoning_messages
@@ -51,9 +51,8 @@ def _read_scores(path: Path, column: str | None) -> dict[int, float]:
     if column is None:
         column = "score_normalized" if "score_normalized" in frame.columns else "score"
     if column not in frame.columns:
-        raise InputError(
-            path, f"no score column {column!r} (the header has: {', '.join(frame.columns)}); choose one with --score-column", line=1
-        )
+        shown = ", ".join(quoted(c) for c in frame.columns[:20])
+        raise InputError(path, f"no score column {quoted(column)} (the header has: {shown}); choose one with --score-column", line=1)
     values = pd.to_numeric(frame[column], errors="coerce")
     out: dict[int, float] = {}
     for i, (text, value) in enumerate(zip(frame[id_col], values)):
@@ -61,7 +60,7 @@ def _read_scores(path: Path, column: str | None) -> dict[int, float]:
             raise table.fail(i, id_col, problem)
         uid = int(text.strip())
         if pd.isna(value) or not 0.0 <= float(value) <= 1.0:
-            raise table.fail(i, column, f"not a score in [0, 1]: {frame[column].iloc[i]!r} (the prompt speaks of a 0 to 1 scale)")
+            raise table.fail(i, column, f"not a score in [0, 1]: {quoted(frame[column].iloc[i])} (the prompt speaks of a 0 to 1 scale)")
         if int(uid) in out:
             raise table.fail(i, id_col, f"duplicate id {int(uid)}")
         out[int(uid)] = float(value)

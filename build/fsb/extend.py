@@ -27,6 +27,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from itertools import combinations
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,30 @@ def _repair(rows: list[list[int]], is_new: list[list[bool]], rng: np.random.Gene
     return all(len(set(r)) == len(r) for r in rows) and all(c <= 1 for c in triples.values())
 
 
+def _extension_size_problem(n: int, m: int, n_tuples: int, n_two_old: int, size: int) -> str | None:
+    """Why the new tuples cannot keep every 3-item subset in one tuple, or None (counting bounds, necessary
+    only): their 3-subsets of new items number at most C(n, 3), and the most loaded existing item's
+    3-subsets with two new items at most C(n, 2)."""
+    if n_tuples > bws.MAX_TUPLES:
+        return f"{n_tuples} new tuples is more than the {bws.MAX_TUPLES} fsb designs; use a smaller k"
+    one_old = n_tuples - n_two_old
+    need = one_old * comb(size - 1, 3) + n_two_old * comb(size - 2, 3)
+    if need > comb(n, 3):
+        return (
+            f"{n_tuples} new tuples hold {need} 3-item subsets of new items, but {n} new items have only {comb(n, 3)}: "
+            "some two tuples would share 3 items; use more new items or a smaller k"
+        )
+    load = -(-(n_tuples + n_two_old) // max(m, 1))  # the most tuples any existing item is added to
+    two = min(load, n_two_old)  # of them, at most this many hold size - 2 new items, the others size - 1
+    pairs = (load - two) * comb(size - 1, 2) + two * comb(size - 2, 2)
+    if pairs > comb(n, 2):
+        return (
+            f"an existing item joins {load} new tuples holding {pairs} pairs of new items, but {n} new items have only "
+            f"{comb(n, 2)} pairs: two tuples would share 3 items; use more new items or a smaller k"
+        )
+    return None
+
+
 def extend_design(new_ids: np.ndarray, existing: Existing, *, k: int = 8, seed: int = 0, max_steps: int | None = None) -> np.ndarray:
     """The new tuples (labels, shape (T, K)) for `new_ids` tied to `existing` (see the module docstring). Seeded."""
     size = existing.tuples.shape[1]
@@ -155,6 +180,9 @@ def extend_design(new_ids: np.ndarray, existing: Existing, *, k: int = 8, seed: 
     n_tuples = -(-slots // (size - 1))
     n_two_old = n_tuples * (size - 1) - slots  # tuples holding size - 2 new items and two existing ones
     m = existing.labels.size
+    problem = _extension_size_problem(n, m, n_tuples, n_two_old, size)
+    if problem:
+        raise ValueError(problem)
     if existing.scores is not None:
         order = np.lexsort((np.arange(m), existing.scores))  # lowest score first, ties by id
     else:
@@ -172,11 +200,11 @@ def extend_design(new_ids: np.ndarray, existing: Existing, *, k: int = 8, seed: 
         rows.append([int(x) for x in seq[pos : pos + n_new]] + olds)
         kinds.append([True] * n_new + [False] * len(olds))
         pos += n_new
-    steps = max_steps if max_steps is not None else 2000 * max(n_tuples, 1)
+    steps = max_steps if max_steps is not None else min(2000 * max(n_tuples, 1), bws.MAX_SEARCH_STEPS)
     if not _repair(rows, kinds, rng, steps):
         raise RuntimeError(
-            f"no extension of {n} new items in {k} tuples each with no two tuples sharing more than 2 items was found; "
-            "use more new items or a smaller k"
+            f"no extension of {n} new items in {k} tuples each with no two tuples sharing more than 2 items was found "
+            f"within {steps} swaps; use more new items or a smaller k"
         )
     codes = np.array(rows, dtype=np.int64)
     codes = balance_positions(codes, n + m, seed=seed)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import InputError, read_utf8
+from ._io import InputError, quoted, read_utf8
 
 __all__ = ["ID_COLUMNS", "TEXT_COLUMNS", "Items", "read_items"]
 
@@ -53,7 +53,12 @@ def _typed_ids(path: Path, raw: list[str], lines: list[int], field: str) -> np.n
     seen: dict[object, int] = {}
     for value, line in zip(ids.tolist(), lines):
         if value in seen:
-            raise InputError(path, f"duplicate id {value!r} (first seen on line {seen[value]})", line=line, field=field)
+            raise InputError(
+                path,
+                f"duplicate id {quoted(value) if isinstance(value, str) else value} (first seen on line {seen[value]})",
+                line=line,
+                field=field,
+            )
         seen[value] = line
     return ids
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from ._io import InputError, read_utf8
+from ._io import InputError, quoted, read_utf8
 from .raw import INT64_MAX, id_problem
 
 __all__ = ["CONFIG_FILE", "TASKS_FILE", "Export", "LsJudgment", "labeling_config", "read_export", "tasks_json"]
@@ -94,7 +94,7 @@ def _choice(path: Path, where: str, result: list[Any], name: str, k: int) -> int
         raise InputError(path, f"{where}: {name!r} must be one choice, got {[v for p in picks for v in (p or [])]}")
     text = str(values[0]).strip()
     if not text.isdigit() or not 1 <= int(text) <= k:
-        raise InputError(path, f"{where}: {name!r} choice {text!r} is not a position 1..{k}")
+        raise InputError(path, f"{where}: {name!r} choice {quoted(text)} is not a position 1..{k}")
     return int(text)
 
 
@@ -143,7 +143,9 @@ def read_export(path: str | os.PathLike[str]) -> Export:
             who = _annotator(ann.get("completed_by"))
             if who:
                 if (who, tuple_id) in seen:
-                    raise InputError(p, f"{where}: annotator {who!r} already judged tuple {tuple_id} (annotation {seen[(who, tuple_id)]})")
+                    raise InputError(
+                        p, f"{where}: annotator {quoted(who)} already judged tuple {tuple_id} (annotation {seen[(who, tuple_id)]})"
+                    )
                 seen[(who, tuple_id)] = ann.get("id")
             judgments.append(
                 LsJudgment(

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ._io import InputError, iter_jsonl, read_input_bytes, read_utf8
+from ._io import InputError, iter_jsonl, quoted, read_input_bytes, read_utf8
+from ._io import short as _short
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -119,7 +120,8 @@ def _parse(path: Path, text: str | None = None) -> _Rows:
 def _require(path: Path, header: Sequence[str], columns: Sequence[str]) -> None:
     for c in columns:
         if c not in header:
-            raise InputError(path, f"missing column (the header has: {', '.join(header)})", line=1, field=c)
+            shown = ", ".join(_column_name(h) for h in header[:20]) + (f", ... ({len(header)} columns)" if len(header) > 20 else "")
+            raise InputError(path, f"missing column (the header has: {shown})", line=1, field=c)
 
 
 # --- the public table layer: any CSV a command reads (designs, answers, scores) -------------------------
@@ -170,14 +172,15 @@ def require_columns(table: Table, columns: Sequence[str]) -> None:
 
 
 def _show(value: object) -> str:
-    """A label as users wrote it: 7 for numbers, 'x' (quoted) for strings."""
+    """A label as users wrote it: 7 for numbers, 'x' (quoted) for strings, shortened (`_io.quoted`)."""
     if isinstance(value, np.generic):
         value = value.item()
-    return repr(value) if isinstance(value, str) else str(value)
+    return quoted(value) if isinstance(value, str) else _short(str(value))
 
 
-def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+def _column_name(name: str) -> str:
+    """A column name as echoed in a message: as written when it is printable and short, else `_io.quoted`."""
+    return name if name.isprintable() and name.strip() == name and len(name) <= 40 else quoted(name)
 
 
 # A field starting with 0 and another digit, at the start of a line or after a comma (quoted or not).
@@ -220,7 +223,7 @@ def id_problem(text: str, high: int) -> str | None:
     if not text:
         return "empty value"
     if not (text.isascii() and text.isdigit()):
-        return f"not an integer id: {_short(text)!r}"
+        return f"not an integer id: {quoted(text)}"
     digits = text.lstrip("0")
     if len(digits) > len(str(high)) or int(digits or "0") > high:
         return f"id {_short(text)} is outside 0..{high}"
@@ -298,7 +301,7 @@ def read_generations(path: str | Path) -> Generations:
                 problem = None
                 if value not in allowed[name]:
                     expected = spec.SEED_TYPES if name == "seed_type" else spec.PROMPT_TYPES
-                    problem = f"unknown {name} {row[col[name]]!r}; expected one of {', '.join(expected)}"
+                    problem = f"unknown {name} {quoted(row[col[name]])}; expected one of {', '.join(expected)}"
             else:
                 problem = "empty value" if not value else None
             if problem is not None:
@@ -394,7 +397,7 @@ def _header_of(path: Path, data: bytes) -> tuple[list[str], int] | None:
     names allowed, no newline inside quotes), else None (then Python's reader handles the file)."""
     end = data.find(b"\n")
     first = data[: end if end >= 0 else len(data)]
-    if first.count(b'"') % 2 or not first.strip():
+    if first.count(b'"') % 2 or not first.strip() or b"\r" in first.rstrip(b"\r"):  # a CR inside: CR-only line ends
         return None
     try:
         line = first.decode("utf-8").rstrip("\r")

@@ -27,7 +27,7 @@ from typing import Any
 
 import fifty_shades_of_bias as spec
 
-from ._io import InputError, check_recorded_file, iter_jsonl, read_utf8, recorded_write, sha256_file
+from ._io import InputError, check_recorded_file, iter_jsonl, quoted, read_utf8, recorded_write, sha256_file
 from .keys import normalize, rank_key
 from .marks import Marker
 
@@ -334,9 +334,9 @@ def _read_text_seeds(p: Path, seed_type: str) -> tuple[list[Seed], list[str]]:
         occurrence = 0
         if key in first:
             if release is None:
-                raise InputError(p, f"duplicate seed (first on line {first[key]}): {line.strip()!r}", line=n)
+                raise InputError(p, f"duplicate seed (first on line {first[key]}): {quoted(line.strip(), 80)}", line=n)
             occurrence = sum(1 for s in seeds if normalize(s.text) == key)
-            notes.append(f"{p.name}: line {n} repeats line {first[key]} ({line.strip()!r}); kept, as the pinned release has it")
+            notes.append(f"{p.name}: line {n} repeats line {first[key]} ({quoted(line.strip(), 80)}); kept, as the pinned release has it")
         else:
             first[key] = n
         source = f"fsb-release:{release}" if release else f"file:{p.name}"
@@ -354,7 +354,9 @@ def _read_jsonl_seeds(p: Path, forced: str | None) -> list[Seed]:
             raise InputError(p, "missing or empty seed", line=n, field="seed")
         seed_type = forced or rec.get("seed_type")
         if seed_type not in spec.SEED_TYPES:
-            raise InputError(p, f"unknown seed type {seed_type!r}; expected one of {', '.join(spec.SEED_TYPES)}", line=n, field="seed_type")
+            raise InputError(
+                p, f"unknown seed type {quoted(seed_type)}; expected one of {', '.join(spec.SEED_TYPES)}", line=n, field="seed_type"
+            )
         extra = {k: v for k, v in rec.items() if k not in ("seed", "seed_type", "source", "source_id")}
         source, source_id = str(rec.get("source", f"file:{p.name}")), str(rec.get("source_id", n))
         seeds.append(Seed(text, seed_type, source, source_id, extra=extra, file=str(p), line=n))
@@ -410,5 +412,5 @@ def _check_unique(seeds: Sequence[Seed]) -> None:
         if key in seen:
             first = seen[key]
             where = f"first in {first.file}, line {first.line}"
-            raise InputError(s.file, f"duplicate {s.seed_type} seed {s.text.strip()!r} ({where})", line=s.line)
+            raise InputError(s.file, f"duplicate {s.seed_type} seed {quoted(s.text.strip(), 80)} ({where})", line=s.line)
         seen[key] = s
