@@ -97,3 +97,15 @@ def test_placed_split_half_quotes_table_2_only_for_the_release_and_names_an_unde
     other, release = placed_split_half(shr, release=False), placed_split_half(shr, release=True)
     assert not any("Table 2" in line for line in other) and sum("the paper's Table 2" in line for line in release) == 1
     assert other[-1].endswith("Pearson undefined (a reliability below 0 has no square root), Spearman 0.8165")
+
+
+def test_spearman_brown_is_nan_where_undefined() -> None:
+    """r = -1 (two halves in perfect disagreement, seen on tiny studies) has no full-panel reliability:
+    NaN, not a ZeroDivisionError; the noise ceiling of NaN is NaN."""
+    import math
+
+    from fsb.reference import noise_ceiling, spearman_brown
+
+    assert math.isnan(spearman_brown(-1.0)) and math.isnan(spearman_brown(float("nan")))
+    assert math.isnan(noise_ceiling(spearman_brown(-1.0)))
+    assert spearman_brown(0.5) == 2 * 0.5 / 1.5 and math.isclose(spearman_brown(0.5, factor=3), 0.75)

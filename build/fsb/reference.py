@@ -34,8 +34,10 @@ REFERENCES = (
 
 
 def spearman_brown(r: float, factor: float = 2.0) -> float:
-    """Reliability of a panel `factor` times as large as the one whose reliability is r: k r / (1 + (k - 1) r)."""
-    return factor * r / (1.0 + (factor - 1.0) * r)
+    """Reliability of a panel `factor` times as large as the one whose reliability is r: k r / (1 + (k - 1) r).
+    NaN where that is undefined (r = -1/(k - 1), e.g. a split-half r of -1 on a tiny study, or r NaN)."""
+    denominator = 1.0 + (factor - 1.0) * r
+    return factor * r / denominator if denominator != 0 and not math.isnan(r) else math.nan
 
 
 def noise_ceiling(reliability: float) -> float:
@@ -104,10 +106,15 @@ def placed_split_half(shr: dict[str, Any], sentences: int | None = None, *, rele
         )
     return [
         *lines,
-        f"  full-panel reliability, Spearman-Brown 2r/(1+r) of the mean r: Pearson {rel['pearson']:.4f}, Spearman {rel['spearman']:.4f}",
+        f"  full-panel reliability, Spearman-Brown 2r/(1+r) of the mean r: Pearson {_fixed(rel['pearson'])}, "
+        f"Spearman {_fixed(rel['spearman'])}",
         f"  noise ceiling, sqrt(2r/(1+r)) (the correlation a perfect scorer can expect with these scores): "
         f"Pearson {_ceiling(rel['pearson'])}, Spearman {_ceiling(rel['spearman'])}",
     ]
+
+
+def _fixed(value: float) -> str:
+    return "undefined" if math.isnan(value) else f"{value:.4f}"
 
 
 def _ceiling(reliability: float) -> str:
