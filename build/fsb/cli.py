@@ -200,7 +200,10 @@ def _score(args: argparse.Namespace) -> int:
     ann = read_annotations(path=args.annotations, invalid=args.invalid)
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
-    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
+    notes: list[str] = []
+    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed, notes=notes)
+    for note in notes:  # items left without an interval (ci_low, ci_high empty), and why
+        print(f"note: {note}", file=sys.stderr)
     text = format_csv(cols)
     if not to_file:
         sys.stdout.write(text)
