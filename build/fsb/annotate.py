@@ -7,8 +7,9 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,8 @@ import pandas as pd
 from . import bws
 from ._io import InputError, check_recorded_file, recorded_write
 from .items import read_items
+
+ItemFiles: TypeAlias = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]  # one item file, or several joined
 
 __all__ = [
     "balance_positions",
@@ -297,21 +300,30 @@ def _shown_order(design: pd.DataFrame, seed: int | None) -> np.ndarray:
     return labels[balance_positions(codes.reshape(items.shape), labels.size, seed=seed)]
 
 
-def _texts_for(design: pd.DataFrame, design_csv: str | os.PathLike[str], items_path: str | os.PathLike[str], shown: np.ndarray) -> list:
-    """The text of every shown item (same shape as `shown`); an id missing from the item list is refused."""
-    text_of = read_items(items_path).text_of()
+def _item_files(items: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    return [items] if isinstance(items, (str, os.PathLike)) else list(items)
+
+
+def _texts_for(design: pd.DataFrame, design_csv: str | os.PathLike[str], items: ItemFiles, shown: np.ndarray) -> list:
+    """The text of every shown item (same shape as `shown`), from one or several item files joined; an id
+    missing from all of them is refused."""
+    from .items import texts_of_files
+
+    files = _item_files(items)
+    text_of = texts_of_files(files)
     line_of = design.attrs["line_of"]
     rows = shown.tolist()
     for r, row in enumerate(rows):
         for j, v in enumerate(row):
             if v not in text_of:
-                raise InputError(design_csv, f"unknown id {v!r}: no such item in {items_path}", line=line_of(r), field=f"Item{j + 1}")
+                names = ", ".join(map(str, files))
+                raise InputError(design_csv, f"unknown id {v!r}: no such item in {names}", line=line_of(r), field=f"Item{j + 1}")
     return [[text_of[v] for v in row] for row in rows]
 
 
 def export_forms(
     design_csv: str | os.PathLike[str],
-    items: str | os.PathLike[str],
+    items: ItemFiles,
     out: str | os.PathLike[str],
     seed: int | None = None,
     force: bool = False,
@@ -319,7 +331,8 @@ def export_forms(
     """Write one annotation form per tuple: tuple_id, Item1..ItemK (ids) and Text1..TextK (texts).
 
     Items are shown in the design's order (randomised and position-balanced by `fsb tuples`), or with
-    `seed` in a fresh seeded balanced order; the ids record exactly what was shown. Returns the number of forms.
+    `seed` in a fresh seeded balanced order; the ids record exactly what was shown. `items` is one item
+    file or several joined (an extended design shows existing and new items). Returns the number of forms.
     An existing `out` is replaced only if it is unchanged since fsb wrote it, or with `force`.
     """
     design = read_design(design_csv)
@@ -337,7 +350,7 @@ def export_forms(
 
 def export_label_studio(
     design_csv: str | os.PathLike[str],
-    items: str | os.PathLike[str],
+    items: ItemFiles,
     out_dir: str | os.PathLike[str],
     seed: int | None = None,
     force: bool = False,
