@@ -207,16 +207,20 @@ def balance_positions(design: np.ndarray, n_items: int, seed: int = 0) -> np.nda
     return _balance_greedy(t, n_items, rng)
 
 
-def position_report(design: np.ndarray, n_items: int) -> dict[str, Any]:
+def position_report(design: np.ndarray, n_items: int, items: np.ndarray | None = None) -> dict[str, Any]:
     """How evenly items are spread over the positions of their tuples: per item and position the number
     of tuples showing the item there; `items_balanced` counts items whose counts differ by at most 1
-    across positions (the best possible when appearances is not a multiple of the tuple size)."""
+    across positions (the best possible when appearances is not a multiple of the tuple size). The item
+    figures are over the items the boolean mask `items` marks (default: all), `items` says how many."""
     t = np.asarray(design, dtype=np.int64)
     k = t.shape[1]
     counts = np.stack([np.bincount(t[:, p], minlength=n_items) for p in range(k)], axis=1)
-    spread = counts.max(axis=1) - counts.min(axis=1)
     per_position = counts.sum(axis=0)
+    if items is not None:
+        counts = counts[np.asarray(items, dtype=bool)]
+    spread = counts.max(axis=1) - counts.min(axis=1) if counts.size else np.zeros(0, dtype=np.int64)
     return {
+        "items": int(counts.shape[0]),
         "per_item_per_position_min": int(counts.min()) if counts.size else 0,
         "per_item_per_position_max": int(counts.max()) if counts.size else 0,
         "items_balanced": int((spread <= 1).sum()),
