@@ -343,13 +343,20 @@ def export_forms(
     shown = _shown_order(design, seed)
     texts = _texts_for(design, design_csv, items, shown)
     k = shown.shape[1]
-    forms = pd.DataFrame({"tuple_id": design["tuple_id"].to_numpy()})
-    for j in range(k):
-        forms[f"Item{j + 1}"] = shown[:, j]
-    for j in range(k):
-        forms[f"Text{j + 1}"] = [row[j] for row in texts]
-    recorded_write(out, forms.to_csv(index=False, lineterminator="\n"), force=force, kind=FORMS_KIND)
-    return len(forms)
+    header = ["tuple_id", *(f"Item{j + 1}" for j in range(k)), *(f"Text{j + 1}" for j in range(k))]
+    rows = [[tid, *ids, *row] for tid, ids, row in zip(design["tuple_id"].tolist(), shown.tolist(), texts)]
+    recorded_write(out, "".join(",".join(map(_csv_cell, r)) + "\n" for r in [header, *rows]), force=force, kind=FORMS_KIND)
+    return len(rows)
+
+
+def _csv_cell(value: object) -> str:
+    """One CSV field, quoted when it holds a comma, a quote or a line break, \\r included: pandas and the
+    csv module leave a lone \\r unquoted (with a \\n line terminator), and every reader then splits the row
+    there; generated texts can hold one."""
+    text = str(value)
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def export_label_studio(
