@@ -302,6 +302,26 @@ def test_not_a_dataset_is_a_located_error(tmp_path: Path) -> None:
         analysis.read_sentences(tmp_path)
 
 
+def test_console_words_show_z_and_leave_out_those_below_the_mark() -> None:
+    """Bug: `fsb main`/`fsb analyse` printed a bin's top 5 words without z, some with z < 1.96; report.md
+    gives z. Now each word has its z, the ones at or below 1.96 are counted, not shown, and the line says so."""
+    terms = [{"term": w, "z": z} for w, z in (("crashed", 2.49), ("no", 1.9), ("skin", 1.8), ("impress", 1.7), ("washed", 1.6))]
+    line = analysis.marking_line("medium", terms)
+    rule = "of the top 5 by z, those with z > 1.96, the uncorrected two-sided 5% mark of report.md"
+    assert line == f"words marking the medium bin ({rule}): crashed (z 2.49); 4 more below 1.96 not shown"
+    assert analysis.marking_line("low", terms[1:]).endswith("): none of the 4 has z > 1.96")
+    assert analysis.marking_line("high", []).endswith("): (no term ranked)")
+    assert analysis.marking_line("x", [{"term": "a", "z": 3.0}] * 7).count("(z 3.00)") == 5
+
+
+def test_bin_maxima_print_below_the_open_upper_edge() -> None:
+    """Bug: the report showed the low bin [0, 0.316) with max 0.316 (0.31579 rounded)."""
+    assert analysis.format_below(0.3157894736842105, 0.316) == "0.3158"
+    assert analysis.format_below(0.31599999, 0.316) == "0.31599999"
+    assert analysis.format_below(0.2, 0.316) == "0.200" and analysis.format_below(1.0, None) == "1.000"
+    assert float(analysis.format_below(0.5789999999, 0.579)) < 0.579
+
+
 # --- the command ---------------------------------------------------------------------------------
 
 
@@ -312,7 +332,8 @@ def test_fsb_analyse_end_to_end_is_deterministic(release_dataset: Path, tmp_path
         proc = fsb("analyse", str(release_dataset), "--out", str(out))
         assert proc.returncode == 0, proc.stderr
         assert "analysed 1000 sentences" in proc.stdout
-        assert "words marking high: women" in proc.stdout
+        assert "words marking the high bin (of the top 5 by z, those with z > 1.96, the uncorrected two-sided 5% mark" in proc.stdout
+        assert "report.md): women (z 4.60), " in proc.stdout and "words marking the medium bin" in proc.stdout
         runs.append(out)
     a, b = runs
     assert sorted(p.name for p in a.iterdir()) == sorted([*analysis.FIGURES, "analysis.json", "report.md", ".fsb-seal.json"])
@@ -327,6 +348,13 @@ def test_fsb_analyse_end_to_end_is_deterministic(release_dataset: Path, tmp_path
     assert "| seed type | low | medium | high | total |" in report
     assert "| the paper (Hada et al. 2023), from its 5285 judgments | 364 | 248 | 388 | 1000 |" in report
     assert "| [0.9, 1.0] | " in report and "### Unigrams marking the high bin" in report
+    # each bin's max prints below the bin's open upper edge (the low bin's 0.31579 is not "0.316")
+    assert "| low | 255 | 0.219 | 0.061 | 0.023 | 0.3158 |" in report
+    for line in proc.stdout.splitlines():  # the console's words are the report's, with their z, none below 1.96
+        if "words marking the " in line and "): " in line:
+            b = line.split("words marking the ")[1].split()[0]
+            for term, z in re.findall(r"(\S+) \(z (\d+\.\d\d)\)", line.split("): ", 1)[1]):
+                assert float(z) > 1.96 and f"| `{term}` | {z} |" in report.split(f"### Unigrams marking the {b} bin")[1]
     assert "| 1 | `women` |" in report
     for name in analysis.FIGURES:
         assert f"]({name})" in report

@@ -370,3 +370,56 @@ def test_csv_answers_keep_their_timestamps(study: dict[str, Path]) -> None:
     got = pd.read_csv(study["dir"] / "j.csv", dtype=str)
     assert list(got.columns)[-2:] == ["Annotator", "Timestamp"] and got.loc[0, "Timestamp"] == "2026-12-01T06:00:00Z"
     assert got.loc[0, ["BestItem", "WorstItem"]].astype(int).tolist() == [a, b]
+
+
+def test_export_joins_several_item_files_and_refuses_an_id_in_two(tmp_path: Path) -> None:
+    """Bug: an extended design (`fsb tuples NEW --extend EXISTING`) shows existing and new items, but
+    `--items` took one file: "unknown id 1000: no such item in new.jsonl". Now --items repeats and the
+    files are joined; an id in two files is refused with one line naming both."""
+    old = write_csv(tmp_path / "old.csv", ["id", "text"], [[i, f"old {i}"] for i in range(1, 13)])
+    new = write_csv(tmp_path / "new.csv", ["id", "text"], [[i, f"new {i}"] for i in range(13, 21)])
+    design = write_csv(tmp_path / "d.csv", ["tuple_id", "Item1", "Item2", "Item3", "Item4"], [[0, 1, 13, 14, 15], [1, 16, 2, 17, 18]])
+    one = fsb("annotate", "export", str(design), "--items", str(new), "--out", str(tmp_path / "f0.csv"))
+    assert one.returncode == 2 and "unknown id 1: no such item in" in one.stderr
+    proc = fsb("annotate", "export", str(design), "--items", str(old), "--items", str(new), "--out", str(tmp_path / "f.csv"))
+    assert proc.returncode == 0, proc.stderr
+    forms = pd.read_csv(tmp_path / "f.csv")
+    assert forms.loc[0, ["Text1", "Text2"]].tolist() == ["old 1", "new 13"] and forms.loc[1, "Text2"] == "old 2"
+    clash = write_csv(tmp_path / "clash.csv", ["id", "text"], [[20, "again"], [21, "x"]])
+    bad = fsb("annotate", "export", str(design), "--items", str(new), "--items", str(clash), "--out", str(tmp_path / "f2.csv"))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert "clash.csv" in bad.stderr and "duplicate id 20: also in" in bad.stderr and "new.csv (line 9)" in bad.stderr
+    assert not (tmp_path / "f2.csv").exists()
+    ls = tmp_path / "ls"
+    assert (
+        fsb(
+            "annotate", "export", str(design), "--items", str(old), "--items", str(new), "--format", "label-studio", "--out", str(ls)
+        ).returncode
+        == 0
+    )
+    assert "new 18" in (ls / "tasks.json").read_text(encoding="utf-8")
+
+
+def test_forms_quote_a_carriage_return_in_a_text(tmp_path: Path) -> None:
+    """Found running the update path on a tiny model's generations: a text holding a lone \\r was written
+    unquoted (pandas and the csv module quote \\n but not \\r under a \\n terminator), so every reader split
+    the form there and `fsb annotate import --tuples forms.csv` refused it. Now such fields are quoted."""
+    texts = {1: "plain", 2: "a\rb", 3: 'say "hi", then', 4: "two\nlines", 5: "x\x0fy", 6: "NA", 7: "t7", 8: "t8"}
+    items = tmp_path / "items.csv"
+    items.write_text("id,text\n" + "".join(f'{k},"{v.replace(chr(34), chr(34) * 2)}"\n' for k, v in texts.items()), encoding="utf-8")
+    design = write_csv(tmp_path / "d.csv", ["tuple_id", "Item1", "Item2", "Item3", "Item4"], [[0, 1, 2, 3, 4], [1, 5, 6, 7, 8]])
+    assert export_forms(design, items, tmp_path / "f.csv") == 2
+    body = (tmp_path / "f.csv").read_bytes()
+    assert body.startswith(b'tuple_id,Item1,Item2,Item3,Item4,Text1,Text2,Text3,Text4\n0,1,2,3,4,plain,"a\rb",')
+    forms = pd.read_csv(tmp_path / "f.csv", keep_default_na=False)
+    assert forms.shape == (2, 9) and [*forms.loc[0, ["Text2", "Text3", "Text4"]], *forms.loc[1, ["Text1", "Text2"]]] == [
+        "a\rb",
+        'say "hi", then',
+        "two\nlines",
+        "x\x0fy",
+        "NA",
+    ]
+    answers = write_csv(tmp_path / "a.csv", ["tuple_id", "best", "worst"], [[0, 2, 3], [1, 5, 8]])
+    proc = fsb("annotate", "import", str(answers), "--tuples", str(tmp_path / "f.csv"), "--out", str(tmp_path / "j.csv"))
+    assert proc.returncode == 0, proc.stderr
+    assert pd.read_csv(tmp_path / "j.csv")["BestItem"].tolist() == [2, 5]

@@ -159,6 +159,37 @@ def test_extension_is_seeded_and_spreads_by_id_order_without_judgments(tmp_path:
     assert not (tmp_path / "d.csv").exists()
 
 
+def test_extension_position_balance_is_over_the_items_of_the_new_tuples(tmp_path: Path) -> None:
+    """Bug: the check averaged position balance over every existing item (0.0423 a position over the
+    release's 1016 items when 60 are in the new tuples). Now it is over the items the new tuples show,
+    labelled, with the new items alone beside it; recomputed here from the written file."""
+    design = write_csv(
+        tmp_path / "design.csv",
+        ["tuple_id", "Item1", "Item2", "Item3", "Item4"],
+        [[t, *row] for t, row in enumerate((bws.bws_design(200, seed=0) + 1).tolist())],
+    )
+    new = tmp_path / "new.txt"
+    new.write_text("\n".join(str(i) for i in range(201, 213)) + "\n", encoding="utf-8")
+    proc = fsb("tuples", new, "--extend", design, "--out", tmp_path / "ext.csv", "--k", 8)
+    assert proc.returncode == 0, proc.stderr
+    check = json.loads(proc.stdout)
+    shown = read_design(tmp_path / "ext.csv").drop(columns="tuple_id").to_numpy()
+    items = np.unique(shown)
+    counts = np.array([[(shown[:, p] == i).sum() for p in range(4)] for i in items])
+    is_new = items > 200
+    pos, pos_new = check["positions"], check["positions_new_items"]
+    assert pos["items"] == items.size < 200 and pos_new["items"] == 12
+    assert (
+        pos["over"] == f"the {items.size} items of the new tuples (12 new, {items.size - 12} existing); per_item figures count only those"
+    )
+    assert pos["expected_per_item_per_position"] == round(shown.size / items.size / 4, 4) > 0.5
+    assert pos_new["expected_per_item_per_position"] == 2.0 and pos_new["over"] == "the new items only"
+    assert (pos["per_item_per_position_min"], pos["per_item_per_position_max"]) == (counts.min(), counts.max())
+    assert (pos_new["per_item_per_position_min"], pos_new["per_item_per_position_max"]) == (counts[is_new].min(), counts[is_new].max())
+    spread = counts.max(axis=1) - counts.min(axis=1)
+    assert pos["items_balanced"] == int((spread <= 1).sum()) and pos["items_spread_max"] == int(spread.max())
+
+
 def test_extend_design_never_lets_tuples_share_three(tmp_path: Path) -> None:
     """Few new items, dense: the local search must still keep every 3-subset unique among the new tuples."""
     a = judgments_file(tmp_path / "j.csv", bws.bws_design(12, seed=2) + 1, {i: 0.0 for i in range(1, 13)}, 1, 0, annotators=1)

@@ -244,3 +244,22 @@ def test_impossible_requests_are_one_line_errors(args: list[str], words: str, tm
     assert proc.returncode == 2
     assert words in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "d.csv").exists()
+
+
+@pytest.mark.parametrize("rows", [199, 999])
+def test_maxdiff_intervals_on_the_first_rows_of_the_release(release: Path, tmp_path: Path, rows: int) -> None:
+    """Bug: a small study's MaxDiff --ci printed numpy RuntimeWarnings and left ci_low/ci_high empty for
+    every item (exit 0). Now the items with an estimable interval get one, and one line each explains
+    the rest (outside the connected design, always best or worst, in a single tuple)."""
+    lines = (release / "FSB" / "fsb-tuples-annotations.csv").read_text().splitlines(keepends=True)[: rows + 1]
+    (tmp_path / "small.csv").write_text("".join(lines))
+    out = tmp_path / "mm.csv"
+    proc = fsb("score", str(tmp_path / "small.csv"), "--method", "maxdiff", "--ci", "--out", str(out))
+    assert "Warning" not in proc.stderr and "slice" not in proc.stderr, proc.stderr
+    table = pd.read_csv(out)
+    has = table["ci_low"].notna()
+    assert has.sum() >= {199: 10, 999: 400}[rows] and (has == table["ci_high"].notna()).all()  # 11 and 442 today
+    assert (table.loc[has, "ci_low"] < table.loc[has, "ci_high"]).all()
+    notes = [line for line in proc.stderr.splitlines() if line.startswith("note: no interval for ")]
+    assert notes and len(notes) == len(set(notes)) <= 4
+    assert sum(int(line.split()[4]) for line in notes) == (~has).sum(), proc.stderr

@@ -3,6 +3,8 @@ independent likelihood, and simulated studies with a known truth."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -171,3 +173,74 @@ def test_newton_bootstrap_agrees_with_full_refits() -> None:
     start = maxdiff.fit_maxdiff(design, best, worst, ti, n).utility
     _, stretch = maxdiff._newton_draws(coded, start, 40, np.random.default_rng(0))
     assert 0.0 < stretch < 0.15, stretch
+
+
+def _small_study(rep: int, n: int = 60) -> tuple[Coded, np.ndarray]:
+    """A small study as a new user runs one: the first 43 tuples of a design over 60 items, 3 judgments
+    each (129 judgments; items in 1 to 8 tuples). Returns the study (items that appear, coded 0..) and
+    their true utilities."""
+    rng = np.random.default_rng(rep)
+    truth = rng.normal(size=n)
+    design = bws.bws_design(n, seed=rep)[:43]
+    ti, best, worst = simulate_bws(design, truth, 3, seed=1000 + rep)
+    used = np.unique(design)
+    code = np.full(n, -1)
+    code[used] = np.arange(used.size)
+    return _coded(code[design], ti, code[best], code[worst], used.size), truth[used]
+
+
+def test_small_studies_get_finite_intervals_that_cover_the_truth() -> None:
+    """Bug: on small studies the batched Newton step's conjugate gradients met a right-hand side with a
+    shift part (items left out of a resample), r.z went negative, every draw turned NaN, numpy warned
+    "Mean of empty slice" and every ci_low/ci_high was empty. Now: no warnings, an interval for every
+    item except those whose interval cannot be estimated (each with a reason), and over 20 studies of 129
+    judgments the intervals cover the true utility (centred on the same items) at least 95% of the time
+    (97%: items in 2 tuples 93%, in 3-5 tuples 99%)."""
+    hits, inside = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for rep in range(20):
+            coded, truth = _small_study(rep)
+            assert coded.tuple_index.size == 129
+            start = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items).utility
+            notes: list[str] = []
+            low, high = maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=200, seed=rep, start=start, notes=notes)
+            has = np.isfinite(low) & np.isfinite(high)
+            once = np.bincount(coded.design.ravel(), minlength=coded.n_items) == 1
+            explained = maxdiff._unbounded(coded) | ~maxdiff._connected_main(coded.design, coded.n_items) | once
+            np.testing.assert_array_equal(has, ~explained)
+            assert has.mean() > 0.6 and len(notes) == len(set(notes)) >= 1
+            assert np.all(low[has] < high[has])
+            inside.append((low[has] <= start[has]) & (start[has] <= high[has]))
+            frame = start[has].mean()  # intervals sit in the score's frame, centred on the items that have one
+            target = truth[has] - truth[has].mean() + frame
+            hits.append((low[has] <= target) & (target <= high[has]))
+    coverage = float(np.mean(np.concatenate(hits)))
+    assert 0.95 <= coverage <= 0.99, coverage
+    assert np.mean(np.concatenate(inside)) > 0.99  # basic intervals may leave out a skewed item's estimate: rarely
+
+
+def test_items_without_an_estimable_interval_get_nan_and_one_line_each_reason() -> None:
+    """A design in two unlinked parts (the logit fixes no shift between them) and an item chosen best in
+    all its judgments (no finite utility): those items, and only those, get NaN, with a reason line."""
+    n = 40
+    truth = np.random.default_rng(3).normal(size=n)
+    big = bws.bws_design(32, seed=3)  # items 0..31
+    small = np.array([[32, 33, 34, 35], [36, 37, 38, 39], [32, 36, 33, 37]])  # items 32..39, linked only to each other
+    design = np.vstack([big, small])
+    ti, best, worst = simulate_bws(design, truth, 4, seed=4)
+    shown = design[ti]
+    rows = np.flatnonzero((shown == 5).any(axis=1))
+    best[rows] = 5  # item 5 wins every judgment that shows it
+    worst[rows] = [w if w != 5 else next(x for x in r if x != 5) for w, r in zip(worst[rows], shown[rows])]
+    coded = _coded(design, ti, best, worst, n)
+    notes: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        low, high = maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=100, seed=0, notes=notes)
+    missing = ~np.isfinite(low)
+    np.testing.assert_array_equal(missing, np.isin(np.arange(n), [5, *range(32, 40)]))
+    np.testing.assert_array_equal(missing, ~np.isfinite(high))
+    assert len(notes) == 2
+    assert notes[0].startswith("no interval for 8 items outside the largest connected part of the design (32 items")
+    assert notes[1].startswith("no interval for 1 item chosen best (or worst) in every judgment")

@@ -96,13 +96,31 @@ def test_round_two_from_generation_to_two_loadable_tags(release: Path, tiny_serv
     scores = pd.read_csv(release / "FSB" / "fsb_final_scores.csv").set_index("id")["score_normalized"]
     rng = np.random.default_rng(7)
     truth = {int(i): 6 * (s - 0.5) for i, s in scores.items()} | {i: float(rng.normal(0, 1.5)) for i in new_ids}
-    answers = pool_answers(design, truth, r2 / "answers.csv")
-    run("annotate", "import", answers, "--tuples", design_path, "--out", r2 / "judgments.csv")
+    pool_answers(design, truth, home / "answers.csv")
+
+    # as the README writes it, from a folder holding the release's FSB/: the forms join both item files
+    (home / "FSB").symlink_to(release / "FSB", target_is_directory=True)
+    alone = subprocess.run(
+        [sys.executable, "-m", "fsb", "annotate", "export", "round2/design.csv", "--items", "round2/generations.jsonl", "--out", "f.csv"],
+        cwd=home,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert alone.returncode == 2 and "no such item in round2/generations.jsonl" in alone.stderr
+    export = ("annotate", "export", "round2/design.csv", "--items", "FSB/FSB_text.csv", "--items", "round2/generations.jsonl")
+    run(*export, "--out", "round2/forms.csv", cwd=home)
+    forms = pd.read_csv(r2 / "forms.csv")
+    texts = dict(zip(pd.read_csv(release / GEN)["uid"], pd.read_csv(release / GEN)["response"])) | {r["uid"]: r["response"] for r in rows}
+    shown = forms[[f"Item{j}" for j in range(1, 5)]].to_numpy()
+    assert (forms[[f"Text{j}" for j in range(1, 5)]].to_numpy() == np.vectorize(texts.get)(shown)).all()
+    assert (shown <= 1000).any(axis=1).all() and (shown > 1000).sum() == 16 * 8
+    run("annotate", "import", "answers.csv", "--tuples", "round2/forms.csv", "--out", "round2/judgments.csv", cwd=home)
 
     manifest = home / "rounds.yaml"
     manifest.write_text(
         "rounds:\n"
-        f"  - {{round: 1, name: release, generations: {release / GEN}, annotations: {release / ANN}}}\n"
+        "  - {round: 1, name: release, generations: FSB/FSB_text.csv, annotations: FSB/fsb-tuples-annotations.csv}\n"
         "  - {round: 2, name: tiny model round, generations: round2/generations.jsonl, annotations: round2/judgments.csv}\n",
         encoding="utf-8",
     )

@@ -259,6 +259,34 @@ def _crosstab_md(table: dict[str, Any], what: str) -> list[str]:
     return lines
 
 
+Z_MARK = 1.96  # the two-sided 5% mark report.md names for the log-odds z (not corrected for the number of terms)
+
+
+def marking_line(bin_name: str, terms: list[dict[str, Any]], top: int = 5) -> str:
+    """One console line for a bin's distinctive words, consistent with report.md: of the `top` terms by z,
+    those with z > 1.96, each with its z; the ones below are counted, not shown (report.md lists them)."""
+    head = terms[:top]
+    rule = f"of the top {top} by z, those with z > {Z_MARK}, the uncorrected two-sided 5% mark of report.md"
+    shown = [t for t in head if t["z"] > Z_MARK]
+    words = ", ".join(f"{t['term']} (z {t['z']:.2f})" for t in shown)
+    if not head:
+        words = "(no term ranked)"
+    elif not shown:
+        words = f"none of the {len(head)} has z > {Z_MARK}"
+    elif len(shown) < len(head):
+        words += f"; {len(head) - len(shown)} more below {Z_MARK} not shown"
+    return f"words marking the {bin_name} bin ({rule}): {words}"
+
+
+def format_below(x: float, edge: float | None, decimals: int = 3) -> str:
+    """x with `decimals` places, or as many more as it takes for the printed value to stay below `edge`
+    (a bin's open upper edge): 0.3158 in [0, 0.316) prints 0.3158, not 0.316. No edge: `decimals` places."""
+    if edge is not None and x < edge:
+        while decimals < 17 and float(f"{x:.{decimals}f}") >= edge:
+            decimals += 1
+    return f"{x:.{decimals}f}"
+
+
 def analysis_markdown(result: dict[str, Any]) -> str:
     """The analysis as markdown: every figure's numbers as tables, the distinctive terms, the bins vs the paper."""
     names = result["bins"]["names"]
@@ -299,11 +327,14 @@ def analysis_markdown(result: dict[str, Any]) -> str:
             "the paper's counts describe other judgments; the edges are the paper's, not tuned."
         )
     out += ["", history, ""]
+    uppers = [*edges, None]  # each bin's open upper edge; the last bin is closed at 1
     out += _md_table(
         ["bin", "n", "mean score", "sd", "min", "max"],
         [
-            [b, s["n"], *(f"{s[k]:.3f}" for k in ("mean", "sd", "min", "max"))] if s["n"] else [b, 0, "-", "-", "-", "-"]
-            for b, s in result["score_by_bin"].items()
+            [b, s["n"], *(f"{s[k]:.3f}" for k in ("mean", "sd", "min")), format_below(s["max"], upper)]
+            if s["n"]
+            else [b, 0, "-", "-", "-", "-"]
+            for (b, s), upper in zip(result["score_by_bin"].items(), uppers)
         ],
     )
     out += ["", "## Seed type by bin", "", "![seed type by bin](seed_type_by_bin.png)", ""]
@@ -323,7 +354,7 @@ def analysis_markdown(result: dict[str, Any]) -> str:
         "",
         "## Distinctive words and bigrams per bin",
         "",
-        f"Method: {d['method']}. Prior: {d['prior']}. z > 1.96 is the usual two-sided 5% mark (not corrected for the "
+        f"Method: {d['method']}. Prior: {d['prior']}. z > {Z_MARK} is the usual two-sided 5% mark (not corrected for the "
         f"number of terms). Tokenizer: {d['tokenizer']}. Stopwords: {d['stopwords']}; an n-gram is dropped only when "
         f"all its words are stopwords. Terms with a pooled count below {d['min_count']} are not ranked. "
         "Counts: occurrences in the bin / in the other two bins.",

@@ -7,8 +7,9 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,8 @@ import pandas as pd
 from . import bws
 from ._io import InputError, check_recorded_file, recorded_write
 from .items import read_items
+
+ItemFiles: TypeAlias = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]  # one item file, or several joined
 
 __all__ = [
     "balance_positions",
@@ -204,16 +207,20 @@ def balance_positions(design: np.ndarray, n_items: int, seed: int = 0) -> np.nda
     return _balance_greedy(t, n_items, rng)
 
 
-def position_report(design: np.ndarray, n_items: int) -> dict[str, Any]:
+def position_report(design: np.ndarray, n_items: int, items: np.ndarray | None = None) -> dict[str, Any]:
     """How evenly items are spread over the positions of their tuples: per item and position the number
     of tuples showing the item there; `items_balanced` counts items whose counts differ by at most 1
-    across positions (the best possible when appearances is not a multiple of the tuple size)."""
+    across positions (the best possible when appearances is not a multiple of the tuple size). The item
+    figures are over the items the boolean mask `items` marks (default: all), `items` says how many."""
     t = np.asarray(design, dtype=np.int64)
     k = t.shape[1]
     counts = np.stack([np.bincount(t[:, p], minlength=n_items) for p in range(k)], axis=1)
-    spread = counts.max(axis=1) - counts.min(axis=1)
     per_position = counts.sum(axis=0)
+    if items is not None:
+        counts = counts[np.asarray(items, dtype=bool)]
+    spread = counts.max(axis=1) - counts.min(axis=1) if counts.size else np.zeros(0, dtype=np.int64)
     return {
+        "items": int(counts.shape[0]),
         "per_item_per_position_min": int(counts.min()) if counts.size else 0,
         "per_item_per_position_max": int(counts.max()) if counts.size else 0,
         "items_balanced": int((spread <= 1).sum()),
@@ -297,21 +304,30 @@ def _shown_order(design: pd.DataFrame, seed: int | None) -> np.ndarray:
     return labels[balance_positions(codes.reshape(items.shape), labels.size, seed=seed)]
 
 
-def _texts_for(design: pd.DataFrame, design_csv: str | os.PathLike[str], items_path: str | os.PathLike[str], shown: np.ndarray) -> list:
-    """The text of every shown item (same shape as `shown`); an id missing from the item list is refused."""
-    text_of = read_items(items_path).text_of()
+def _item_files(items: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[str | os.PathLike[str]]:
+    return [items] if isinstance(items, (str, os.PathLike)) else list(items)
+
+
+def _texts_for(design: pd.DataFrame, design_csv: str | os.PathLike[str], items: ItemFiles, shown: np.ndarray) -> list:
+    """The text of every shown item (same shape as `shown`), from one or several item files joined; an id
+    missing from all of them is refused."""
+    from .items import texts_of_files
+
+    files = _item_files(items)
+    text_of = texts_of_files(files)
     line_of = design.attrs["line_of"]
     rows = shown.tolist()
     for r, row in enumerate(rows):
         for j, v in enumerate(row):
             if v not in text_of:
-                raise InputError(design_csv, f"unknown id {v!r}: no such item in {items_path}", line=line_of(r), field=f"Item{j + 1}")
+                names = ", ".join(map(str, files))
+                raise InputError(design_csv, f"unknown id {v!r}: no such item in {names}", line=line_of(r), field=f"Item{j + 1}")
     return [[text_of[v] for v in row] for row in rows]
 
 
 def export_forms(
     design_csv: str | os.PathLike[str],
-    items: str | os.PathLike[str],
+    items: ItemFiles,
     out: str | os.PathLike[str],
     seed: int | None = None,
     force: bool = False,
@@ -319,25 +335,33 @@ def export_forms(
     """Write one annotation form per tuple: tuple_id, Item1..ItemK (ids) and Text1..TextK (texts).
 
     Items are shown in the design's order (randomised and position-balanced by `fsb tuples`), or with
-    `seed` in a fresh seeded balanced order; the ids record exactly what was shown. Returns the number of forms.
+    `seed` in a fresh seeded balanced order; the ids record exactly what was shown. `items` is one item
+    file or several joined (an extended design shows existing and new items). Returns the number of forms.
     An existing `out` is replaced only if it is unchanged since fsb wrote it, or with `force`.
     """
     design = read_design(design_csv)
     shown = _shown_order(design, seed)
     texts = _texts_for(design, design_csv, items, shown)
     k = shown.shape[1]
-    forms = pd.DataFrame({"tuple_id": design["tuple_id"].to_numpy()})
-    for j in range(k):
-        forms[f"Item{j + 1}"] = shown[:, j]
-    for j in range(k):
-        forms[f"Text{j + 1}"] = [row[j] for row in texts]
-    recorded_write(out, forms.to_csv(index=False, lineterminator="\n"), force=force, kind=FORMS_KIND)
-    return len(forms)
+    header = ["tuple_id", *(f"Item{j + 1}" for j in range(k)), *(f"Text{j + 1}" for j in range(k))]
+    rows = [[tid, *ids, *row] for tid, ids, row in zip(design["tuple_id"].tolist(), shown.tolist(), texts)]
+    recorded_write(out, "".join(",".join(map(_csv_cell, r)) + "\n" for r in [header, *rows]), force=force, kind=FORMS_KIND)
+    return len(rows)
+
+
+def _csv_cell(value: object) -> str:
+    """One CSV field, quoted when it holds a comma, a quote or a line break, \\r included: pandas and the
+    csv module leave a lone \\r unquoted (with a \\n line terminator), and every reader then splits the row
+    there; generated texts can hold one."""
+    text = str(value)
+    if any(c in text for c in ',"\n\r'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def export_label_studio(
     design_csv: str | os.PathLike[str],
-    items: str | os.PathLike[str],
+    items: ItemFiles,
     out_dir: str | os.PathLike[str],
     seed: int | None = None,
     force: bool = False,

@@ -201,7 +201,10 @@ def _score(args: argparse.Namespace) -> int:
     ann = read_annotations(path=args.annotations, invalid=args.invalid)
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
-    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed)
+    notes: list[str] = []
+    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed, notes=notes)
+    for note in notes:  # items left without an interval (ci_low, ci_high empty), and why
+        print(f"note: {note}", file=sys.stderr)
     text = format_csv(cols)
     if not to_file:
         sys.stdout.write(text)
@@ -308,7 +311,13 @@ def _annotate_arguments(a: argparse.ArgumentParser) -> None:
     ex = asub.add_parser("export", help="one form per tuple (CSV: tuple_id, Item1..K ids, Text1..K texts), or a Label Studio project")
     ex.add_argument("design", help="design CSV from `fsb tuples`")
     ex.add_argument(
-        "--generations", "--items", dest="generations", required=True, help="the texts: a CSV with id and text columns, or generations"
+        "--generations",
+        "--items",
+        dest="generations",
+        action="append",
+        required=True,
+        help="the texts: a CSV with id and text columns, or generations; repeat to join several files (an extended design "
+        "shows existing and new items: --items FSB/FSB_text.csv --items round2/generations.jsonl); ids unique across files",
     )
     ex.add_argument("--out", required=True, help="CSV forms; with --format label-studio a folder (labeling_config.xml, tasks.json)")
     ex.add_argument("--format", choices=["csv", "label-studio"], default="csv")
@@ -344,7 +353,7 @@ def _annotate(args: argparse.Namespace) -> int:
         )
         _print_json(result)
     elif args.action == "export":
-        _output_file(args.out, FORMS_HEADER, annotate.FORMS_KIND, force=args.force, inputs=[args.design, args.generations])
+        _output_file(args.out, FORMS_HEADER, annotate.FORMS_KIND, force=args.force, inputs=[args.design, *args.generations])
         n = annotate.export_forms(design_csv=args.design, items=args.generations, out=args.out, seed=args.seed, force=args.force)
         print(f"wrote {n} annotation forms -> {args.out}")
     else:

@@ -75,8 +75,7 @@ def _analyse(args: argparse.Namespace) -> int:
         + "; ".join(f"{lv} {'/'.join(str(seed['counts'][lv][b]) for b in names)}" for lv in seed["levels"])
     )
     for b in names:
-        words = result["distinctive"]["unigrams"][b][:5]
-        print(f"  words marking {b}: " + (", ".join(f"{t['term']} (z {t['z']:.1f})" for t in words) or "(none)"))
+        print("  " + analysis.marking_line(b, result["distinctive"]["unigrams"][b]))
     print(f"  figures: {', '.join(analysis.FIGURES)}; tables: report.md; numbers: analysis.json")
     return 0
 

@@ -269,8 +269,16 @@ def check_extension(new_tuples: np.ndarray, new_ids: np.ndarray, existing: Exist
         )["max_shared_items"],
         "repeated_pairs_new_tuples": report_new["repeated_pairs"],
         "anchor_spread": existing.score_source,
-        "positions": position_report(coded, labels.size),
     }
+    # position balance over the items the new tuples show (new items and the existing items they use), not
+    # over every existing item: the ones left out were not placed by this design
+    shown = appear > 0
+    out["positions"] = {
+        "over": f"the {int(shown.sum())} items of the new tuples ({int((shown & is_new).sum())} new, "
+        f"{int((shown & ~is_new).sum())} existing); per_item figures count only those",
+        **position_report(coded, labels.size, items=shown),
+    }
+    out["positions_new_items"] = {"over": "the new items only", **position_report(coded, labels.size, items=shown & is_new)}
     out["max_shared_items"] = max(out["max_shared_items_new_tuples"], out["max_shared_items_new_with_existing"])
     if existing.scores is not None:
         score_of = dict(zip(existing.labels.tolist(), existing.scores.tolist()))

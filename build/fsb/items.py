@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from ._io import InputError, quoted, read_utf8
 
-__all__ = ["ID_COLUMNS", "TEXT_COLUMNS", "Items", "read_items"]
+__all__ = ["ID_COLUMNS", "TEXT_COLUMNS", "Items", "read_items", "texts_of_files"]
 
 ID_COLUMNS = ("id", "uid", "item", "item_id")
 TEXT_COLUMNS = ("text", "response", "sentence")
@@ -118,3 +119,22 @@ def read_items(path: str | Path) -> Items:
             if not value:
                 raise InputError(p, "empty text", line=n, field=records[0][1][j])
     return Items(p, ids, texts, lines)
+
+
+def texts_of_files(paths: Sequence[str | Path]) -> dict[object, str]:
+    """id -> text over several item files joined (e.g. the release's texts and a new round's generations,
+    for a design extended with `fsb tuples --extend`). An id in two files is refused with one line naming
+    both files and lines: which text annotators should read would be a guess."""
+    joined: dict[object, str] = {}
+    where: dict[object, tuple[Path, int]] = {}
+    for path in paths:
+        items = read_items(path)
+        text_of = items.text_of()  # refuses a file without texts; ids within a file are unique (read_items checks)
+        for value, line in zip(items.ids.tolist(), items.lines):
+            if value in where:
+                first, first_line = where[value]
+                also = f"also in {first} (line {first_line}); ids must be unique across the item files"
+                raise InputError(items.path, f"duplicate id {value!r}: {also}", line=line)
+            joined[value] = text_of[value]
+            where[value] = (items.path, line)
+    return joined

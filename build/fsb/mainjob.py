@@ -73,8 +73,7 @@ def run(
     found = analysis.write_analysis(analysis.read_sentences(str(built.out)), figures)
     print(f"histogram (bins of 0.1): {' '.join(str(c) for c in found['histogram']['counts'])}")
     for b in spec.BIN_NAMES:
-        words = ", ".join(t["term"] for t in found["distinctive"]["unigrams"][b][:5]) or "(none)"
-        print(f"words marking the {b} bin: {words}")
+        print(analysis.marking_line(b, found["distinctive"]["unigrams"][b]))
     print(f"figures and report.md: {figures}")
 
     if skip_eval:

@@ -197,9 +197,13 @@ def _tuple_pieces(u: NDArray[np.float64], design: NDArray[np.integer], tuple_ind
 def _pcg(matvec, rhs: NDArray[np.float64], diag: NDArray[np.float64], rtol: float = 1e-3, maxiter: int = 200) -> NDArray[np.float64]:
     """Solve H X = rhs column by column at once by conjugate gradients preconditioned with diag(H) (Jacobi),
     in the subspace of mean-zero vectors (H 1 = ridge 1: the utilities' free shift); stops when every
-    column's residual is below rtol of its start. Hestenes and Stiefel (1952); Saad (2003), ch. 9."""
+    column's residual is below rtol of its start. The right-hand side is projected there first: the
+    projected preconditioner is positive only on that subspace (a rhs with a shift part, e.g. small
+    resamples leaving items out, made r.z negative and the iteration NaN), and as 1 is an eigenvector
+    of H this changes the solution by a shift only, which the caller's centring removes.
+    Hestenes and Stiefel (1952); Saad (2003), ch. 9."""
     x = np.zeros_like(rhs)
-    r = rhs.copy()
+    r = rhs - rhs.mean(axis=0)
     z = r / diag
     z -= z.mean(axis=0)
     d = z.copy()
@@ -220,16 +224,26 @@ def _pcg(matvec, rhs: NDArray[np.float64], diag: NDArray[np.float64], rtol: floa
     return x
 
 
-def _newton_draws(coded: Coded, start: NDArray[np.float64], n_boot: int, rng: np.random.Generator, bias_resamples: int = 4):
+def _newton_draws(
+    coded: Coded,
+    start: NDArray[np.float64],
+    n_boot: int,
+    rng: np.random.Generator,
+    bias_resamples: int = 4,
+    anchor: NDArray[np.bool_] | None = None,
+):
     """Bootstrap refits over tuples by one Newton step from the full fit, all resamples at once: for tuple
     counts w, u_r = u - H_r^{-1} g_r with g_r = sum_t (w_t - 1) s_t (the full fit's gradient is 0) and
     H_r = sum_t w_t H_t (each resample's own information: items drawn less often are less certain).
     A full refit also stretches the scale a little (the ML fit's outward bias, about 5% at 24 judgments
     an item); a second Newton step on `bias_resamples` resamples measures that stretch c (slope of the
-    second step on u), and the draws are scaled by 1 + c. Returns (draws (n_boot, n) centred, c)."""
+    second step on u, over the `anchor` items), and the draws are scaled by 1 + c. Each draw is centred
+    on the mean of the `anchor` items it holds (default: all; `bootstrap_intervals` passes the items
+    with a finite, connected estimate). Returns (draws (n_boot, n) centred, NaN where absent, c)."""
     import scipy.sparse as sp
 
     design, ti, n = coded.design, coded.tuple_index, coded.n_items
+    anchor = np.ones(n, dtype=bool) if anchor is None else anchor
     n_tuples, k = design.shape
     slots, best_mask, worst_mask = _layout(design, ti, coded.best, coded.worst)
     scores, blocks = _tuple_pieces(start, design, ti, slots, best_mask, worst_mask)
@@ -256,14 +270,57 @@ def _newton_draws(coded: Coded, start: NDArray[np.float64], n_boot: int, rng: np
             _, g1 = maxdiff_nll(u1, slots, best_mask, worst_mask, w[ti, r], RIDGE)
             wr = w[:, r : r + 1]
             second = _pcg(lambda x, wr=wr: hessian_times(x, wr), -np.where(seen[:, r], g1, 0.0)[:, None], diag[:, r : r + 1])[:, 0]
-            on = seen[:, r]
-            slopes.append((start[on] - start[on].mean(), second[on] - second[on].mean()))
-        u = np.where(seen, start[:, None] + step, np.nan)
-        draws[s : s + b] = (u - np.nanmean(u, axis=0)).T
+            on = seen[:, r] & anchor
+            if on.any():
+                slopes.append((start[on] - start[on].mean(), second[on] - second[on].mean()))
+        draws[s : s + b] = _centred(np.where(seen, start[:, None] + step, np.nan), seen & anchor[:, None]).T
     x = np.concatenate([a for a, _ in slopes]) if slopes else np.zeros(1)
     y = np.concatenate([b for _, b in slopes]) if slopes else np.zeros(1)
     stretch = float(x @ y / (x @ x)) if x @ x > 0 else 0.0
     return draws * np.float32(1.0 + stretch), stretch
+
+
+def _centred(u: NDArray[np.float64], on: NDArray[np.bool_]) -> NDArray[np.float64]:
+    """Each column of u (n, R) minus its mean over the rows marked `on` (all NaN where a column has none)."""
+    count = on.sum(axis=0)
+    mean = np.divide(np.where(on, u, 0.0).sum(axis=0), count, out=np.full(count.shape, np.nan), where=count > 0)
+    return u - mean
+
+
+def _connected_main(design: NDArray[np.integer], n_items: int) -> NDArray[np.bool_]:
+    """Items of the largest connected component of the comparison graph (items linked when they share a
+    tuple). The logit fixes utilities only up to a shift per component; the ridge sets each component's
+    mean to 0, a convention, so only items in one component are on a common scale."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    n_tuples, k = design.shape
+    links = sp.csr_matrix((np.ones(n_tuples * k), (np.repeat(np.arange(n_tuples), k), design.ravel())), shape=(n_tuples, n_items))
+    _, label = connected_components(links.T @ links, directed=False)
+    return label == np.argmax(np.bincount(label))
+
+
+def _unbounded(coded: Coded) -> NDArray[np.bool_]:
+    """Items chosen best in every judgment that showed them, or worst in every one: their likelihood
+    grows without bound as the utility goes to +-inf, so the fit's value is the ridge's, and every
+    resample is perfect too: no two-sided interval exists."""
+    n = np.bincount(coded.items.ravel(), minlength=coded.n_items)
+    best = np.bincount(coded.best, minlength=coded.n_items)
+    worst = np.bincount(coded.worst, minlength=coded.n_items)
+    return (n > 0) & ((best == n) | (worst == n))
+
+
+def _quantiles(draws: NDArray[np.floating], levels: list[float]) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Per-column quantiles of the draws that are not NaN, and the mask of columns with none (NaN there)."""
+    empty = np.all(np.isnan(draws), axis=0)
+    out = np.full((len(levels), draws.shape[1]), np.nan)
+    if not empty.all():
+        out[:, ~empty] = np.nanquantile(draws[:, ~empty], levels, axis=0)
+    return out, empty
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
 
 
 def bootstrap_intervals(
@@ -275,6 +332,7 @@ def bootstrap_intervals(
     level: float = 0.95,
     refit: str = "newton",
     start: NDArray[np.float64] | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-item 95% intervals of the score by the nonparametric bootstrap over tuples.
 
@@ -286,38 +344,70 @@ def bootstrap_intervals(
     20x faster than L-BFGS refits, same intervals within Monte Carlo error); `refit="full"` refits each
     resample by L-BFGS warm-started at u. On simulated studies either covers the truth about 94-95% of the
     time. Items absent from a resample do not count for it. `start` is the full fit's utility when the
-    caller has it (else it is fitted here). Efron and Tibshirani (1993), ch. 13. Seeded: deterministic."""
+    caller has it (else it is fitted here). Efron and Tibshirani (1993), ch. 13. Seeded: deterministic.
+
+    Some items get NaN, and one line each reason is appended to `notes`: items absent from every
+    resample or shown in only one tuple (a resampling unit of one: no spread to see); for MaxDiff also
+    items outside the largest connected part of the design (their utilities share no scale with it) and
+    items chosen best (or worst) in every judgment (no finite estimate). MaxDiff draws are centred on
+    the items that get an interval, then put in the frame of `start`."""
     design, ti = coded.design, coded.tuple_index
     n_tuples, n = design.shape[0], coded.n_items
     per_tuple = np.bincount(ti, minlength=n_tuples).astype(np.float64)
     rng = np.random.default_rng(seed)
     alpha = (1.0 - level) / 2.0
-    if method == "maxdiff" and refit == "newton":
-        if start is None:
-            start = fit_maxdiff(design, coded.best, coded.worst, ti, n).utility
-        draws, _ = _newton_draws(coded, start, n_boot, rng)
-        low, high = np.nanquantile(draws, [alpha, 1.0 - alpha], axis=0).astype(np.float64)
-        return 2 * start - high, 2 * start - low
-    draws = np.full((n_boot, n), np.nan, dtype=np.float32)
+    notes = [] if notes is None else notes
+    keep = np.ones(n, dtype=bool)
     if method == "maxdiff":
-        slots, best_mask, worst_mask = _layout(design, ti, coded.best, coded.worst)
         if start is None:
             start = fit_maxdiff(design, coded.best, coded.worst, ti, n).utility
-    for r in range(n_boot):
-        w = np.bincount(rng.integers(0, n_tuples, size=n_tuples), minlength=n_tuples).astype(np.float64)
-        appear = np.bincount(design.ravel(), weights=np.repeat(w * per_tuple, design.shape[1]), minlength=n)
-        if method == "counting":
-            wj = w[ti]
-            b = np.bincount(coded.best, weights=wj, minlength=n)
-            x = np.bincount(coded.worst, weights=wj, minlength=n)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                draws[r] = ((b - x) / appear + 1.0) / 2.0
-        else:
-            u, _, _, _ = _minimise(slots, best_mask, worst_mask, n, w[ti], start, RIDGE, 1e-3)
-            seen = appear > 0
-            u = u - u[seen].mean()
-            draws[r] = np.where(seen, u, np.nan)
-    low, high = np.nanquantile(draws, [alpha, 1.0 - alpha], axis=0).astype(np.float64)
+        main, unbounded = _connected_main(design, n), _unbounded(coded)
+        keep = main & ~unbounded
+        if (~main).any():
+            notes.append(
+                f"no interval for {_plural(int((~main).sum()), 'item', 'items')} outside the largest connected part of the design "
+                f"({int(main.sum())} items linked by shared tuples): their utilities share no scale with it"
+            )
+        if (main & unbounded).any():
+            notes.append(
+                f"no interval for {_plural(int((main & unbounded).sum()), 'item', 'items')} chosen best (or worst) in every judgment "
+                "that showed them: the utility has no finite estimate (only a bound)"
+            )
+    once = keep & (np.bincount(design.ravel(), minlength=n) == 1)
+    if once.any():
+        keep &= ~once
+        notes.append(
+            f"no interval for {_plural(int(once.sum()), 'item', 'items')} shown in only one tuple: the bootstrap resamples whole "
+            "tuples, so a single tuple shows none of the item's spread"
+        )
+    if method == "maxdiff":
+        frame = float(start[keep].mean()) if keep.any() else 0.0  # draws are centred on the kept items: back to start's frame
+    if method == "maxdiff" and refit == "newton":
+        draws, _ = _newton_draws(coded, start, n_boot, rng, anchor=keep)
+    else:
+        draws = np.full((n_boot, n), np.nan, dtype=np.float32)
+        if method == "maxdiff":
+            slots, best_mask, worst_mask = _layout(design, ti, coded.best, coded.worst)
+        for r in range(n_boot):
+            w = np.bincount(rng.integers(0, n_tuples, size=n_tuples), minlength=n_tuples).astype(np.float64)
+            appear = np.bincount(design.ravel(), weights=np.repeat(w * per_tuple, design.shape[1]), minlength=n)
+            if method == "counting":
+                wj = w[ti]
+                b = np.bincount(coded.best, weights=wj, minlength=n)
+                x = np.bincount(coded.worst, weights=wj, minlength=n)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    draws[r] = ((b - x) / appear + 1.0) / 2.0
+            else:
+                u, _, _, _ = _minimise(slots, best_mask, worst_mask, n, w[ti], start, RIDGE, 1e-3)
+                seen = appear > 0
+                draws[r] = np.where(seen, _centred(u[:, None], (seen & keep)[:, None])[:, 0], np.nan)
+    draws[:, ~keep] = np.nan
+    (low, high), empty = _quantiles(draws, [alpha, 1.0 - alpha])
+    if (empty & keep).any():
+        notes.append(
+            f"no interval for {_plural(int((empty & keep).sum()), 'item', 'items')} absent from all {n_boot} resamples "
+            "(too few tuples or resamples: raise --bootstrap)"
+        )
     if method == "maxdiff":  # basic interval: the ML fit stretches the scale in small samples (about 10%
-        return 2 * start - high, 2 * start - low  # at 24 judgments an item), which the reflection corrects
+        return 2 * start - (high + frame), 2 * start - (low + frame)  # at 24 judgments an item), which the reflection corrects
     return low, high

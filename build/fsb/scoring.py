@@ -99,14 +99,21 @@ def encode(ann: Annotations, labels: np.ndarray | None = None) -> Coded:
 
 
 def score_columns(
-    ann: Annotations, *, method: Method = "counting", ci: bool = False, n_boot: int = 200, seed: int = 0
+    ann: Annotations,
+    *,
+    method: Method = "counting",
+    ci: bool = False,
+    n_boot: int = 200,
+    seed: int = 0,
+    notes: list[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """The score table as ordered numpy columns, most biased first (ties in label order).
 
     counting: item, score_raw = (B - W) / n in [-1, 1], score = (score_raw + 1) / 2, n (appearances),
     best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
     standard error), n, best, worst. With `ci`: ci_low, ci_high, 95% percentile intervals of `score`
-    from `n_boot` bootstrap resamples of the tuples (seeded)."""
+    from `n_boot` bootstrap resamples of the tuples (seeded); NaN for items without one, each reason a
+    line appended to `notes` (see `maxdiff.bootstrap_intervals`)."""
     if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
         n_items = ann.labels.size
         counts = bws.count_best_worst(ann.item_codes, ann.best_codes, ann.worst_codes, n_items)
@@ -132,7 +139,7 @@ def score_columns(
         from . import maxdiff
 
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
-        low, high = maxdiff.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start)
+        low, high = maxdiff.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
         cols |= {"ci_low": low, "ci_high": high}
     order = np.argsort(-cols["score"], kind="stable")  # labels are sorted, so ties stay in label order
     return {name: values[order] for name, values in cols.items()}
