@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +146,6 @@ def build_scoring_model(folder: Path, texts: list[str], seed: int = 0, steps: in
         return folder
     import random
 
-    import torch
-
     rnd = random.Random(seed)
     instruction = _CORPUS[0] + " " + _CORPUS[1] + " Only give the score and nothing else.\n\n"
     fast = _tokenizer([*texts, *_CORPUS, instruction] * 2, vocab_size=2000)
@@ -164,21 +162,7 @@ def build_scoring_model(folder: Path, texts: list[str], seed: int = 0, steps: in
         parts = [instruction] + [f"Sentence: {t}\nScore: {answer(t)}\n\n" for t in picks]
         return "".join(parts) + "Sentence:"
 
-    optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(steps):
-        batch = fast([example() for _ in range(4)], return_tensors="pt", padding=True, truncation=True, max_length=768)
-        labels = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, -100)
-        loss = model(**batch, labels=labels).loss
-        loss.backward()
-        optim.step()
-        optim.zero_grad()
-    model.eval()
-    model.generation_config.do_sample = False
-    folder.mkdir(parents=True, exist_ok=True)
-    fast.save_pretrained(folder)
-    model.save_pretrained(folder)
-    return folder
+    return _train_and_save(model, fast, example, steps, folder)
 
 
 def build_bws_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 120) -> Path:
@@ -189,13 +173,11 @@ def build_bws_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 
         return folder
     import random
 
-    import torch
-
     from fsb.results import harness_utils
 
-    u = harness_utils()
+    task_utils = harness_utils()
     rnd = random.Random(seed)
-    fast = _tokenizer([*texts, *_CORPUS, u.BWS_PROMPT, "Most: 1\nLeast: 2 3 4"] * 2, vocab_size=2000)
+    fast = _tokenizer([*texts, *_CORPUS, task_utils.BWS_PROMPT, "Most: 1\nLeast: 2 3 4"] * 2, vocab_size=2000)
     model = _llama(fast, seed)
 
     def example() -> str:
@@ -203,8 +185,16 @@ def build_bws_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 
         doc = {"texts": four, "rotations": [0]}
         most, least = rnd.sample(range(1, 5), 2)
         answer = f"Most: {most}\nLeast: {least}"
-        messages = [{"role": "user", "content": u.bws_prompt(doc).rstrip()}, {"role": "assistant", "content": answer}]
+        messages = [{"role": "user", "content": task_utils.bws_prompt(doc).rstrip()}, {"role": "assistant", "content": answer}]
         return fast.apply_chat_template(messages, tokenize=False)
+
+    return _train_and_save(model, fast, example, steps, folder)
+
+
+def _train_and_save(model: Any, fast: Any, example: Callable[[], str], steps: int, folder: Path) -> Path:
+    """Train `model` for `steps` batches of 4 `example()` texts (AdamW, lr 3e-3, loss on every real token),
+    set greedy decoding, and save model and tokenizer into `folder`."""
+    import torch
 
     optim = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
