@@ -42,7 +42,7 @@ from ._io import (
     sha256_file,
     write_file,
 )
-from .raw import Annotations, Generations, check_coverage, read_annotations, read_generations
+from .raw import Annotations, Generations, check_coverage, read_annotations, read_generations, refuse_unknown_ids
 
 __all__ = [
     "BuildResult",
@@ -445,7 +445,7 @@ def _merge_rounds(
     """Read every round and join them: one Generations (uids unique across rounds), one Annotations
     (labels re-coded over the union), and the round of each generations row and of each judgment.
     Every annotated id must be a sentence of some round, and every sentence judged in some round."""
-    from .raw import _first, _show
+    from .raw import _first
 
     _refuse_shared_files(rounds)
     read = []
@@ -472,17 +472,7 @@ def _merge_rounds(
             owner[uid] = (r.number, gens.path)
     all_uids = np.fromiter(owner, dtype=np.int64, count=len(owner))
     for _, _, ann in read:
-        known = np.isin(ann.labels, all_uids)
-        if not known.all():
-            cell_bad = ~known[ann.item_codes]
-            row = _first(cell_bad.any(axis=1))
-            col = int(np.flatnonzero(cell_bad[row])[0])
-            raise InputError(
-                ann.path,
-                f"unknown id {_show(ann.labels[ann.item_codes[row, col]])}: no such uid in any round's generations",
-                line=ann.line_of(row),
-                field=ann.item_columns[col],
-            )
+        refuse_unknown_ids(ann, all_uids, "no such uid in any round's generations")
     judged = np.unique(np.concatenate([ann.labels for _, _, ann in read]))
     for _, gens, _ in read:
         uids = gens.frame["uid"].to_numpy()

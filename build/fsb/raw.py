@@ -40,6 +40,7 @@ __all__ = [
     "read_annotations",
     "read_csv_table",
     "read_generations",
+    "refuse_unknown_ids",
     "require_columns",
 ]
 
@@ -628,22 +629,29 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
 _IRREGULAR_HINT = " (a quality-control row? --invalid count scores it as the reference Perl script does, --invalid drop leaves it out)"
 
 
+def refuse_unknown_ids(annotations: Annotations, uids: np.ndarray, why: str) -> None:
+    """Refuse (InputError at the first such cell in file order) judgments naming an id not in `uids`;
+    `why` ends the message, e.g. "no such uid in FSB_text.csv"."""
+    known = np.isin(annotations.labels, uids)
+    if known.all():
+        return
+    cell_bad = ~known[annotations.item_codes]
+    row = _first(cell_bad.any(axis=1))
+    col = int(np.flatnonzero(cell_bad[row])[0])
+    raise InputError(
+        annotations.path,
+        f"unknown id {_show(annotations.labels[annotations.item_codes[row, col]])}: {why}",
+        line=annotations.line_of(row),
+        field=annotations.item_columns[col],
+    )
+
+
 def check_coverage(generations: Generations, annotations: Annotations) -> None:
     """Every annotated id must be a known uid, and every uid must be covered by some annotation."""
     uids = generations.frame["uid"].to_numpy()
     if not annotations.integer_ids:
         raise InputError(annotations.path, "the dataset needs integer ids", line=1)
-    known_label = np.isin(annotations.labels, uids)
-    if not known_label.all():
-        cell_bad = ~known_label[annotations.item_codes]
-        row = _first(cell_bad.any(axis=1))
-        col = int(np.flatnonzero(cell_bad[row])[0])
-        raise InputError(
-            annotations.path,
-            f"unknown id {_show(annotations.labels[annotations.item_codes[row, col]])}: no such uid in {generations.path}",
-            line=annotations.line_of(row),
-            field=annotations.item_columns[col],
-        )
+    refuse_unknown_ids(annotations, uids, f"no such uid in {generations.path}")
     covered = np.isin(uids, annotations.labels)
     bad = _first(~covered)
     if bad is not None:
