@@ -12,7 +12,7 @@ import pytest
 
 import fifty_shades_of_bias as spec
 from fsb.dataset import build_dataset
-from fsb.report import harness_utils
+from fsb.results import harness_utils
 from tests._support import make_raw
 
 

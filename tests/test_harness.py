@@ -13,9 +13,10 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 
 import fifty_shades_of_bias as spec
+from fsb.agreement import summarize
 from fsb.errors import FsbError
 from fsb.evaluate import run_eval
-from fsb.report import harness_utils, load_run, summarize
+from fsb.results import harness_utils, load_run
 
 task_utils = harness_utils()
 

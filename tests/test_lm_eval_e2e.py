@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import fifty_shades_of_bias as spec
-from fsb.report import harness_utils, load_run
+from fsb.results import harness_utils, load_run
 from tests._support import make_raw
 from tests.test_harness import _samples_check
 

@@ -40,7 +40,6 @@ Evaluating and placing scorers
     reference     the human figures: split-half r, Spearman-Brown full-panel reliability, noise ceiling
     baselines     offline baselines writing id,score: mean, lexicon, embeddings probe, any classifier
     compare       the `fsb report` page that places every scorer
-    report        former names of results/compare for their callers (lm-eval metrics, not the analysis)
     mainjob       the README's main job, end to end
 
 Analyses of the dataset (`fsb analyse`)

@@ -413,8 +413,9 @@ def _eval_arguments(e: argparse.ArgumentParser) -> None:
     "eval", arguments=_eval_arguments, help="run the lm-eval tasks through lm-eval's Python API (fast start), then print the report"
 )
 def _eval(args: argparse.Namespace) -> int:
+    from .compare import render_runs
     from .evaluate import run_eval
-    from .report import format_report, load_runs
+    from .results import load_runs
 
     run_eval(
         model=args.model,
@@ -432,7 +433,7 @@ def _eval(args: argparse.Namespace) -> int:
         gen_kwargs=args.gen_kwargs,
         seed=args.seed,
     )
-    print(format_report(runs=load_runs(paths=args.output_path), dataset=args.dataset))
+    print(render_runs(runs=load_runs(paths=args.output_path), dataset=args.dataset))
     return 0
 
 

@@ -16,9 +16,9 @@ import numpy as np
 import fifty_shades_of_bias as spec
 
 from . import agreement
-from .results import DatasetTable, Scored, dataset_table, load_entries
+from .results import DatasetTable, Run, Scored, dataset_table, entries_from_run, load_entries
 
-__all__ = ["build", "render_markdown", "write_outputs"]
+__all__ = ["build", "render_markdown", "render_runs", "write_outputs"]
 
 INTERVALS = (
     "Intervals: 95% percentile bootstrap, 1000 draws unless stated. A single task or prediction file: "
@@ -683,3 +683,25 @@ def write_outputs(report: dict[str, Any], entries: list[Scored], out: Path) -> l
             scatter_plot(e, stage / f"scatter-{order[e.label]}-{_slug(e.label)}.png", by_label[e.label])
         written = sorted(p.name for p in stage.iterdir())
     return [out / n for n in written]
+
+
+def render_runs(
+    runs: list[Run],
+    dataset: str | None = None,
+    timings: dict[str, float] | None = None,
+    model_note: str | None = None,
+    n_boot: int = 1000,
+    predictions: list[Any] | None = None,
+) -> str:
+    """The Markdown page of `fsb report` for lm-eval runs (plus any prediction files, e.g. baselines):
+    `timings` (seconds per task) and `model_note` are shown beside the run's rows."""
+    try:
+        table, problem = dataset_table(dataset), ""
+    except spec.DatasetNotFound as e:
+        table, problem = None, str(e)
+    entries = [e for run in runs for e in entries_from_run(run, table)]
+    if predictions:
+        entries += load_entries(list(predictions), table)
+    notes = {e.task: model_note for e in entries if e.task and model_note}
+    report = build_from_entries(entries, table, problem, n_boot, [], 100, timings or {}, notes)
+    return render_markdown(report)

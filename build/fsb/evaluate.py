@@ -274,8 +274,9 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
     sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report.
     report.txt, timings.json and the baseline files replace earlier ones only if unchanged since fsb
     wrote them (`check_main_job_files`, checked first), or with `force`."""
+    from .compare import render_runs
     from .models import smollm2_model
-    from .report import format_report, load_runs
+    from .results import load_runs
 
     if per_bin is None and sample is None:
         sample = MAIN_JOB_SAMPLE
@@ -334,7 +335,7 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
         f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what} (rating) and {bws_what} (best-worst): a check that the "
         "whole pipeline runs on a real model, NOT a result (a 135M model cannot do this task)"
     )
-    report = format_report(runs, dataset=str(dataset), timings=timings, model_note=note, predictions=predictions)
+    report = render_runs(runs, dataset=str(dataset), timings=timings, model_note=note, predictions=predictions)
     print()
     print(report)
     print()
