@@ -33,7 +33,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fsb.errors import FsbError
+from fsb.core.errors import FsbError
 
 if TYPE_CHECKING:
     import datasets  # importing datasets costs about a second; only the functions that need it do
@@ -313,7 +313,7 @@ def provenance(located: str) -> dict[str, Any]:
     folder changed after its build shows a fingerprint other than its stats.json's. For a Hub repo it
     is the fingerprint its stats.json records (None if that cannot be fetched).
     """
-    from fsb._io import content_fingerprint, sha256_file
+    from fsb.core.files import content_fingerprint, sha256_file
 
     folder = Path(located)
     if folder.is_dir():

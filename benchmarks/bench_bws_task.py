@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent
 
-from fsb.models import smollm2_model  # noqa: E402
+from fsb.evaluate.models import smollm2_model  # noqa: E402
 
 RELEASE_TUPLES = 2000
 REQUESTS_PER_TUPLE = 2 * 8  # 2 rotations x (4 "Most" labels + 4 "Least" labels)
@@ -55,8 +55,8 @@ def main() -> None:
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             raise SystemExit(proc.stderr[-3000:])
-        from fsb.evaluate import bws_statement
-        from fsb.results import load_run
+        from fsb.evaluate.results import load_run
+        from fsb.evaluate.runner import bws_statement
 
         statement = bws_statement(load_run(Path(tmp) / "out"))
     requests = args.tuples * REQUESTS_PER_TUPLE

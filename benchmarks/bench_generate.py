@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fsb import engine  # noqa: E402
-from fsb.generate import build_generation_plan  # noqa: E402
-from fsb.prompts import load_prompt_set  # noqa: E402
-from fsb.seeds import Seed  # noqa: E402
+from fsb.generate.generations import build_generation_plan  # noqa: E402
+from fsb.generate.prompts import load_prompt_set  # noqa: E402
+from fsb.generate.seeds import Seed  # noqa: E402
 from tests._tiny_model import build_tiny_model, serve  # noqa: E402
 
 

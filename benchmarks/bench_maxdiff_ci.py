@@ -29,8 +29,9 @@ def cpu(fn) -> tuple[float, object]:
 
 
 def run_size(n: int, boot: int, full: int) -> str:
-    from fsb import bws, maxdiff
-    from fsb.scoring import Coded
+    from fsb import bws
+    from fsb.bws import maxdiff
+    from fsb.bws.scoring import Coded
 
     design, ti, best, worst = simulate(n)
     coded = Coded(np.arange(n), design[ti], design, ti, best, worst)

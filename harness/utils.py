@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 import fifty_shades_of_bias as spec
-from fsb.errors import FsbError
+from fsb.core.errors import FsbError
 
 N_SETS = 5
 PER_BIN = 2
@@ -578,7 +578,7 @@ def bws_counts(records: Sequence[dict[str, Any]]) -> dict[str, np.ndarray]:
     """Counting over the parsed presentations: per item (sorted ids) its human score, appearances n,
     times chosen best B and worst W, and the model's score ((B - W) / n + 1) / 2 in [0, 1], the same
     formula as the human scores (NaN for an item whose presentations all failed to parse)."""
-    from fsb.bws import counting_score
+    from fsb.bws.counting import counting_score
 
     gold: dict[int, float] = {}
     n: dict[int, int] = {}

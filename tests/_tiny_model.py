@@ -173,7 +173,7 @@ def build_bws_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 
         return folder
     import random
 
-    from fsb.results import harness_utils
+    from fsb.evaluate.results import harness_utils
 
     task_utils = harness_utils()
     rnd = random.Random(seed)

@@ -88,7 +88,7 @@ def scoring_server(scoring_model: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def release_dataset(release: Path) -> Path:
     """The dataset folder built from the release once per session (not recorded as the last build)."""
-    from fsb.dataset import build_dataset
+    from fsb.data.dataset import build_dataset
 
     out = _SESSION / "release-build" / "fifty_shades_of_bias"
     if not (out / "README.md").is_file():

@@ -6,7 +6,7 @@ A command builds a `RequestPlan` (its `Request`s, each named by the hash of its 
 (bounded concurrency, retries, a wall-clock limit per attempt, a cap on bytes per answer) or writes it
 as Batch API files (`write_batch`, then `collect_batch`). Every result goes to a `Journal` before it
 counts; the output, the failures file and any side outputs are rewritten from the journal when a run
-ends. Expected failures raise `EngineError` (an `fsb.errors.FsbError`). Modules, in import order:
+ends. Expected failures raise `EngineError` (an `fsb.core.errors.FsbError`). Modules, in import order:
 
     endpoint   base URL and key rules, EngineError
     plan       Sampling, Request, RequestPlan, request ids, the cost before running
@@ -19,13 +19,13 @@ ends. Expected failures raise `EngineError` (an `fsb.errors.FsbError`). Modules,
 
 from __future__ import annotations
 
-from .batch import BATCH_LINE, collect_batch, write_batch
-from .endpoint import Endpoint, EngineError, resolve_endpoint
-from .journal import Journal, failures_path, journal_path
-from .outputs import SideOutput, finished_ids, pending
-from .plan import Cost, Request, RequestPlan, Sampling, canonical_json, estimate_cost, estimate_tokens, request_id
-from .responses import Failure, backoff_delay, classify, first_line, retry_after_seconds
-from .runner import Progress, RunOptions, RunResult, run
+from fsb.engine.batch import BATCH_LINE, collect_batch, write_batch
+from fsb.engine.endpoint import Endpoint, EngineError, resolve_endpoint
+from fsb.engine.journal import Journal, failures_path, journal_path
+from fsb.engine.outputs import SideOutput, finished_ids, pending
+from fsb.engine.plan import Cost, Request, RequestPlan, Sampling, canonical_json, estimate_cost, estimate_tokens, request_id
+from fsb.engine.responses import Failure, backoff_delay, classify, first_line, retry_after_seconds
+from fsb.engine.runner import Progress, RunOptions, RunResult, run
 
 __all__ = [
     "BATCH_LINE",

@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._io import InputError, atomic_write, first_line_matches, iter_jsonl, sha256_file
-from .endpoint import Endpoint
-from .journal import Journal, journal_path
-from .outputs import SideOutput, check_out, pending, recover_rows, write_outputs
-from .plan import Request, RequestPlan
-from .responses import Failure, Malformed, NoText, build_row, classify, extract, first_line, now_iso
-from .runner import RunResult
+from fsb.core.files import InputError, atomic_write, first_line_matches, iter_jsonl, sha256_file
+from fsb.engine.endpoint import Endpoint
+from fsb.engine.journal import Journal, journal_path
+from fsb.engine.outputs import SideOutput, check_out, pending, recover_rows, write_outputs
+from fsb.engine.plan import Request, RequestPlan
+from fsb.engine.responses import Failure, Malformed, NoText, build_row, classify, extract, first_line, now_iso
+from fsb.engine.runner import RunResult
 
 __all__ = ["BATCH_MAX_BYTES", "BATCH_MAX_REQUESTS", "collect_batch", "write_batch"]
 

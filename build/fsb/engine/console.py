@@ -1,4 +1,4 @@
-"""The engine at the command line: engine objects from parsed options (`fsb._engine_args`), a progress bar,
+"""The engine at the command line: engine objects from parsed options (`fsb.cli.engine_args`), a progress bar,
 the dry run (requests and cost, nothing sent), the end-of-run report, and a run with SIGTERM treated as
 Ctrl-C. Shared by every command that asks a model (`fsb generate`, `fsb explain`, `fsb annotate llm`)."""
 
@@ -21,8 +21,8 @@ __all__ = [
 
 
 def sampling_from_args(args: argparse.Namespace) -> Any:
-    """The `Sampling` of the parsed endpoint options (`fsb._engine_args.add_endpoint_options`)."""
-    from . import Sampling
+    """The `Sampling` of the parsed endpoint options (`fsb.cli.engine_args.add_endpoint_options`)."""
+    from fsb.engine import Sampling
 
     return Sampling(
         temperature=args.temperature,
@@ -37,7 +37,7 @@ def sampling_from_args(args: argparse.Namespace) -> Any:
 
 def run_options_from_args(args: argparse.Namespace) -> Any:
     """The `RunOptions` of the parsed running options (concurrency, retries, timeout, backoff, limit)."""
-    from . import RunOptions
+    from fsb.engine import RunOptions
 
     return RunOptions(concurrency=args.concurrency, retries=args.retries, timeout=args.timeout, backoff=args.backoff, limit=args.limit)
 
@@ -82,7 +82,7 @@ class ProgressBar:
 def print_dry_run(plan: Any, out: str, limit: int | None) -> None:
     """Print the requests a run would send (all messages) and their cost; send and write nothing. Each
     request is labelled by the fields named in `plan.summary["label_fields"]` (default seed and prompt type)."""
-    from . import estimate_cost, estimate_tokens, finished_ids, pending
+    from fsb.engine import estimate_cost, estimate_tokens, finished_ids, pending
 
     done = finished_ids(plan, out)
     todo = pending(plan, done, limit)
@@ -102,7 +102,7 @@ def print_dry_run(plan: Any, out: str, limit: int | None) -> None:
 
 def report_run(result: Any, out: str) -> int:
     """What the run repaired, the one-line summary, where the files are; the exit code."""
-    from . import journal_path
+    from fsb.engine import journal_path
 
     journal = journal_path(out)
     if result.repaired_bytes:
@@ -124,7 +124,7 @@ def report_run(result: Any, out: str) -> int:
 
 def run_plan(args: argparse.Namespace, plan: Any, endpoint: Any, side_outputs: list[Any]) -> int:
     """Run the plan with the parsed options (a progress bar unless --no-progress), report it; the exit code."""
-    from . import runner
+    from fsb.engine import runner
 
     terminate_as_interrupt()
     progress = None if args.no_progress else ProgressBar()

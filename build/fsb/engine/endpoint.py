@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from ..errors import FsbError
+from fsb.core.errors import FsbError
 
 __all__ = ["Endpoint", "EngineError", "resolve_endpoint"]
 

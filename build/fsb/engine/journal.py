@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from .._io import InputError
-from .endpoint import EngineError
-from .plan import RequestPlan
-from .responses import now_iso
+from fsb import __version__
+from fsb.core.files import InputError
+from fsb.engine.endpoint import EngineError
+from fsb.engine.plan import RequestPlan
+from fsb.engine.responses import now_iso
 
 __all__ = ["Journal", "failures_path", "journal_path", "parse_journal", "scrub"]
 

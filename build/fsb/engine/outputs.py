@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._io import InputError, atomic_write, iter_jsonl
-from .endpoint import EngineError
-from .journal import Journal, failures_path, journal_path
-from .plan import Request, RequestPlan
+from fsb.core.files import InputError, atomic_write, iter_jsonl
+from fsb.engine.endpoint import EngineError
+from fsb.engine.journal import Journal, failures_path, journal_path
+from fsb.engine.plan import Request, RequestPlan
 
 __all__ = ["SideOutput", "check_out", "finished_ids", "pending", "recover_rows", "remove_stale_temporaries", "write_outputs"]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .. import __version__
-from .endpoint import Endpoint
-from .plan import Request
+from fsb import __version__
+from fsb.engine.endpoint import Endpoint
+from fsb.engine.plan import Request
 
 __all__ = [
     "Failure",

@@ -21,11 +21,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .endpoint import Endpoint
-from .journal import Journal, journal_path
-from .outputs import SideOutput, check_out, pending, recover_rows, remove_stale_temporaries, write_outputs
-from .plan import Request, RequestPlan
-from .responses import Failure, NoText, TooLarge, backoff_delay, build_row, classify, extract, first_line, now_iso
+from fsb.engine.endpoint import Endpoint
+from fsb.engine.journal import Journal, journal_path
+from fsb.engine.outputs import SideOutput, check_out, pending, recover_rows, remove_stale_temporaries, write_outputs
+from fsb.engine.plan import Request, RequestPlan
+from fsb.engine.responses import Failure, NoText, TooLarge, backoff_delay, build_row, classify, extract, first_line, now_iso
 
 __all__ = ["Progress", "RunOptions", "RunResult", "run"]
 

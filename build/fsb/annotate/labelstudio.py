@@ -1,0 +1,157 @@
+"""Label Studio, the annotation tool research groups run best-worst scaling in: the labeling config and the
+tasks of a project for a tuple design, and the reading of Label Studio's JSON export back into judgments.
+
+One task per tuple. Its data hold `tuple_id`, `item1..itemK` (ids, in the order shown) and `text1..textK`;
+the config shows the K texts numbered 1..K and asks for two single choices, `best` (most biased) and
+`worst` (least biased), each answered with a position 1..K. Positions map back to ids through the task's
+own data, so the export alone is enough to rebuild every judgment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+from fsb.core.files import InputError, quoted, read_utf8
+from fsb.core.tables import INT64_MAX, id_problem
+
+__all__ = ["CONFIG_FILE", "TASKS_FILE", "Export", "LsJudgment", "labeling_config", "read_export", "tasks_json"]
+
+CONFIG_FILE = "labeling_config.xml"
+TASKS_FILE = "tasks.json"
+BEST, WORST = "best", "worst"
+QUESTION = "Which text is the MOST gender-biased, and which the LEAST?"
+
+
+def labeling_config(k: int, question: str = QUESTION) -> str:
+    """A Label Studio labeling config for one best-worst tuple of k texts: the texts numbered 1..k, and two
+    required single choices of a number, `best` (most biased) and `worst` (least biased)."""
+    choices = "".join(f'<Choice value="{j}"/>' for j in range(1, k + 1))
+    texts = "\n".join(f'  <View><Header value="{j}" size="5"/><Text name="text{j}" value="$text{j}"/></View>' for j in range(1, k + 1))
+    return (
+        "<View>\n"
+        f"  <Header value={quoteattr(question)}/>\n"
+        f"{texts}\n"
+        '  <Header value="Most biased" size="5"/>\n'
+        f'  <Choices name="{BEST}" toName="text1" choice="single" showInline="true" required="true">{choices}</Choices>\n'
+        '  <Header value="Least biased" size="5"/>\n'
+        f'  <Choices name="{WORST}" toName="text1" choice="single" showInline="true" required="true">{choices}</Choices>\n'
+        "</View>\n"
+    )
+
+
+def tasks_json(tuple_ids: list[int], items: list[list[Any]], texts: list[list[str]]) -> str:
+    """Label Studio tasks (a JSON list of {"data": {...}}), one per tuple, items and texts in shown order."""
+    tasks = []
+    for tid, row, words in zip(tuple_ids, items, texts):
+        data: dict[str, Any] = {"tuple_id": int(tid)}
+        data.update({f"item{j + 1}": v for j, v in enumerate(row)})
+        data.update({f"text{j + 1}": t for j, t in enumerate(words)})
+        tasks.append({"data": data})
+    return json.dumps(tasks, ensure_ascii=False, indent=1) + "\n"
+
+
+@dataclass(frozen=True)
+class LsJudgment:
+    """One submitted annotation: its task and tuple, the items as shown, the chosen ids, who and when."""
+
+    task_id: int
+    annotation_id: int
+    tuple_id: int
+    items: list[Any]
+    best: Any
+    worst: Any
+    annotator: str
+    timestamp: str
+
+
+@dataclass(frozen=True)
+class Export:
+    tasks: int
+    cancelled: int
+    tuple_size: int
+    judgments: list[LsJudgment]
+
+
+def _annotator(value: Any) -> str:
+    """The annotator's Label Studio user id. completed_by is the id, or (when expanded) {id, email, ...}:
+    the id is kept, never the email, which would otherwise be published with the dataset."""
+    if isinstance(value, dict):
+        value = value.get("id")
+    return "" if value is None else str(value)
+
+
+def _choice(path: Path, where: str, result: list[Any], name: str, k: int) -> int:
+    picks = [r.get("value", {}).get("choices") for r in result if isinstance(r, dict) and r.get("from_name") == name]
+    if not picks or not picks[0]:
+        raise InputError(path, f"{where}: no {name!r} choice (was the project made with `fsb annotate export --format label-studio`?)")
+    values = picks[0]
+    if len(picks) > 1 or len(values) != 1:
+        raise InputError(path, f"{where}: {name!r} must be one choice, got {[v for p in picks for v in (p or [])]}")
+    text = str(values[0]).strip()
+    if not text.isdigit() or not 1 <= int(text) <= k:
+        raise InputError(path, f"{where}: {name!r} choice {quoted(text)} is not a position 1..{k}")
+    return int(text)
+
+
+def read_export(path: str | os.PathLike[str]) -> Export:
+    """Judgments from Label Studio's JSON export (a list of tasks with their annotations), validated: every
+    task carries tuple_id and item1..itemK, every kept annotation one best and one worst position, best
+    differs from worst, and no annotator judged a tuple twice. Errors name the task and annotation ids."""
+    p = Path(path)
+    try:
+        data = json.loads(read_utf8(p))
+    except json.JSONDecodeError as e:
+        raise InputError(p, f"not valid JSON: {e.msg}", line=e.lineno) from None
+    if not isinstance(data, list):
+        raise InputError(p, "expected Label Studio's JSON export: a list of tasks")
+    judgments: list[LsJudgment] = []
+    cancelled = 0
+    k_seen: int | None = None
+    seen: dict[tuple[str, int], int] = {}
+    for n, task in enumerate(data):
+        if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
+            raise InputError(p, f"task #{n + 1}: not a Label Studio task (no 'data' object)")
+        task_id = task.get("id", n + 1)
+        d = task["data"]
+        k = 0
+        while f"item{k + 1}" in d:
+            k += 1
+        if k < 2 or "tuple_id" not in d:
+            raise InputError(p, f"task {task_id}: its data lack tuple_id and item1..itemK (was it exported by fsb?)")
+        if k_seen is not None and k != k_seen:
+            raise InputError(p, f"task {task_id}: {k} items where earlier tasks have {k_seen}")
+        k_seen = k
+        if problem := id_problem(str(d["tuple_id"]).strip(), INT64_MAX):
+            raise InputError(p, f"task {task_id}: tuple_id {d['tuple_id']!r}: {problem}")
+        tuple_id = int(str(d["tuple_id"]).strip())
+        items = [d[f"item{j + 1}"] for j in range(k)]
+        for ann in task.get("annotations") or []:
+            where = f"task {task_id}, annotation {ann.get('id')}"
+            if ann.get("was_cancelled"):
+                cancelled += 1
+                continue
+            result = ann.get("result") or []
+            best = _choice(p, where, result, BEST, k)
+            worst = _choice(p, where, result, WORST, k)
+            if best == worst:
+                raise InputError(p, f"{where}: best and worst are the same text (position {best})")
+            who = _annotator(ann.get("completed_by"))
+            if who:
+                if (who, tuple_id) in seen:
+                    raise InputError(
+                        p, f"{where}: annotator {quoted(who)} already judged tuple {tuple_id} (annotation {seen[(who, tuple_id)]})"
+                    )
+                seen[(who, tuple_id)] = ann.get("id")
+            judgments.append(
+                LsJudgment(
+                    int(task_id), ann.get("id"), tuple_id, items, items[best - 1], items[worst - 1], who, str(ann.get("created_at") or "")
+                )
+            )
+    if not judgments:
+        raise InputError(p, f"no submitted annotations in {len(data)} tasks ({cancelled} cancelled)")
+    return Export(len(data), cancelled, int(k_seen or 0), judgments)

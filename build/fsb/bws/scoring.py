@@ -1,0 +1,251 @@
+"""Label-level best-worst scoring: validated `Annotations` (coded item labels) -> tuples -> counting or
+MaxDiff scores (optionally with 95% bootstrap intervals) and split-half reliability, via the array
+functions in `fsb.bws` and `fsb.bws.maxdiff`. Only numpy is imported here: pandas only in `score_table`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from fsb import bws
+from fsb.core.tables import Annotations
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = [
+    "METHODS",
+    "Coded",
+    "annotator_agreement",
+    "encode",
+    "first_appearance_codes",
+    "format_csv",
+    "reliability",
+    "score_columns",
+    "score_table",
+    "tuple_ids",
+]
+
+METHODS = ("counting", "maxdiff")
+Method = Literal["counting", "maxdiff"]
+
+
+@dataclass(frozen=True)
+class Coded:
+    """Annotations as codes: `labels[code]` is an item's label; tuples are identified by item set and
+    numbered by first appearance; `design[tuple_index[j]]` holds judgment j's items (as shown first)."""
+
+    labels: np.ndarray
+    items: np.ndarray
+    design: np.ndarray
+    tuple_index: np.ndarray
+    best: np.ndarray
+    worst: np.ndarray
+
+    @property
+    def n_items(self) -> int:
+        return int(self.labels.size)
+
+
+def first_appearance_codes(key: np.ndarray) -> np.ndarray:
+    """Code equal values 0, 1, ... in order of first appearance. A hash pass (pyarrow's dictionary_encode)
+    when pyarrow is already loaded (large files), else a stable sort (`np.unique`); same codes either way."""
+    if "pyarrow" in sys.modules and key.size > 100_000:
+        import pyarrow.compute as pc
+
+        from fsb.core.tables import arrow_to_numpy, numpy_to_arrow
+
+        return arrow_to_numpy(pc.dictionary_encode(numpy_to_arrow(key)).indices).astype(np.int64)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(first.size, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+    return rank[inverse.reshape(-1)]
+
+
+def tuple_ids(items: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
+    """Identify each row's tuple by its item set: (tuple_index numbered by first appearance, the row
+    where each tuple first appears, in tuple order). The sorted row is folded into one int64 key,
+    re-coding the key whenever the next fold could overflow; no (M, k) structured sort is needed."""
+    s = np.sort(items, axis=1).astype(np.int64)
+    key = s[:, 0].copy()
+    base = max(int(n_items), 1)
+    for j in range(1, s.shape[1]):
+        if key.size and int(key.max()) >= (2**62) // base:
+            key = first_appearance_codes(key)
+        key = key * base + s[:, j]
+    del s
+    codes = first_appearance_codes(key)
+    # Codes are numbered by first appearance, so a tuple first appears where its code exceeds all before it.
+    seen = np.maximum.accumulate(np.concatenate([[-1], codes[:-1]]))
+    return codes, np.flatnonzero(codes > seen)
+
+
+def encode(ann: Annotations, labels: np.ndarray | None = None) -> Coded:
+    """Code the judgments' labels (against `labels` when given, e.g. the sorted uids of a dataset)."""
+    if labels is None:
+        labels = ann.labels
+        items, best, worst = ann.item_codes, ann.best_codes, ann.worst_codes
+    else:
+        labels = np.asarray(labels)
+        position = np.searchsorted(labels, ann.labels)
+        items, best, worst = position[ann.item_codes], position[ann.best_codes], position[ann.worst_codes]
+    tuple_index, first = tuple_ids(items, labels.size)
+    return Coded(np.asarray(labels), items, items[first], tuple_index, best, worst)
+
+
+def score_columns(
+    ann: Annotations,
+    *,
+    method: Method = "counting",
+    ci: bool = False,
+    n_boot: int = 200,
+    seed: int = 0,
+    notes: list[str] | None = None,
+) -> dict[str, np.ndarray]:
+    """The score table as ordered numpy columns, most biased first (ties in label order).
+
+    counting: item, score_raw = (B - W) / n in [-1, 1], score = (score_raw + 1) / 2, n (appearances),
+    best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
+    standard error), n, best, worst. With `ci`: ci_low, ci_high, 95% percentile intervals of `score`
+    from `n_boot` bootstrap resamples of the tuples (seeded); NaN for items without one, each reason a
+    line appended to `notes` (see `maxdiff.bootstrap_intervals`)."""
+    if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
+        n_items = ann.labels.size
+        counts = bws.count_best_worst(ann.item_codes, ann.best_codes, ann.worst_codes, n_items)
+        cols: dict[str, np.ndarray] = {"item": np.asarray(ann.labels)}
+        cols |= {"score_raw": counts.score_raw, "score": counts.score, "n": counts.appearances, "best": counts.best}
+        cols |= {"worst": counts.worst}
+        order = np.argsort(-cols["score"], kind="stable")
+        return {name: values[order] for name, values in cols.items()}
+    coded = encode(ann)
+    counts = bws.count_best_worst(coded.design, coded.best, coded.worst, coded.n_items, coded.tuple_index)
+    cols = {"item": coded.labels}
+    if method == "counting":
+        cols |= {"score_raw": counts.score_raw, "score": counts.score}
+    elif method == "maxdiff":
+        from fsb.bws import maxdiff
+
+        fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items)
+        cols |= {"score": fit.utility, "se": fit.se}
+    else:
+        raise ValueError(f"method must be one of {METHODS}")
+    cols |= {"n": counts.appearances, "best": counts.best, "worst": counts.worst}
+    if ci:
+        from fsb.bws import maxdiff
+
+        start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
+        low, high = maxdiff.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
+        cols |= {"ci_low": low, "ci_high": high}
+    order = np.argsort(-cols["score"], kind="stable")  # labels are sorted, so ties stay in label order
+    return {name: values[order] for name, values in cols.items()}
+
+
+def score_table(ann: Annotations, *, method: Method = "counting", ci: bool = False, n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
+    """`score_columns` as a DataFrame (for the dataset build and notebooks)."""
+    import pandas as pd
+
+    return pd.DataFrame(score_columns(ann, method=method, ci=ci, n_boot=n_boot, seed=seed))
+
+
+def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
+    """The columns as CSV text: floats with `decimals` places (as "%.6f"; NaN as an empty field), labels
+    quoted as needed. Integer-labelled tables of 1e5 rows or more are formatted by pyarrow (a float to
+    decimal cast formats exactly as "%.6f" does), the rest by Python's csv module."""
+    rows = next(iter(cols.values())).size
+    numeric = all(v.dtype.kind in "iuf" for v in cols.values())
+    if numeric and rows >= 100_000 and not any(np.isnan(v).any() for v in cols.values() if v.dtype.kind == "f"):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pacsv
+
+        from fsb.core.tables import numpy_to_arrow
+
+        arrays = [
+            pc.cast(pc.cast(numpy_to_arrow(v), pa.decimal128(38, decimals), safe=False), pa.string())
+            if v.dtype.kind == "f"
+            else numpy_to_arrow(v)
+            for v in cols.values()
+        ]
+        sink = pa.BufferOutputStream()
+        options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+        pacsv.write_csv(pa.table(arrays, names=list(cols)), sink, write_options=options)
+        return ",".join(cols) + "\n" + sink.getvalue().to_pybytes().decode()
+    out = []
+    for values in cols.values():
+        if values.dtype.kind == "f":
+            fmt = f"{{:.{decimals}f}}".format
+            out.append(["" if v != v else fmt(v) for v in values.tolist()])
+        else:
+            out.append(values.tolist())
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(list(cols))
+    writer.writerows(zip(*out))
+    return buf.getvalue()
+
+
+def reliability(ann: Annotations, trials: int = 100, seed: int = 0) -> bws.SplitHalfResult:
+    """Split-half reliability of the counting scores, judgments grouped by tuple (item set)."""
+    coded = encode(ann)
+    return bws.split_half_reliability(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, trials, seed)
+
+
+def annotator_agreement(ann: Annotations, *, outlier_z: float = 3.0) -> list[dict[str, object]] | None:
+    """Each annotator's agreement with the leave-one-out consensus of the others, or None without annotator ids.
+
+    The consensus is the counting score from everyone else's judgments (B - W) / n with the annotator's
+    own removed. For each of the annotator's judgments, the best choice agrees when the chosen item has
+    the highest consensus score in its tuple (ties count as agreement), the worst when it has the lowest;
+    tuples holding an item nobody else judged are skipped. `agreement` is the mean of the two shares.
+    An annotator is flagged `outlier` when the agreement lies more than `outlier_z` robust standard
+    deviations (1.4826 x the median absolute deviation) below the annotators' median."""
+    if ann.annotator is None:
+        return None
+    ids = np.array([str(a).strip() for a in ann.annotator], dtype=object)
+    present = ids != ""
+    if len(set(ids[present].tolist())) < 2:
+        return None
+    coded = encode(ann)
+    n = coded.n_items
+    shown = coded.items
+    b_all = np.bincount(coded.best, minlength=n)
+    w_all = np.bincount(coded.worst, minlength=n)
+    n_all = np.bincount(shown.ravel(), minlength=n)
+    names, which = np.unique(ids[present], return_inverse=True)
+    rows_present = np.flatnonzero(present)
+    out: list[dict[str, object]] = []
+    for a, name in enumerate(names.tolist()):
+        rows = rows_present[which == a]
+        own_items = shown[rows]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            loo = (b_all - np.bincount(coded.best[rows], minlength=n) - w_all + np.bincount(coded.worst[rows], minlength=n)) / (
+                n_all - np.bincount(own_items.ravel(), minlength=n)
+            )
+        s = loo[own_items]
+        usable = ~np.isnan(s).any(axis=1)
+        best_ok = loo[coded.best[rows]] >= s.max(axis=1)
+        worst_ok = loo[coded.worst[rows]] <= s.min(axis=1)
+        k = int(usable.sum())
+        best_share = float(best_ok[usable].mean()) if k else float("nan")
+        worst_share = float(worst_ok[usable].mean()) if k else float("nan")
+        out.append(
+            {
+                "annotator": name,
+                "judgments": int(rows.size),
+                "compared": k,
+                "best_agreement": best_share,
+                "worst_agreement": worst_share,
+                "agreement": (best_share + worst_share) / 2,
+            }
+        )
+    scores = np.array([r["agreement"] for r in out], dtype=float)
+    median = float(np.nanmedian(scores))
+    mad = 1.4826 * float(np.nanmedian(np.abs(scores - median)))
+    for r in out:
+        r["outlier"] = bool(mad > 0 and (median - float(r["agreement"])) > outlier_z * mad)  # type: ignore[arg-type]
+    return out

@@ -1,0 +1,256 @@
+"""CLI subcommands of the generation stage (`fsb seeds`, `fsb generate`, `fsb explain`).
+
+Kept apart from cli.py so the generation stage owns its command line: `commands` (the `_commands.Commands`
+registry) holds the three subcommands, each with its arguments function; cli.py installs it. The
+handlers print; the work is done by `fsb.engine`, `fsb.generate.generations`, `fsb.generate.explain` and `fsb.generate.seeds`.
+Import nothing heavy at module level: this module is imported for every `fsb` invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
+from fsb.cli.argtypes import nonneg_int, seed
+from fsb.cli.engine_args import add_endpoint_options
+from fsb.cli.registry import Commands
+from fsb.generate.seeds import DEFAULT_COUNTS  # stdlib-only module: cheap to import
+
+commands = Commands()
+
+
+def _formats(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in PROMPT_TYPES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"unknown format {', '.join(map(repr, bad)) or repr(text)}; choose from {', '.join(PROMPT_TYPES)}")
+    return list(dict.fromkeys(names))
+
+
+def _ic(text: str) -> tuple[str, str]:
+    key, sep, path = text.partition("=")
+    seed_type, _, fmt = key.rpartition(":")
+    if not sep or not path or fmt not in PROMPT_TYPES or (seed_type and seed_type not in SEED_TYPES):
+        kinds = f"formats: {', '.join(PROMPT_TYPES)}; seed types: {', '.join(SEED_TYPES)}"
+        raise argparse.ArgumentTypeError(f"{text!r}: expected FORMAT=FILE or SEED_TYPE:FORMAT=FILE ({kinds})")
+    return key, path
+
+
+SEEDS_LINE = r'\{"seed": .*'  # the first line of a seeds file `fsb seeds` wrote
+
+
+def _output_file(path: str, pattern: str, kind: str, *, force: bool) -> None:
+    """Refuse, before any request, a --csv or --batch-file path that is a folder or an existing file whose first
+    line is not what this command writes. These files are rewritten on every run of a resumable job (from its
+    journal), so they keep the first-line rule; one-shot outputs use `_io.check_recorded_file`."""
+    from fsb.core.files import check_replaceable_file, first_line_matches
+
+    check_replaceable_file(path, replace_if=None if force else first_line_matches(pattern), kind=kind, hint=", or pass --force")
+
+
+# --- arguments ---------------------------------------------------------------------------------------------
+
+
+def _seeds_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
+    s.add_argument(
+        "--force",
+        action="store_true",
+        help="replace --out (and its manifest) even if they are not earlier outputs of fsb seeds unchanged since fsb wrote them",
+    )
+    s.add_argument("--copa", help="COPA premises: the XML corpus (e.g. balacopa-dev-all.xml) or JSON lines with 'premise'")
+    s.add_argument("--stereoset", help="StereoSet: the original dev.json, or a list of items such as EditBias's gender_test.json")
+    for seed_type in SEED_TYPES:
+        s.add_argument(
+            f"--{seed_type}",
+            type=nonneg_int,
+            default=DEFAULT_COUNTS[seed_type],
+            help=f"{seed_type} seeds (default {DEFAULT_COUNTS[seed_type]})",
+        )
+    s.add_argument("--seed", type=seed, default=0, help="sampling seed (default 0)")
+    s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
+    s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
+    s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
+
+
+def _generate_arguments(g: argparse.ArgumentParser) -> None:
+    g.add_argument(
+        "--seeds",
+        action="append",
+        required=True,
+        metavar="SEEDS",
+        help="a seed file: `fsb seeds` JSONL, TYPE=FILE.txt, or a folder (repeatable)",
+    )
+    g.add_argument("--out", required=True, help="output .jsonl; the journal and failures files go beside it")
+    g.add_argument(
+        "--formats", type=_formats, default=["conversion", "completion"], help="comma-separated formats (default: conversion,completion)"
+    )
+    g.add_argument("--ic-dir", help="folder with the release's in-context files (default: the local release copy)")
+    g.add_argument(
+        "--ic", type=_ic, action="append", default=[], metavar="[SEED_TYPE:]FORMAT=FILE", help="your own in-context examples (repeatable)"
+    )
+    g.add_argument("--shots", type=nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
+    g.add_argument("--seed", type=seed, default=0, help="seed for choosing in-context examples (default 0)")
+    g.add_argument(
+        "--first-uid",
+        type=nonneg_int,
+        default=1,
+        help="the first generation's uid (default 1); a later round starts past the earlier rounds' uids, e.g. 1001",
+    )
+    g.add_argument("--csv", help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here")
+    g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
+    g.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
+    g.add_argument("--force", action="store_true", help="replace --csv / --batch-file even if they are not earlier outputs of fsb generate")
+    add_endpoint_options(g, "completion tokens per request (default 100; 512 for conversation)")
+
+
+def _explain_arguments(e: argparse.ArgumentParser) -> None:
+    e.add_argument("--out", required=True, help="output .jsonl (uid, text, score, bin, reason and provenance)")
+    e.add_argument("--dataset", help="a built dataset folder or Hub id (default: the last `fsb build`); its human scores are explained")
+    e.add_argument("--generations", help="sentences: the release's FSB_text.csv or `fsb generate` output (with --scores)")
+    e.add_argument("--scores", help="CSV with id (or uid/item) and a score in [0, 1], e.g. a model's scores (with --generations)")
+    e.add_argument("--score-column", help="the score column (default: score_normalized if present, else score)")
+    e.add_argument("--per-bin", type=nonneg_int, default=10, help="sentences per bin (default 10)")
+    e.add_argument(
+        "--bins", choices=("analysis", "equispaced"), default="analysis", help="the paper's 3 analysis bins or 4 equispaced bins"
+    )
+    e.add_argument("--seed", type=seed, default=0, help="sampling seed (default 0)")
+    add_endpoint_options(e, "completion tokens per request (default 200)")
+
+
+# --- fsb seeds --------------------------------------------------------------------------------------
+
+
+@commands.add(
+    "seeds",
+    arguments=_seeds_arguments,
+    help="curate seed lists (explicit from StereoSet, implicit/neutral/random from COPA) with provenance",
+    description="Draw seeds reproducibly from source files, marking each with the gendered and person word lists. "
+    "Or, with --mark, mark existing seed files (e.g. the release's seeds/ folder) and write them in the same format.",
+)
+def _seeds(args: argparse.Namespace) -> int:
+    from fsb.core.files import check_recorded_file
+    from fsb.generate.marks import Marker, load_wordlist
+    from fsb.generate.seeds import MANIFEST_KIND, SEEDS_KIND, Seed, curate, manifest_path, read_seeds, summarize, write_seeds
+
+    inputs = [args.copa, args.stereoset, args.gendered_words, args.person_words, *(m.partition("=")[2] or m for m in args.mark or [])]
+    check_recorded_file(args.out, force=args.force, kind=SEEDS_KIND, header=SEEDS_LINE, inputs=inputs)
+    if not args.mark:
+        check_recorded_file(manifest_path(args.out), force=args.force, kind=MANIFEST_KIND, inputs=inputs)
+    marker = Marker(
+        load_wordlist(args.gendered_words, name="gendered") if args.gendered_words else None,
+        load_wordlist(args.person_words, name="person") if args.person_words else None,
+    )
+    if args.mark:
+        chosen, notes = read_seeds(args.mark)
+        for note in notes:
+            print(note, file=sys.stderr)
+        marked = []
+        for s in chosen:
+            extra = {**s.extra, **marker.mark(s.text).fields()}
+            marked.append(Seed(s.text, s.seed_type, s.source, s.source_id, s.occurrence, extra))
+        write_seeds(args.out, marked, force=args.force)
+        written = None
+    else:
+        counts = {t: getattr(args, t) for t in SEED_TYPES}
+        marked, manifest = curate(args.copa, args.stereoset, counts, seed=args.seed, marker=marker)
+        written = write_seeds(args.out, marked, manifest, force=args.force)
+    print(f"wrote {len(marked)} seeds -> {args.out}" + (f" (manifest {written})" if written else ""))
+    print(f"  {'type':10s} {'seeds':>6s} {'gendered':>9s} {'person':>7s}")
+    for seed_type, row in summarize(marked, marker).items():
+        print(f"  {seed_type:10s} {row['seeds']:6d} {row['gendered']:9d} {row['person']:7d}")
+    return 0
+
+
+# --- fsb generate -----------------------------------------------------------------------------------------
+
+
+@commands.add(
+    "generate",
+    arguments=_generate_arguments,
+    help="turn seeds into gender-biased generations through an OpenAI-compatible endpoint (resumable)",
+    description="One request per seed and format, sent with bounded concurrency and retries. Every finished "
+    "generation is fsync'd to OUT's journal, so a run can be killed at any moment and rerun with the same "
+    "command: it sends only what is not finished. OUT (JSON lines) feeds `fsb build --generations` directly.",
+)
+def _generate(args: argparse.Namespace) -> int:
+    from fsb import engine
+    from fsb.core.tables import GENERATION_COLUMNS
+    from fsb.data.release import find_local_release
+    from fsb.engine import console
+    from fsb.generate.generations import build_generation_plan, release_csv
+    from fsb.generate.prompts import load_prompt_set
+    from fsb.generate.seeds import read_seeds
+
+    modes = [m for m in ("dry_run", "batch_file", "collect") if getattr(args, m)]
+    if len(modes) > 1:
+        got = ", ".join("--" + m.replace("_", "-") for m in modes)
+        raise engine.EngineError(f"choose one of --dry-run, --batch-file and --collect (got {got})")
+    endpoint = None
+    if not (args.dry_run or args.batch_file or args.collect):
+        endpoint = engine.resolve_endpoint(args.base_url)  # before any file work: a missing key is the first thing to know
+    seeds, notes = read_seeds(args.seeds)
+    for note in notes:
+        print(note, file=sys.stderr)
+    ic_dir = args.ic_dir or find_local_release()
+    prompts = load_prompt_set(
+        ic_dir, dict(args.ic), formats=args.formats, seed_types=sorted({s.seed_type for s in seeds}), shots=args.shots, seed=args.seed
+    )
+    try:
+        plan = build_generation_plan(seeds, prompts, args.formats, args.model, console.sampling_from_args(args), first_uid=args.first_uid)
+    except ValueError as e:
+        raise engine.EngineError(str(e)) from None
+    if args.csv:
+        _output_file(args.csv, ",".join(GENERATION_COLUMNS), "a generations CSV from `fsb generate --csv`", force=args.force)
+    if args.batch_file:
+        _output_file(args.batch_file, engine.BATCH_LINE, "a Batch API input file from `fsb generate --batch-file`", force=args.force)
+    side_outputs = [(args.csv, release_csv)] if args.csv else []
+    if args.dry_run:
+        console.print_dry_run(plan, args.out, args.limit)
+        return 0
+    if args.batch_file:
+        written = engine.write_batch(plan, args.out, args.batch_file, args.limit, force=args.force)
+        where = ", ".join(str(p) for p, _ in written) or "(nothing left to send)"
+        n = sum(count for _, count in written)
+        print(f"wrote {n} requests for the Batch API -> {where}; merge its output with --collect FILE and the same arguments")
+        return 0
+    if args.collect:
+        key = os.environ.get("OPENAI_API_KEY") or None  # only to scrub it, should a batch output quote it
+        result = engine.collect_batch(plan, args.out, args.collect, side_outputs=side_outputs, base_url=args.base_url, api_key=key)
+        return console.report_run(result, args.out)
+    print(f"plan: {len(plan.requests)} requests ({len(seeds)} seeds x {', '.join(args.formats)}) -> {args.out}", file=sys.stderr)
+    return console.run_plan(args, plan, endpoint, side_outputs)
+
+
+# --- fsb explain ------------------------------------------------------------------------------------------
+
+
+@commands.add(
+    "explain",
+    arguments=_explain_arguments,
+    help="ask a model the reason behind scores (the paper's appendix A.4 prompt) for a stratified sample per bin",
+    description="Sample sentences per score bin and ask the model, told the score, why; resumable like `fsb generate`.",
+)
+def _explain(args: argparse.Namespace) -> int:
+    from fsb import engine
+    from fsb.engine import console
+    from fsb.generate.explain import build_explain_plan, load_items, sample_by_bin
+
+    endpoint = None if args.dry_run else engine.resolve_endpoint(args.base_url)
+    items = load_items(dataset=args.dataset, generations=args.generations, scores=args.scores, score_column=args.score_column)
+    sample = sample_by_bin(items, args.per_bin, seed=args.seed, scheme=args.bins)
+    plan = build_explain_plan(sample, args.model, console.sampling_from_args(args), seed=args.seed, scheme=args.bins)
+    counts = plan.summary["per_bin"]
+    print(f"sample: {len(sample)} sentences ({', '.join(f'{k} {v}' for k, v in counts.items())}) -> {args.out}", file=sys.stderr)
+    if args.dry_run:
+        console.print_dry_run(plan, args.out, args.limit)
+        return 0
+    return console.run_plan(args, plan, endpoint, [])
+
+
+def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
+    """The old entry point, kept for callers not yet converted."""
+    commands.install(sub, handlers)

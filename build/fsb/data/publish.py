@@ -1,0 +1,838 @@
+"""Publish a built dataset folder to the Hugging Face Hub as a versioned release (git tag vX.Y.Z).
+
+`publish` checks everything it can before it writes anything: the folder is a complete `fsb build`
+(the card parses with datasets' own metadata parsing, every data file the card lists exists and
+nothing else is there, stats.json's fingerprint matches the files), the version is X.Y.Z and greater
+than every v* tag on the repo, the tag is free, the token can write there (a fine-grained token's scopes
+included), and nothing the publish would delete or replace was written by anyone but fsb (main is empty,
+or an fsb release whose card lists the files that go). A refused publish therefore sends no write
+request at all. The plan also carries `fsb diff` of the latest release against the folder, which goes
+into the commit description and the tag message. Then it creates the repo if missing, uploads with
+ONE `create_commit` (adds every file, deletes remote files the folder no longer has, pinned to the
+planned `parent_commit` so a concurrent push makes it fail instead of being overwritten) and tags
+that exact commit.
+
+Failure after a write, and what is left behind (the message says which case it was):
+- the commit fails: the Hub applies a commit atomically, and main's head is re-read to confirm it is
+  unchanged; a repo created by this publish is then deleted again, so the Hub is as before. If main
+  moved although the commit was refused, someone else pushed (parent_commit did its job); if it moved
+  with an error that was not a refusal, the commit may have landed with its answer lost.
+- the tag fails after the commit landed: tagging is retried (a 409 whose tag already points at our
+  commit counts as success); if it still fails, `PublishError(remote_changed=True)` says so, with the
+  commit id. Main then holds the new content untagged; every existing tag is untouched.
+In both "landed" cases re-running the same publish is the fix: the plan finds the folder's content
+already on main, makes no new commit, and only creates the tag.
+
+The token comes only from the `token` argument or $HF_TOKEN (never from a stored login), and is never
+printed, logged or written; messages pass through `redact` all the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+from fsb.core.errors import FsbError
+from fsb.core.files import SEAL_FILE, InputError, content_fingerprint
+
+__all__ = [
+    "LocalBuild",
+    "LocalCheck",
+    "LocalFile",
+    "PublishError",
+    "PublishPlan",
+    "PublishResult",
+    "card_warnings",
+    "check_folder",
+    "check_local",
+    "download_build",
+    "execute",
+    "parse_version",
+    "plan_publish",
+    "publish",
+    "redact",
+]
+
+REPO_TYPE = "dataset"
+BRANCH = "main"
+# Remote files a publish never deletes: the Hub's own .gitattributes (it routes large files to LFS/Xet).
+KEEP_REMOTE = frozenset({".gitattributes"})
+# Matched with fullmatch (a `$` would accept a trailing newline) and ASCII digits only (`\d` takes any
+# Unicode digit, and int() would read "١" as 1).
+_VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+_V_TAG = re.compile(r"v([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?(-[0-9A-Za-z.-]+)?")
+_GLOB = re.compile(r"[*?\[\]{}]")
+_NOISE = re.compile(r" ?For more information check: \S+")  # the client's pointer to MDN's page on the status
+_TAG_ATTEMPTS = 3
+_T = TypeVar("_T")
+
+
+class PublishError(FsbError, RuntimeError):
+    """A refused or failed publish. The message is one line and says what, if anything, changed on the Hub.
+
+    `remote_changed` is False when the Hub is exactly as before (a refusal, or a failed write that was
+    never applied or was rolled back) and True when it is not (e.g. the commit landed but the tag failed).
+    """
+
+    def __init__(self, message: str, *, remote_changed: bool = False, commit_oid: str | None = None):
+        super().__init__(message)
+        self.remote_changed = remote_changed
+        self.commit_oid = commit_oid
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    """One file to upload: its path in the repo, and the exact bytes that were checked (and will be sent)."""
+
+    path: str
+    data: bytes = field(repr=False)
+    sha256: str
+    git_oid: str
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True)
+class LocalBuild:
+    """A checked dataset folder: the files to publish and the build's fingerprint."""
+
+    folder: Path
+    files: tuple[LocalFile, ...]
+    fingerprint: str
+    configs: dict[str, tuple[str, ...]]
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(f.path for f in self.files)
+
+
+@dataclass(frozen=True)
+class PublishPlan:
+    """What a publish will do; computed from local checks and remote reads only."""
+
+    repo_id: str
+    version: str
+    tag: str
+    endpoint: str
+    build: LocalBuild
+    create_repo: bool
+    private: bool
+    parent_commit: str | None
+    add: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    delete: tuple[str, ...]
+    latest_tag: str | None
+    has_token: bool
+    warnings: tuple[str, ...] = ()
+    changes: str | None = None  # `format_diff` of the latest release against this build, if there is one
+
+    @property
+    def needs_commit(self) -> bool:
+        return bool(self.add or self.delete)
+
+    def lines(self) -> list[str]:
+        """The plan as printable lines (no secrets in it)."""
+        where = f"{self.endpoint}/datasets/{self.repo_id}"
+        out = [f"plan: publish {self.build.folder} to {where} as {self.tag}"]
+        if self.create_repo:
+            out.append(f"  create dataset repo {self.repo_id} ({'private' if self.private else 'public'})")
+        else:
+            out.append(f"  repo exists ({'private' if self.private else 'public'}), main at {self.parent_commit}")
+        out.append(f"  latest release: {self.latest_tag or 'none'}; new tag {self.tag}")
+        if self.needs_commit:
+            out.append(f"  one commit on {BRANCH}" + (f" with parent {self.parent_commit}" if self.parent_commit else ""))
+        else:
+            out.append(f"  no commit: {BRANCH} already holds exactly this build; only the tag is created")
+        out += [f"    add     {p}" for p in self.add]
+        out += [f"    delete  {p}" for p in self.delete]
+        out += [f"    same    {p}" for p in self.unchanged]
+        out.append(f"  fingerprint {self.build.fingerprint}")
+        if self.changes:
+            out += ["  " + line for line in self.changes.splitlines()]
+        if not self.has_token:
+            out.append("  no token (HF_TOKEN): a real publish would be refused")
+        return out
+
+
+@dataclass(frozen=True)
+class LocalCheck:
+    """The outcome of the local checks alone (no network): the checked build, the tag, and warnings."""
+
+    repo_id: str
+    tag: str
+    build: LocalBuild
+    has_token: bool
+    warnings: tuple[str, ...]
+
+    def lines(self) -> list[str]:
+        out = [f"local checks passed: {self.build.folder} as {self.repo_id} {self.tag}"]
+        out += [f"    file    {f.path} ({f.size} bytes)" for f in self.build.files]
+        out.append(f"  fingerprint {self.build.fingerprint}")
+        out.append(
+            "  token: "
+            + (
+                "HF_TOKEN is set (its rights are checked by a dry run with the network)"
+                if self.has_token
+                else "none (HF_TOKEN): a real publish would be refused"
+            )
+        )
+        out.append("  not checked without the network: the token's rights, the repo's tags and files, the version order")
+        return out
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """The outcome: the plan, and (unless a dry run) the tagged commit."""
+
+    plan: PublishPlan
+    dry_run: bool
+    commit_oid: str | None = None
+    commit_url: str | None = None
+    committed: bool = False
+    created_repo: bool = False
+
+    @property
+    def tag(self) -> str:
+        return self.plan.tag
+
+    def lines(self) -> list[str]:
+        if self.dry_run:
+            return [*self.plan.lines(), "dry run: nothing was written to the Hub"]
+        p = self.plan
+        return [
+            f"published {p.repo_id} {p.tag}",
+            f"  commit {self.commit_oid} {self.commit_url}" + ("" if self.committed else " (already on main; tag only)"),
+            f"  tag {p.tag} -> {self.commit_oid}",
+            f'  load it with: datasets.load_dataset("{p.repo_id}", revision="{p.tag}")',
+        ]
+
+
+# --- local checks (no network) ------------------------------------------------------------------
+
+
+def parse_version(version: str) -> tuple[int, int, int]:
+    """X.Y.Z (no leading zeros, no prefix or suffix) as a tuple of ints; InputError otherwise."""
+    m = _VERSION.fullmatch(version or "")
+    if m is None:
+        raise InputError("--version", f"{version!r} is not a semantic version X.Y.Z (for example 1.2.0; no 'v' prefix, no suffix)")
+    return int(m[1]), int(m[2]), int(m[3])
+
+
+def _check_repo_id(repo_id: str) -> None:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
+        raise InputError("--repo-id", f"{repo_id!r} must be ORG/NAME: the Hub needs a namespace (a user or an organization)")
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as e:
+        raise InputError("--repo-id", str(e)) from None
+
+
+def _git_oid(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _local_file(folder: Path, rel: str) -> LocalFile:
+    data = (folder / rel).read_bytes()
+    return LocalFile(rel, data, hashlib.sha256(data).hexdigest(), _git_oid(data))
+
+
+def _data_file_paths(readme: Path, name: str, paths: list[Any]) -> list[str]:
+    """The exact paths a config's `data_files` lists (`CardMeta.data_files`); globs are refused: a publish needs exact files."""
+    for p in paths:
+        if not isinstance(p, str) or not p or _GLOB.search(p) or p.startswith("/") or ".." in PurePosixPath(p).parts:
+            raise InputError(readme, f"config {name!r} lists {p!r}: expected exact relative file paths", field="configs")
+    return paths
+
+
+def check_folder(folder: str | os.PathLike[str]) -> LocalBuild:
+    """Check that `folder` is a complete `fsb build` and read the exact bytes to publish.
+
+    Complete means: README.md parses as a dataset card with datasets' own metadata parsing, every data
+    file its configs list exists (and no other file is in the folder), each config's Parquet row count
+    matches the card's `dataset_info`, and stats.json's fingerprint is that of the data files.
+    """
+    import pyarrow.parquet as pq
+
+    from fsb.data.cardmeta import read_card
+
+    root = Path(folder)
+    if not root.is_dir():
+        raise InputError(root, "not a folder (expected a dataset folder written by `fsb build`)")
+    readme, stats_path = root / "README.md", root / "stats.json"
+    for p in (readme, stats_path):
+        if not p.is_file():
+            raise InputError(p, "file not found: not a complete dataset folder written by `fsb build`")
+    card = read_card(readme)
+    configs = card.configs
+    if not configs:
+        raise InputError(readme, "the card's YAML has no `configs:` (data files per config)", field="configs")
+    files: dict[str, tuple[str, ...]] = {}
+    for name, cfg in configs.items():
+        if "data_files" not in cfg:
+            raise InputError(readme, f"config {name!r} has no data_files", field="configs")
+        paths = _data_file_paths(readme, name, card.data_files(name))
+        for rel in paths:
+            if not (root / rel).is_file():
+                raise InputError(root / rel, f"listed by the card's config {name!r} but not in the folder", field="configs")
+        files[name] = tuple(paths)
+        expected = card.num_examples(name)
+        if expected:
+            try:
+                rows = sum(pq.read_metadata(root / rel).num_rows for rel in paths)
+            except Exception as e:  # a truncated or non-Parquet file
+                raise InputError(root, f"config {name!r}: a data file is not readable Parquet ({' '.join(str(e).split())})") from None
+            if rows != expected:
+                raise InputError(
+                    readme, f"config {name!r}: the data files hold {rows} rows, the card says {expected}", field="dataset_info"
+                )
+    data_paths = list(dict.fromkeys(p for paths in files.values() for p in paths))
+    present = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink())
+    extra = sorted(set(present) - {"README.md", "stats.json", SEAL_FILE, *data_paths})  # the build's seal stays local
+    if extra:
+        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise InputError(
+            root,
+            f"holds files that are not part of the build: {shown} "
+            "(a publish uploads exactly the card, stats.json and the card's data files)",
+        )
+    try:
+        stats = json.loads(stats_path.read_text(encoding="utf-8"))
+        recorded = stats["fingerprint"]
+    except (ValueError, KeyError, TypeError):
+        raise InputError(stats_path, "not a stats.json written by `fsb build` (no fingerprint)", field="fingerprint") from None
+    data = {rel: _local_file(root, rel) for rel in data_paths}
+    fingerprint = content_fingerprint([data[rel].sha256 for rel in data_paths])
+    if recorded != fingerprint:
+        raise InputError(
+            stats_path,
+            f"fingerprint {recorded} does not match the data files ({fingerprint}): the folder was changed after `fsb build`",
+            field="fingerprint",
+        )
+    ordered = [_local_file(root, "README.md"), _local_file(root, "stats.json"), *data.values()]
+    return LocalBuild(root.resolve(), tuple(ordered), fingerprint, files)
+
+
+def card_warnings(build: LocalBuild, repo_id: str) -> list[str]:
+    """What the card says that will be wrong once it is on the Hub as `repo_id` (its loading examples)."""
+    card = (build.folder / "README.md").read_text(encoding="utf-8")
+    if f'load_dataset("{repo_id}"' not in card:
+        return [
+            f"the card's loading examples do not name {repo_id}; for a card that does, rebuild with "
+            f"`fsb build --hub-id {repo_id}` (same data files)"
+        ]
+    return []
+
+
+def check_local(folder: str | os.PathLike[str], repo_id: str, version: str, *, token: str | None = None) -> LocalCheck:
+    """Every check that needs no network: the repo id, the version, the folder (see `check_folder`), the
+    card's Hub id; whether a token is set. Sends nothing. Raises InputError for bad input."""
+    _check_repo_id(repo_id)
+    parse_version(version)
+    build = check_folder(folder)
+    return LocalCheck(repo_id, f"v{version}", build, _resolve_token(token) is not None, tuple(card_warnings(build, repo_id)))
+
+
+def _resolve_token(token: str | None) -> str | None:
+    token = token if token is not None else os.environ.get("HF_TOKEN")
+    return (token.strip() or None) if token else None
+
+
+# --- remote plumbing ----------------------------------------------------------------------------
+
+
+def _remote_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions a Hub call raises for HTTP, transport and offline errors (huggingface_hub 1.x and 2.x)."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    errors: list[type[BaseException]] = [HfHubHTTPError, OSError, ValueError]
+    for name in ("httpx2", "httpx"):
+        with contextlib.suppress(ImportError, AttributeError):
+            errors.append(importlib.import_module(name).HTTPError)
+    return tuple(errors)
+
+
+def _status(e: BaseException) -> int | None:
+    return getattr(getattr(e, "response", None), "status_code", None)
+
+
+def redact(text: str, token: str | None) -> str:
+    """`text` with every occurrence of the token replaced by ***, in any letter case, percent-encoded or
+    JSON-escaped (as `Endpoint.redact` does for the generation key)."""
+    from fsb.engine.endpoint import secrets_pattern
+
+    pattern = secrets_pattern([token]) if token else None
+    return pattern.sub("***", text) if pattern is not None else text
+
+
+def _short(e: BaseException, token: str | None) -> str:
+    """An exception as one short line, with the token redacted (defence in depth: the client never puts it there)."""
+    text = _NOISE.sub("", redact(" ".join(str(e).split()), token)) or type(e).__name__
+    return text[:400]
+
+
+def _read(what: str, fn: Callable[[], _T], token: str | None) -> _T:
+    """Run one read-only Hub call of the planning stage; turn its failure into a one-line PublishError."""
+    try:
+        return fn()
+    except _remote_errors() as e:
+        raise PublishError(f"{what} failed: {_short(e, token)}; nothing was changed{_offline_hint(e)}") from None
+
+
+def _offline_hint(e: BaseException) -> str:
+    """For a failure without an HTTP answer (offline, unreachable): where the checks that need no network are."""
+    if _status(e) is not None:
+        return ""
+    return " (the local checks alone need no network: `fsb publish --local`, or fsb.data.publish.check_local)"
+
+
+def _remote_tree(api: Any, repo_id: str, revision: str) -> dict[str, Any]:
+    from huggingface_hub.hf_api import RepoFile
+
+    entries = api.list_repo_tree(repo_id, repo_type=REPO_TYPE, revision=revision, recursive=True)
+    return {e.path: e for e in entries if isinstance(e, RepoFile)}
+
+
+def _same(local: LocalFile, remote: Any) -> bool:
+    if getattr(remote, "lfs", None):
+        return remote.lfs.sha256 == local.sha256
+    return remote.blob_id == local.git_oid
+
+
+def _download(api: Any, repo_id: str, path: str, revision: str, folder: Path) -> Path:
+    """One remote file at `revision`, downloaded into `folder` (a temporary cache; nothing is kept)."""
+    return Path(api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE, revision=revision, cache_dir=str(folder)))
+
+
+def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any], token: str | None) -> set[str] | None:
+    """The files of the fsb release at `revision` (its card, stats.json and the data files the card's configs
+    list), or None when the revision does not hold one: no README.md and stats.json, a stats.json without
+    fsb's fingerprint and `built_with.fsb`, or a card without exact `configs` data files."""
+    from fsb.data.cardmeta import parse_card
+
+    if "README.md" not in remote or "stats.json" not in remote:
+        return None
+    with tempfile.TemporaryDirectory(prefix="fsb-publish-") as tmp:
+        stats_path = _read(f"reading stats.json of {repo_id}", lambda: _download(api, repo_id, "stats.json", revision, Path(tmp)), token)
+        card_path = _read(f"reading the card of {repo_id}", lambda: _download(api, repo_id, "README.md", revision, Path(tmp)), token)
+        try:
+            stats = json.loads(stats_path.read_text(encoding="utf-8"))
+            card_text = card_path.read_text(encoding="utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return None
+    if not (isinstance(stats, dict) and isinstance(stats.get("fingerprint"), str) and "fsb" in (stats.get("built_with") or {})):
+        return None
+    try:
+        card = parse_card(card_text, "README.md")
+        listed = {p for name in card.configs for p in _data_file_paths(Path("README.md"), name, card.data_files(name))}
+    except InputError:  # a card that does not parse, or lists globs: not one fsb wrote
+        return None
+    return {"README.md", "stats.json", *listed} if card.configs else None
+
+
+def _fetch_build(api: Any, repo_id: str, revision: str, dest: Path, token: str | None) -> Path:
+    """Download the fsb build at `revision` (card, stats.json, the card's data files) into the new folder
+    `dest`; PublishError when the revision does not hold one."""
+    tree = _read(f"listing the files of {repo_id} at {revision}", lambda: _remote_tree(api, repo_id, revision), token)
+    files = _release_files(api, repo_id, revision, tree, token)
+    if files is None:
+        raise PublishError(f"{repo_id} at {revision} is not an fsb build (no card and stats.json written by `fsb build`)")
+    with tempfile.TemporaryDirectory(prefix="fsb-download-") as cache:
+        for rel in sorted(files):
+            if rel not in tree:
+                raise PublishError(f"{repo_id} at {revision}: its card lists {rel}, which is not in the repo")
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = _read(
+                f"downloading {rel} of {repo_id} at {revision}", lambda rel=rel: _download(api, repo_id, rel, revision, Path(cache)), token
+            )
+            target.write_bytes(source.read_bytes())
+    return dest
+
+
+def download_build(
+    repo_id: str, revision: str, dest: str | os.PathLike[str], *, token: str | None = None, endpoint: str | None = None
+) -> Path:
+    """Download the fsb build that `repo_id` holds at `revision` (a tag such as v1.0.0, a branch or a commit)
+    into the folder `dest` (created; it must not exist), e.g. to `fsb diff` it. Reads only."""
+    from huggingface_hub import HfApi
+
+    _check_repo_id(repo_id)
+    target = Path(dest)
+    if target.exists():
+        raise InputError(target, "already exists: give a new folder to download the build into")
+    token = _resolve_token(token)
+    return _fetch_build(HfApi(endpoint=endpoint, token=token if token else False), repo_id, revision, target, token)
+
+
+def _changes_since(api: Any, repo_id: str, tag: str, build: LocalBuild, token: str | None) -> str:
+    """`format_diff` of release `tag` (downloaded) against the local build; a one-line note instead when
+    that release cannot be read or compared (the notes are advisory: they never block a publish)."""
+    from fsb.data.diff import diff_builds, format_diff
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="fsb-previous-") as tmp:
+            folder = _fetch_build(api, repo_id, tag, Path(tmp) / "previous", token)
+            return format_diff(diff_builds(folder, build.folder, old_label=tag, new_label=f"this build ({build.folder.name})"))
+    except (*_remote_errors(), FsbError) as e:
+        return f"changes since {tag}: not computed ({_short(e, token)})"
+
+
+def _shown(paths: list[str] | tuple[str, ...], limit: int = 10) -> str:
+    return ", ".join(paths[:limit]) + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def _refuse_foreign_files(
+    api: Any, repo_id: str, head: str, remote: dict[str, Any], build: LocalBuild, delete: tuple[str, ...], token: str | None
+) -> None:
+    """Refuse to delete or replace files a publish did not write: main must be empty (only what repo creation
+    puts there, e.g. .gitattributes) or an fsb release, and only that release's own files may go."""
+    present = sorted(p for p in remote if p not in KEEP_REMOTE)
+    if not present:
+        return
+    owned = _release_files(api, repo_id, head, remote, token)
+    if owned is None:
+        replaced = [p for p in present if p in build.paths]
+        what = f"would delete {_shown(list(delete))}" if delete else "would delete nothing"
+        what += f" and replace {_shown(replaced)}" if replaced else ""
+        raise PublishError(
+            f"{repo_id} main ({head[:12]}) is not an fsb release (no card and stats.json written by `fsb build`): publishing {what}; "
+            "publish to a new or empty repo, or remove those files on the Hub first; nothing was changed"
+        )
+    foreign = [p for p in delete if p not in owned]
+    if foreign:
+        raise PublishError(
+            f"{repo_id} main ({head[:12]}) holds files that are not part of its fsb release: publishing would delete {_shown(foreign)}; "
+            "remove them on the Hub first (or keep them in a separate repo); nothing was changed"
+        )
+
+
+def _version_of_tag(tag: str) -> tuple[int, int, int, int] | None:
+    """(major, minor, patch, 1) of a release tag vX.Y.Z; a pre-release (v2.0.0-rc1) ends in 0, so the
+    release 2.0.0 counts as newer than it, as in semantic versioning. Other tags: None."""
+    m = _V_TAG.fullmatch(tag)
+    return (int(m[1]), int(m[2] or 0), int(m[3] or 0), 0 if m[4] else 1) if m else None
+
+
+def _write_scope(api: Any, repo_id: str, token: str) -> str:
+    """What the token may write, from whoami, before any write: "namespace" (create and write repos in the
+    repo's namespace) or "repo" (write to this existing repo only: a fine-grained token scoped to it).
+
+    A classic token has role "read" or "write"; a write token writes where its user does (the user's own
+    namespace and its orgs, unless its org role is "read"). A fine-grained token (role "fineGrained")
+    writes only where a scoped entry grants "repo.write": on the user or org, or on the dataset repo itself.
+    """
+    who = _read("checking the token (whoami)", lambda: api.whoami(), token)
+    namespace = repo_id.split("/")[0]
+    access = (who.get("auth") or {}).get("accessToken") or {}
+    role = access.get("role")
+    if role == "read":
+        raise PublishError("the token is read-only; publishing needs a token with write access; nothing was changed")
+    if role == "fineGrained":
+        scoped = (access.get("fineGrained") or {}).get("scoped") or []
+        grants = {
+            ((e.get("entity") or {}).get("type"), (e.get("entity") or {}).get("name"))
+            for e in scoped
+            if isinstance(e, dict) and "repo.write" in (e.get("permissions") or [])
+        }
+        if ("user", namespace) in grants or ("org", namespace) in grants:
+            return "namespace"
+        if (REPO_TYPE, repo_id) in grants:
+            return "repo"
+        raise PublishError(
+            f"the fine-grained token has no repo.write permission on {namespace!r} or on dataset {repo_id!r} "
+            "(add it in the token's settings); nothing was changed"
+        )
+    orgs = {(o or {}).get("name"): (o or {}).get("roleInOrg") for o in who.get("orgs") or []}
+    if namespace != who.get("name") and namespace not in orgs:
+        raise PublishError(
+            f"the token's user {who.get('name')!r} cannot write to namespace {namespace!r} "
+            "(not the user or one of its orgs); nothing was changed"
+        )
+    if orgs.get(namespace) == "read":
+        raise PublishError(f"the token's user {who.get('name')!r} has the read role in org {namespace!r}; nothing was changed")
+    return "namespace"
+
+
+def plan_publish(
+    folder: str | os.PathLike[str],
+    repo_id: str,
+    version: str,
+    *,
+    token: str | None = None,
+    private: bool = False,
+    endpoint: str | None = None,
+    require_token: bool = True,
+) -> PublishPlan:
+    """Check the folder and the version locally, then read the repo's state and work out the commit and tag.
+
+    Sends read requests only. Raises InputError for bad input and PublishError for other refusals.
+    """
+    local = check_local(folder, repo_id, version, token=token)
+    build = local.build
+    token = _resolve_token(token)
+    if token is None and require_token:
+        raise PublishError("no Hugging Face token: set HF_TOKEN (a token with write access); nothing was sent to the Hub")
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    api = HfApi(endpoint=endpoint, token=token if token else False)
+    tag = f"v{version}"
+    scope = _write_scope(api, repo_id, token) if token else None
+    try:
+        info = api.repo_info(repo_id, repo_type=REPO_TYPE)
+    except GatedRepoError as e:
+        raise PublishError(f"cannot read {repo_id}: {_short(e, token)}") from None
+    except RepositoryNotFoundError:
+        info = None
+    except _remote_errors() as e:
+        raise PublishError(f"reading {repo_id} failed: {_short(e, token)}; nothing was changed{_offline_hint(e)}") from None
+    if info is None:
+        if scope == "repo":
+            raise PublishError(
+                f"{repo_id} does not exist and the fine-grained token can write to that repo only, not create it "
+                "(create it on the Hub, or grant repo.write on the namespace); nothing was changed"
+            )
+        return PublishPlan(
+            repo_id=repo_id,
+            version=version,
+            tag=tag,
+            endpoint=api.endpoint,
+            build=build,
+            create_repo=True,
+            private=private,
+            parent_commit=None,
+            add=build.paths,
+            unchanged=(),
+            delete=(),
+            latest_tag=None,
+            has_token=token is not None,
+            warnings=local.warnings,
+        )
+    if private and not info.private:
+        raise PublishError(
+            f"{repo_id} exists and is public; --private only applies to a new repo "
+            "(change its visibility on the Hub first); nothing was changed"
+        )
+    refs = _read(f"listing the refs of {repo_id}", lambda: api.list_repo_refs(repo_id, repo_type=REPO_TYPE), token)
+    taken = {t.name for t in refs.tags} | {b.name for b in refs.branches}
+    if tag in taken:
+        raise PublishError(f"{repo_id} already has {tag}; releases are immutable, publish a greater version; nothing was changed")
+    released = sorted((v, t.name) for t in refs.tags if (v := _version_of_tag(t.name)) is not None)
+    latest = released[-1][1] if released else None
+    if released and (*parse_version(version), 1) <= released[-1][0]:
+        raise PublishError(f"{tag} is not greater than the latest release {latest} of {repo_id}; nothing was changed")
+    head = info.sha
+    remote = _read(f"listing the files of {repo_id}", lambda: _remote_tree(api, repo_id, head), token)
+    add = tuple(f.path for f in build.files if f.path not in remote or not _same(f, remote[f.path]))
+    unchanged = tuple(f.path for f in build.files if f.path not in add)
+    delete = tuple(sorted(p for p in remote if p not in build.paths and p not in KEEP_REMOTE))
+    _refuse_foreign_files(api, repo_id, head, remote, build, delete, token)
+    return PublishPlan(
+        repo_id=repo_id,
+        version=version,
+        tag=tag,
+        endpoint=api.endpoint,
+        build=build,
+        create_repo=False,
+        private=bool(info.private),
+        parent_commit=head,
+        add=add,
+        unchanged=unchanged,
+        delete=delete,
+        latest_tag=latest,
+        has_token=token is not None,
+        warnings=local.warnings,
+        changes=_changes_since(api, repo_id, latest, build, token) if latest else None,
+    )
+
+
+# --- the publish --------------------------------------------------------------------------------
+
+
+def _description(plan: PublishPlan) -> str:
+    from fsb import __version__
+
+    lines = [f"Fifty Shades of Bias {plan.tag}, published by fsb {__version__}.", "", f"Build fingerprint: {plan.build.fingerprint}", ""]
+    if plan.changes:
+        lines += [plan.changes, ""]
+    lines += [f"- add {p}" for p in plan.add] + [f"- delete {p}" for p in plan.delete]
+    return "\n".join(lines)
+
+
+def _tag_message(plan: PublishPlan) -> str:
+    head = f"Fifty Shades of Bias {plan.tag} (fingerprint {plan.build.fingerprint[:16]})"
+    return f"{head}\n\n{plan.changes}" if plan.changes else head
+
+
+def _rollback_created(api: Any, repo_id: str, token: str) -> tuple[str, bool]:
+    """Delete the repo this publish created (nothing of ours was committed to it); say what happened and
+    whether the Hub is left changed."""
+    try:
+        api.delete_repo(repo_id, repo_type=REPO_TYPE, missing_ok=True)
+        return "the repo created for this publish was deleted again", False
+    except _remote_errors() as e:
+        return f"the empty repo created for this publish could not be deleted ({_short(e, token)}): delete it on the Hub, or re-run", True
+
+
+def _commit_failure(api: Any, plan: PublishPlan, parent: str | None, created: bool, error: BaseException, token: str) -> PublishError:
+    """Find out what a failed commit left on the Hub (main's head, re-read) and say it in one line."""
+    concurrent = _status(error) in (409, 412)
+    if concurrent:
+        why = f"{BRANCH} moved since the plan (expected parent {parent}): someone else pushed; re-run to plan against the new state"
+    else:
+        why = _short(error, token)
+    head: str | None
+    try:
+        head = api.repo_info(plan.repo_id, repo_type=REPO_TYPE).sha
+    except _remote_errors():
+        head = None
+    failed = f"the commit to {plan.repo_id} failed: {why}"
+    if head == parent:
+        if created:
+            undo, changed = _rollback_created(api, plan.repo_id, token)
+            return PublishError(f"{failed}; {undo}", remote_changed=changed)
+        return PublishError(f"{failed}; {BRANCH} is unchanged", remote_changed=False)
+    if concurrent:
+        return PublishError(f"{failed}; nothing of ours was committed", remote_changed=created)
+    rerun = "re-run the same publish: if the content landed, the re-run makes no new commit and only tags it"
+    if head is None:
+        return PublishError(f"{failed}; {BRANCH} could not be read afterwards, so it may hold this commit; {rerun}", remote_changed=True)
+    return PublishError(
+        f"{failed}; but {BRANCH} is now at {head}: the commit may have landed and its answer been lost; {rerun}", remote_changed=True
+    )
+
+
+def _create_tag(api: Any, plan: PublishPlan, commit_oid: str, token: str, commit_url: str | None) -> None:
+    """Tag `commit_oid`, retrying transient failures; a tag that already points there counts as done."""
+    last: BaseException | None = None
+    for attempt in range(_TAG_ATTEMPTS):
+        try:
+            api.create_tag(
+                plan.repo_id,
+                tag=plan.tag,
+                tag_message=_tag_message(plan),
+                revision=commit_oid,
+                repo_type=REPO_TYPE,
+            )
+            return
+        except _remote_errors() as e:
+            last = e
+            status = _status(e)
+            if status == 409:
+                with contextlib.suppress(*_remote_errors()):
+                    refs = api.list_repo_refs(plan.repo_id, repo_type=REPO_TYPE)
+                    if any(t.name == plan.tag and t.target_commit == commit_oid for t in refs.tags):
+                        return  # an earlier attempt landed; its answer was lost
+                break
+            if status is not None and status < 500 and status != 429:
+                break
+            if attempt + 1 < _TAG_ATTEMPTS:
+                time.sleep(0.5 * 2**attempt)
+    where = f"commit {commit_oid}" + (f" ({commit_url})" if commit_url else "")
+    raise PublishError(
+        f"{where} is on {plan.repo_id} main but tag {plan.tag} could not be created ({_short(last, token) if last else 'unknown error'}); "
+        f"re-run the same publish to tag it (it sees the content already on main and makes no new commit), "
+        f"or: hf repos tag create {plan.repo_id} {plan.tag} --revision {commit_oid} --repo-type dataset",
+        remote_changed=True,
+        commit_oid=commit_oid,
+    )
+
+
+def execute(plan: PublishPlan, *, token: str | None = None, message: str | None = None) -> PublishResult:
+    """Carry out a plan from `plan_publish`: create the repo if planned, make the one commit, tag it.
+
+    Raises PublishError (one line, says what changed on the Hub) when a write fails.
+    """
+    token = _resolve_token(token)
+    if token is None:
+        raise PublishError("no Hugging Face token: set HF_TOKEN (a token with write access); nothing was sent to the Hub")
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+
+    api = HfApi(endpoint=plan.endpoint, token=token)
+    parent = plan.parent_commit
+    created = False
+    if plan.create_repo:
+        try:
+            api.create_repo(plan.repo_id, repo_type=REPO_TYPE, private=plan.private, exist_ok=False)
+        except _remote_errors() as e:
+            why = (
+                "it was created by someone else since the plan (or is not visible to this token)" if _status(e) == 409 else _short(e, token)
+            )
+            raise PublishError(f"creating {plan.repo_id} failed: {why}; nothing was changed") from None
+        created = True
+        try:
+            parent = api.repo_info(plan.repo_id, repo_type=REPO_TYPE).sha
+            stray = sorted(set(_remote_tree(api, plan.repo_id, parent)) - KEEP_REMOTE)
+        except _remote_errors() as e:
+            undo, changed = _rollback_created(api, plan.repo_id, token)
+            raise PublishError(f"reading the new repo {plan.repo_id} failed: {_short(e, token)}; {undo}", remote_changed=changed) from None
+        if stray:
+            raise PublishError(
+                f"the new repo {plan.repo_id} already holds {', '.join(stray)}: someone else is writing to it; "
+                "nothing of ours was committed (the repo this publish created is left in place)",
+                remote_changed=True,
+            )
+    committed = False
+    if plan.needs_commit:
+        ops: list[Any] = [CommitOperationAdd(path_in_repo=f.path, path_or_fileobj=f.data) for f in plan.build.files]
+        ops += [CommitOperationDelete(path_in_repo=p) for p in plan.delete]
+        try:
+            info = api.create_commit(
+                plan.repo_id,
+                operations=ops,
+                commit_message=message or f"Release {plan.tag}",
+                commit_description=_description(plan),
+                repo_type=REPO_TYPE,
+                revision=BRANCH,
+                parent_commit=parent,
+            )
+        except _remote_errors() as e:
+            raise _commit_failure(api, plan, parent, created, e, token) from None
+        commit_oid, commit_url, committed = info.oid, info.commit_url, True
+    else:
+        commit_oid = parent
+        commit_url = f"{api.endpoint}/datasets/{plan.repo_id}/commit/{commit_oid}"
+    assert commit_oid is not None
+    _create_tag(api, plan, commit_oid, token, commit_url)
+    return PublishResult(plan, dry_run=False, commit_oid=commit_oid, commit_url=commit_url, committed=committed, created_repo=created)
+
+
+def publish(
+    folder: str | os.PathLike[str],
+    repo_id: str,
+    version: str,
+    *,
+    token: str | None = None,
+    private: bool = False,
+    endpoint: str | None = None,
+    message: str | None = None,
+    dry_run: bool = False,
+    on_plan: Callable[[PublishPlan], None] | None = None,
+) -> PublishResult:
+    """Publish `folder` (an `fsb build`) to the dataset repo `repo_id` (ORG/NAME) and tag it `v<version>`.
+
+    Everything is checked before the first write (see the module docstring); `dry_run` stops after the
+    plan. Raises InputError for bad input, PublishError for refusals and failures (with a one-line
+    message that says what changed on the Hub). The token is `token` or $HF_TOKEN, nothing else.
+    `on_plan` is called with the plan before anything is written (the CLI prints it there).
+    """
+    plan = plan_publish(folder, repo_id, version, token=token, private=private, endpoint=endpoint, require_token=not dry_run)
+    if on_plan is not None:
+        on_plan(plan)
+    if dry_run:
+        return PublishResult(plan, dry_run=True)
+    return execute(plan, token=token, message=message)

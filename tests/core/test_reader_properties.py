@@ -1,0 +1,150 @@
+"""Property-based test of the readers (hypothesis): randomly mutated annotation and generation files
+(bytes, fields, rows, quoting) either build or raise InputError that names a line; nothing else
+escapes; the previous build stays as it was and still loads; both annotation reader paths agree."""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import fifty_shades_of_bias as spec  # noqa: E402
+from fsb.core import tables as raw  # noqa: E402
+from fsb.core.files import InputError  # noqa: E402
+from fsb.data.dataset import build_dataset  # noqa: E402
+from tests._support import make_raw  # noqa: E402
+
+WHOLE_FILE = ("file is empty", "file holds a header but no rows")
+
+FIELD_VALUES = st.one_of(
+    st.sampled_from(["", " ", "0", "-1", "+3", "1.5", "\u0663", "\uff13", "2147483648", "9" * 25, '"', 'a"b', "x,y", "a\nb", "NA", "nan"]),
+    st.integers(0, 20).map(str),
+    st.text(max_size=6),
+)
+
+
+def _mutate(data: bytes, ops: list[tuple]) -> bytes:
+    lines = data.split(b"\n")
+    for op in ops:
+        kind = op[0]
+        if kind == "byte" and data:
+            pos = op[1] % len(data)
+            data = data[:pos] + bytes([op[2]]) + data[pos + 1 :]
+            lines = data.split(b"\n")
+        elif kind == "field":
+            row = lines[op[1] % len(lines)].split(b",")
+            row[op[2] % len(row)] = op[3].encode("utf-8")
+            lines[op[1] % len(lines)] = b",".join(row)
+        elif kind == "drop_field":
+            i = op[1] % len(lines)
+            lines[i] = b",".join(lines[i].split(b",")[:-1])
+        elif kind == "extra_field":
+            i = op[1] % len(lines)
+            lines[i] += b",7"
+        elif kind == "dup_row":
+            i = op[1] % len(lines)
+            lines.insert(i, lines[i])
+        elif kind == "del_row" and len(lines) > 1:
+            del lines[op[1] % len(lines)]
+        elif kind == "quote":
+            i = op[1] % len(lines)
+            row = lines[i].split(b",")
+            j = op[2] % len(row)
+            row[j] = b'"' + row[j] + (b'"' if op[3] else b"")
+            lines[i] = b",".join(row)
+        elif kind == "blank":
+            lines.insert(op[1] % len(lines), b"   " if op[2] % 2 else b"")
+        data = b"\n".join(lines)
+    return data
+
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("byte"), st.integers(0, 10**6), st.integers(0, 255)),
+        st.tuples(st.just("field"), st.integers(0, 200), st.integers(0, 10), FIELD_VALUES),
+        st.tuples(st.just("drop_field"), st.integers(0, 200)),
+        st.tuples(st.just("extra_field"), st.integers(0, 200)),
+        st.tuples(st.just("dup_row"), st.integers(0, 200)),
+        st.tuples(st.just("del_row"), st.integers(0, 200)),
+        st.tuples(st.just("quote"), st.integers(0, 200), st.integers(0, 10), st.booleans()),
+        st.tuples(st.just("blank"), st.integers(0, 200), st.integers(0, 1)),
+    ),
+    min_size=1,
+    max_size=3,
+)
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _outcome(path: Path) -> object:
+    try:
+        a = raw.read_annotations(path, integer_ids=True)
+    except InputError as e:
+        return (e.line, e.field, e.message)
+    return (a.labels.tolist(), a.item_codes.tolist(), a.best_codes.tolist(), a.worst_codes.tolist())
+
+
+@pytest.fixture(scope="module")
+def base() -> tuple[Path, bytes, bytes, Path]:
+    folder = Path(tempfile.mkdtemp(prefix="fsb-props-"))
+    g, a = make_raw(folder / "raw", n=16, seed=4)
+    out = folder / "out" / spec.NAME
+    build_dataset(g, a, out, trials=5, record=False)
+    return folder, g.read_bytes(), a.read_bytes(), out
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(which=st.sampled_from(["ann", "gen"]), ops=OPS)
+def test_mutated_files_build_or_fail_with_a_line(base: tuple[Path, bytes, bytes, Path], which: str, ops: list[tuple]) -> None:
+    folder, gen_bytes, ann_bytes, out = base
+    g, a = folder / "g.csv", folder / "a.csv"
+    g.write_bytes(_mutate(gen_bytes, ops) if which == "gen" else gen_bytes)
+    a.write_bytes(_mutate(ann_bytes, ops) if which == "ann" else ann_bytes)
+    before = _snapshot(out)
+    failure: InputError | None = None
+    try:
+        build_dataset(g, a, out, trials=5, record=False)
+    except InputError as e:
+        failure = e
+    if failure is not None:
+        assert failure.line is not None or failure.message in WHOLE_FILE, failure
+        assert _snapshot(out) == before, "a failed build changed the previous one"
+    if which == "ann":  # the pyarrow path (large files) must say exactly what Python's csv path says
+        slow = _outcome(a)
+        saved = raw.FAST_READER_BYTES
+        raw.FAST_READER_BYTES = 0
+        try:
+            assert _outcome(a) == slow
+        finally:
+            raw.FAST_READER_BYTES = saved
+
+
+def test_the_build_still_loads_after_the_mutations(base: tuple[Path, bytes, bytes, Path]) -> None:
+    import datasets
+
+    _, _, _, out = base
+    ds = datasets.load_dataset(str(out), "default", split=spec.SPLIT)
+    assert len(ds) == 16 and set(ds["id"]) == set(range(1, 17))
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    body=st.lists(st.sampled_from(["0", "7", "00", "07", "70", "007", ",", "\n", "\r\n", " ", '"', "\t", "x"]), max_size=30),
+    header=st.sampled_from(["", "Item1\n", "\ufeffItem1\r\n"]),
+)
+def test_leading_zero_fast_path_agrees_with_the_rule(body: list[str], header: str) -> None:
+    """`raw.has_leading_zero` (a numpy pass for plain numeric bodies) decides exactly as the documented
+    regex, from the first data record on (`pos` is always the start of a record)."""
+    data = (header + "".join(body)).encode()
+    start = len(header.encode())
+    expected = raw._LEADING_ZERO.search(data, start) is not None
+    assert raw.has_leading_zero(data, start) == expected
+    assert raw.has_leading_zero(data, start, block=3) == expected  # matches across block boundaries too

