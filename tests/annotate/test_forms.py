@@ -238,7 +238,7 @@ def test_euler_split_halves_every_vertex(seed: int) -> None:
 def test_both_exact_balancers_balance_exactly(size: int, method: str) -> None:
     """Euler splits (sizes 2, 4, 8, ...) and perfect matchings (any size) give every tuple every position
     once and every item every position floor or ceil of appearances / size times, keeping the tuples' sets."""
-    import fsb.annotate.forms as annotate
+    import fsb.bws.tuples as annotate
 
     n, appearances = 64, 2 * size
     rng = np.random.default_rng(1)
@@ -251,7 +251,7 @@ def test_both_exact_balancers_balance_exactly(size: int, method: str) -> None:
 
 def test_greedy_fallback_balances_approximately() -> None:
     from fsb import bws
-    from fsb.annotate.forms import _balance_greedy, position_report
+    from fsb.bws.tuples import _balance_greedy, position_report
 
     design = bws.bws_design(200, seed=0)
     out = _balance_greedy(design, 200, np.random.default_rng(0))
@@ -262,7 +262,7 @@ def test_greedy_fallback_balances_approximately() -> None:
 
 def test_position_report_of_an_ascending_design_shows_the_imbalance() -> None:
     from fsb import bws
-    from fsb.annotate.forms import position_report
+    from fsb.bws.tuples import position_report
 
     design = np.sort(bws.bws_design(40, seed=0), axis=1)
     report = position_report(design, 40)
