@@ -399,9 +399,10 @@ def test_design_search_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """A feasible-looking design near the counting bound ends after MAX_SEARCH_STEPS swaps with one line,
     whatever --k asks for (20 items seen 57 times: at the bound, the search does not find one)."""
     from fsb import bws
+    from fsb.bws import designs
 
     assert bws.design_size_problem(20, 20 * 57 // 4, 4, 57) is None
-    monkeypatch.setattr(bws, "MAX_SEARCH_STEPS", 2000)
+    monkeypatch.setattr(designs, "MAX_SEARCH_STEPS", 2000)
     with pytest.raises(RuntimeError, match=r"no design of 4-tuples .* for 20 items seen 57 times each within 2000 swaps; use more items"):
         bws.bws_design(20, appearances=57)
 

@@ -903,7 +903,7 @@ def test_a_write_killed_between_record_and_rename_is_still_recognised(tmp_path: 
     recorded_write(out, "item,score\n1,0.5\n", kind="k")
     code = f"""
 import os, signal
-from fsb import _io
+from fsb.core import files as _io
 real, seen = os.replace, []
 def replace(src, dst):
     seen.append(os.path.basename(dst))
