@@ -48,8 +48,8 @@ PLACEHOLDERS = {
         "# The main job, measured\n\n"
         "This page is written by `fsb main` (`make main`): the date, the machine (cores, load), each step's\n"
         "time and the total. The README quotes the line below.\n\n"
-        f"{MAIN_JOB_MARK} **Total time of `make main`:** not yet recorded in this checkout; `fsb main` prints\n"
-        "its expected time before each evaluation.\n"
+        f"{MAIN_JOB_MARK} **Total time of `make main`:** not yet recorded in this checkout; "
+        "`fsb main` prints its expected time before each evaluation.\n"
     ),
 }
 
@@ -239,7 +239,7 @@ _TaskLoader.add_multi_constructor("!", lambda loader, suffix, node: f"!{suffix} 
 def _read_task(path: Path) -> dict[str, Any]:
     """A task file with its `include:` resolved; `_comment` is the file's own leading comment."""
     text = path.read_text()
-    data = yaml.load(text, Loader=_TaskLoader) or {}  # noqa: S506 (a SafeLoader subclass)
+    data = yaml.load(text, Loader=_TaskLoader) or {}  # a SafeLoader subclass
     if "include" in data:
         data = {**_read_task(path.parent / data["include"]), **{k: v for k, v in data.items() if k != "include"}}
     data["_comment"] = " ".join(ln.lstrip("#").strip() for ln in text.splitlines() if ln.startswith("#"))
