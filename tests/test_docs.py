@@ -4,6 +4,7 @@ its diagram and a CLI reference that lists every `fsb` subcommand."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import http.server
 import importlib.util
@@ -80,6 +81,23 @@ def test_readme_main_job_time_is_the_measured_page_line() -> None:
     assert lines[at[0] + 1].strip() == marked[0]
 
 
+def test_cli_walk_is_generic() -> None:
+    """The CLI reference walks any parser: nested subcommands, every option, choices, defaults, help with %%."""
+    gen_ref = _gen_ref()
+    top = argparse.ArgumentParser(prog="tool", description="a tool")
+    sub = top.add_subparsers(dest="command", required=True)
+    one = sub.add_parser("alpha", help="the first, 95%% of the time")
+    one.add_argument("path", help="an input")
+    one.add_argument("--mode", choices=("x", "y"), default="y", help="pick | choose")
+    nested = sub.add_parser("beta", help="has its own subcommands").add_subparsers(dest="action", required=True)
+    deep = nested.add_parser("gamma", help="two levels down")
+    deep.add_argument("--items", action="append", required=True, help="repeatable")
+    page = "\n".join(gen_ref.cli_sections(top, "tool"))
+    for expected in ("## `tool`", "### `tool alpha`", "### `tool beta`", "#### `tool beta gamma`", "`--mode {x,y}`",
+                     "one of `x`, `y`; default `y`", "pick \\| choose", "95% of the time", "required; may be repeated"):  # fmt: skip
+        assert expected in page, (expected, page)
+
+
 def test_card_fields_all_described() -> None:
     gen_ref = _gen_ref()
     sys.path[:0] = [str(ROOT / "build"), str(ROOT)]
@@ -148,6 +166,8 @@ def _screenshot(url: str, path: Path) -> None:
     assert colours[1] - colours[0] > 100, f"{path} is blank"  # text on a page, not a white rectangle
 
 
+@pytest.mark.slow
+@pytest.mark.server
 def test_home_page_in_chromium(served: tuple[str, list[tuple[str, int]]], tmp_path: Path) -> None:
     base, log = served
     dom = _dom(base + "/")
@@ -162,6 +182,8 @@ def test_home_page_in_chromium(served: tuple[str, list[tuple[str, int]]], tmp_pa
     _screenshot(base + "/", tmp_path / "home.png")
 
 
+@pytest.mark.slow
+@pytest.mark.server
 def test_cli_reference_in_chromium(served: tuple[str, list[tuple[str, int]]], tmp_path: Path) -> None:
     base, _ = served
     dom = _dom(base + "/reference/cli/")
