@@ -10,6 +10,8 @@ Writes into docs/reference/ (git-ignored, rewritten whole on every run):
 - tasks.md: the lm-eval tasks and groups of harness/*.yaml.
 - card-fields.md: the dataset's fields, types from `fifty_shades_of_bias.features(config)`, meanings from
   the card template (dataset_card/card.md); a field the card does not describe is marked so.
+- _analysis-figures.md and figures/*.png: the paper's figures, computed from a local copy of the release by
+  fsb's analysis code (included by docs/analyses.md).
 - _wings.md: the package map, taken from build/fsb/__init__.py's docstring (included by docs/layout.md).
 
 Also writes placeholder pages for measured figures that other jobs own, only when they are absent, so
@@ -345,6 +347,42 @@ def write_fields() -> list[str]:
     return missing
 
 
+def write_analysis_figures() -> list[str]:
+    """The paper's figures, computed from the release by fsb's own analysis code (what `fsb analyse` writes),
+    into docs/reference/figures/, and the snippet docs/analyses.md includes. Without a local copy of the
+    release (nothing is downloaded here) the snippet says how to see them."""
+    import shutil
+    import tempfile
+
+    from fsb.data.release import ANNOTATIONS, GENERATIONS, find_local_release
+
+    snippet = REF / "_analysis-figures.md"
+    release = find_local_release()
+    if release is None:
+        snippet.write_text(
+            '!!! note "Figures not rendered in this build"\n    `make docs` renders them from a local copy of the release '
+            "(`../shared/data/fsb-upstream` or `$FSB_RAW_DIR`); `fsb analyse` writes the same figures anywhere.\n"
+        )
+        return []
+    from fsb.analyse import analysis
+    from fsb.data.dataset import build_dataset
+
+    figures = REF / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        built = build_dataset(release / GENERATIONS, release / ANNOTATIONS, Path(tmp) / "dataset", record=False, trials=10)
+        analysis.write_analysis(analysis.read_sentences(str(built.out)), Path(tmp) / "analysis")
+        order = ["score_histogram.png", "seed_type_by_bin.png", "prompt_type_by_bin.png"]  # the paper's order; any others after
+        names = sorted((p.name for p in (Path(tmp) / "analysis").glob("*.png")), key=lambda n: (order.index(n) if n in order else 9, n))
+        for name in names:
+            shutil.copyfile(Path(tmp) / "analysis" / name, figures / name)
+    fingerprint = built.stats["fingerprint"][:16]
+    lines = [f"Rendered by `make docs` from the release (dataset fingerprint `{fingerprint}`) by `fsb.analyse`, as `fsb analyse` does.\n"]
+    lines += [f"![{name.removesuffix('.png').replace('_', ' ')}](reference/figures/{name})\n" for name in names]
+    snippet.write_text("\n".join(lines))
+    return names
+
+
 def write_placeholders() -> list[str]:
     written = []
     for rel, text in PLACEHOLDERS.items():
@@ -361,15 +399,19 @@ def main() -> int:
         if str(p) not in sys.path:
             sys.path.insert(0, str(p))
     REF.mkdir(parents=True, exist_ok=True)
-    for old in REF.rglob("*.md"):
+    for old in (*REF.rglob("*.md"), *REF.rglob("*.png")):
         old.unlink()
     commands = write_cli()
     api = write_api()
     write_wings()
     tasks = write_tasks()
     missing = write_fields()
+    figures = write_analysis_figures()
     placeholders = write_placeholders()
-    print(f"docs/reference: cli ({len(commands)} commands), api ({len(api)} wings), tasks ({len(tasks)}), card fields")
+    print(
+        f"docs/reference: cli ({len(commands)} commands), api ({len(api)} wings), tasks ({len(tasks)}), card fields, "
+        f"{len(figures) or 'no'} analysis figures{'' if figures else ' (no local copy of the release)'}"
+    )
     for rel in placeholders:
         print(f"docs/{rel}: absent, wrote a placeholder")
     for field in missing:

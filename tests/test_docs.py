@@ -198,3 +198,15 @@ def test_cli_reference_in_chromium(served: tuple[str, list[tuple[str, int]]], tm
     assert not missing, f"the CLI reference lacks {missing}"
     assert "--raw-dir" in text or "--out" in text  # options are listed, not only commands
     _screenshot(base + "/reference/cli/", tmp_path / "cli.png")
+
+
+@pytest.mark.slow
+@pytest.mark.server
+def test_analyses_figures_in_chromium(site: Path, served: tuple[str, list[tuple[str, int]]]) -> None:
+    """The paper's figures, rendered by `make docs` from the release with fsb's analysis code, load in the page."""
+    if not (site / "reference" / "figures" / "score_histogram.png").exists():
+        pytest.skip("no local copy of the release: gen_ref.py rendered no analysis figures")
+    base, log = served
+    dom = _dom(base + "/analyses/")
+    assert re.search(r'<img[^>]+src="[^"]*score_histogram\.png"', dom), "the score histogram is not on the analyses page"
+    assert ("/reference/figures/score_histogram.png", 200) in log, f"Chromium did not load the histogram: {log}"
