@@ -9,6 +9,7 @@ answers. Not retried: empty answers, refusals, other 4xx and answers over the si
 from __future__ import annotations
 
 import email.utils
+import logging
 import math
 import random
 import time
@@ -22,18 +23,25 @@ from fsb.engine.endpoint import Endpoint
 from fsb.engine.plan import Request
 
 __all__ = [
+    "MAX_USAGE_TOKENS",
+    "USAGE_FIELDS",
     "Failure",
     "Malformed",
     "NoText",
     "TooLarge",
     "backoff_delay",
     "build_row",
+    "check_usage",
     "classify",
     "extract",
     "first_line",
     "now_iso",
     "retry_after_seconds",
 ]
+
+
+MAX_USAGE_TOKENS = 10_000_000  # tokens in one request: more than any model's context, so a count above is a server's bug
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 def first_line(text: str) -> str:
@@ -72,16 +80,67 @@ def extract(doc: Any) -> tuple[str, str | None, dict[str, Any] | None, dict[str,
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise Malformed(f"message content is {type(content).__name__}, not text")
-    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else None
-    if usage is not None:
-        usage = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    usage, rejected = check_usage(doc.get("usage"))
     meta = {"response_model": doc.get("model"), "response_id": doc.get("id"), "system_fingerprint": doc.get("system_fingerprint")}
+    if rejected:
+        meta["usage_rejected"] = rejected
+        _warn_usage(rejected)
     if isinstance(message.get("refusal"), str) and message["refusal"].strip():
         meta["refusal"] = message["refusal"]
     created = doc.get("created")
     if isinstance(created, int | float) and created > 0:
         meta["created"] = created
     return content or "", choice.get("finish_reason"), usage, meta
+
+
+def check_usage(raw: Any) -> tuple[dict[str, int | None] | None, str | None]:
+    """A server's token counts if they are believable, else None and why they were not.
+
+    Each of prompt_tokens, completion_tokens and total_tokens must be absent/null or a whole number in
+    0..`MAX_USAGE_TOKENS` (a bool, a string, a negative, a fraction, NaN or 1e30 is not). One bad count
+    makes the whole record untrusted: it is neither stored as usage nor added to the run's token totals.
+
+    Parameters
+    ----------
+    raw
+        The response's `usage` field, as parsed from JSON.
+
+    Returns
+    -------
+    tuple
+        (usage with int counts, or None; a short description of what was rejected, or None).
+    """
+    if raw is None:
+        return None, None
+    if not isinstance(raw, dict):
+        return None, f"usage is {type(raw).__name__}, not an object"
+    usage: dict[str, int | None] = {}
+    bad = []
+    for name in USAGE_FIELDS:
+        value = original = raw.get(name)
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        if value is None or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_TOKENS):
+            usage[name] = value
+        else:
+            bad.append(f"{name}={repr(original)[:24]}")
+    if bad:
+        return None, ", ".join(bad) + f" (each must be a whole number in 0..{MAX_USAGE_TOKENS})"
+    return usage, None
+
+
+_warned: set[str] = set()
+
+
+def _warn_usage(rejected: str) -> None:
+    """One warning line per process: the first absurd usage record is named, the rest are only not counted."""
+    if "usage" not in _warned:
+        _warned.add("usage")
+        logging.getLogger("fsb.engine").warning(
+            "warning: the server reported absurd token usage (%s); such counts are not stored and not added to the "
+            "token totals (each row says usage_rejected)",
+            rejected,
+        )
 
 
 def now_iso() -> str:
@@ -130,6 +189,8 @@ def build_row(
             "fsb_version": __version__,
         }
     )
+    if meta.get("usage_rejected"):
+        row["usage_rejected"] = meta["usage_rejected"]
     return row
 
 
