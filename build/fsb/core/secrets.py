@@ -105,16 +105,17 @@ def _charwise(secret: str) -> str:
     return _GAP.join("(?:" + "|".join(_char_forms(ch)) + ")" for ch in secret)
 
 
-def _base64_cores(data: bytes) -> set[str]:
-    """The base64 characters that encode `data` alone, at each of the 3 byte offsets inside a longer blob."""
+def _base64_cores(data: bytes) -> set[tuple[str, str]]:
+    """(core, tail) for each of the 3 byte offsets of `data` inside a longer base64 blob: the core is the
+    characters that encode `data` alone; the tail (a last partial character and its padding) is what
+    follows when the blob ends with `data`."""
     cores = set()
     for k in range(3):
         encoded = base64.b64encode(b"\0" * k + data).decode("ascii")
         start = -(-8 * k // 6)
         end = 8 * (k + len(data)) // 6
-        core = encoded[start:end]
-        if len(core) >= 6:
-            cores.add(core)
+        if end - start >= 6:
+            cores.add((encoded[start:end], encoded[end:].rstrip("=")))
     return cores
 
 
@@ -134,8 +135,9 @@ def _compiled(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
         data = secret.encode("utf-8", "surrogatepass")
         if len(data) >= MIN_SECRET:
             alternatives.append(f"(?:{data.hex()})")
-            for core in sorted(_base64_cores(data), key=len, reverse=True):
-                alternatives.append("(?-i:" + "".join(_b64_char(c) for c in core) + ")")
+            for core, tail in sorted(_base64_cores(data), key=lambda ct: -len(ct[0])):
+                end = f"(?:{tail}(?:=|%3[dD])*(?![A-Za-z0-9+/]))?" if tail else ""
+                alternatives.append("(?-i:" + "".join(_b64_char(c) for c in core) + end + ")")
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
@@ -162,8 +164,35 @@ def secrets_pattern(secrets: Iterable[str | None]) -> re.Pattern[str] | None:
     return _compiled(_usable(secrets))
 
 
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}(?:=|%3[dD]){0,2}")
+
+
+def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int) -> bool:
+    """Whether a base64 run decodes (standard or URL-safe, padded or not) to text holding a secret,
+    itself in any form `redact` knows, nested base64 included (a Basic header echoed base64-encoded)."""
+    data = run.replace("%3D", "=").replace("%3d", "=").rstrip("=")
+    data = data.translate(str.maketrans("-_", "+/"))
+    for start in range(4):  # the run may begin inside a blob: try each character alignment
+        chunk = data[start:]
+        chunk = chunk[: len(chunk) - len(chunk) % 4] if len(chunk) % 4 == 1 else chunk
+        try:
+            decoded = base64.b64decode(chunk + "=" * (-len(chunk) % 4)).decode("latin-1")
+        except ValueError:
+            continue
+        if pattern.search(decoded) or (depth > 0 and _hides_nested(decoded, pattern, depth - 1)):
+            return True
+    return False
+
+
+def _hides_nested(text: str, pattern: re.Pattern[str], depth: int) -> bool:
+    return any(_decodes_to_secret(m.group(0), pattern, depth) for m in _B64_RUN.finditer(text))
+
+
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """`text` with every form of every secret replaced by ``***`` (see the module docstring for the forms).
+
+    A base64 run that decodes to a secret of `MIN_SECRET` characters or more in any of these forms
+    (nested base64 included, two levels) is replaced whole.
 
     Parameters
     ----------
@@ -177,11 +206,15 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     str
         The text, with everything else exactly as it was.
     """
-    pattern = secrets_pattern(secrets)
+    secrets = _usable(secrets)
+    pattern = _compiled(secrets)
     if pattern is None or not text:
         return text
+    inner = _compiled(tuple(s for s in secrets if len(s) >= MIN_SECRET))  # a short one would match random decoded bytes
     for _ in range(4):  # until nothing is left: a removal may join the pieces of a nested form
         clean = pattern.sub(REDACTED, text)
+        if inner is not None:
+            clean = _B64_RUN.sub(lambda m: REDACTED if _decodes_to_secret(m.group(0), inner, 2) else m.group(0), clean)
         if clean == text:
             break
         text = clean
