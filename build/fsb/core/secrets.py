@@ -65,15 +65,10 @@ _LOCK = threading.Lock()
 _INSTALLED = False
 
 
-def _entity_names() -> dict[str, list[str]]:
-    names: dict[str, list[str]] = {}
-    for name, value in html.entities.html5.items():
-        if len(value) == 1:
-            names.setdefault(value, []).append(name)
-    return names
-
-
-_NAMES = _entity_names()
+_NAMES: dict[str, list[str]] = {}  # a character -> its HTML5 entity names ("&lowbar;", "&period;"...)
+for _name, _value in html.entities.html5.items():
+    if len(_value) == 1:
+        _NAMES.setdefault(_value, []).append(_name)
 
 
 def _char_forms(ch: str) -> list[str]:
@@ -82,8 +77,7 @@ def _char_forms(ch: str) -> list[str]:
     data = ch.encode("utf-16-be", "surrogatepass")
     units = [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
     cp = ord(ch)
-    forms = [
-        re.escape(ch),
+    forms = [  # encoded forms first: an alternation takes the first that matches (\\x5c, not its backslash)
         "".join(f"%(?:25)*{b:02x}" for b in utf8),  # percent-encoded, at any depth
         "".join(f"\\\\x{b:02x}" for b in utf8),  # \xHH
         "".join(f"\\\\u{u:04x}" for u in units),  # JSON / Python \uXXXX
@@ -93,9 +87,9 @@ def _char_forms(ch: str) -> list[str]:
         f"&\\#x0*{cp:x};?",
     ]
     if ch in "\"\\/'":
-        forms.append(re.escape("\\" + ch))
-    forms += [re.escape("&" + name) for name in _NAMES.get(ch, [])]
-    return forms
+        forms.append(re.escape("\\" + ch))  # JSON's and Python's short escapes
+    forms += [re.escape("&" + name) for name in sorted(_NAMES.get(ch, []), key=len, reverse=True)]
+    return [*forms, re.escape(ch)]
 
 
 _GAP = "(?:" + "|".join(f for j in JOINERS for f in _char_forms(j)) + ")*"
@@ -179,13 +173,9 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int) -> bool:
             decoded = base64.b64decode(chunk + "=" * (-len(chunk) % 4)).decode("latin-1")
         except ValueError:
             continue
-        if pattern.search(decoded) or (depth > 0 and _hides_nested(decoded, pattern, depth - 1)):
+        if pattern.search(decoded) or (depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1) for m in _B64_RUN.finditer(decoded))):
             return True
     return False
-
-
-def _hides_nested(text: str, pattern: re.Pattern[str], depth: int) -> bool:
-    return any(_decodes_to_secret(m.group(0), pattern, depth) for m in _B64_RUN.finditer(text))
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
@@ -212,9 +202,10 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
         return text
     inner = _compiled(tuple(s for s in secrets if len(s) >= MIN_SECRET))  # a short one would match random decoded bytes
     for _ in range(4):  # until nothing is left: a removal may join the pieces of a nested form
-        clean = pattern.sub(REDACTED, text)
+        clean = text  # whole base64 runs first: the pattern below would cut a blob's core out and leave its edges
         if inner is not None:
             clean = _B64_RUN.sub(lambda m: REDACTED if _decodes_to_secret(m.group(0), inner, 2) else m.group(0), clean)
+        clean = pattern.sub(REDACTED, clean)
         if clean == text:
             break
         text = clean
