@@ -45,7 +45,6 @@ __all__ = [
     "install_log_redaction",
     "redact",
     "redact_message",
-    "redact_urls",
     "register",
     "safe_url",
     "secrets_pattern",
@@ -178,6 +177,16 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int) -> bool:
     return False
 
 
+def _without_b64_secret(run: str, pattern: re.Pattern[str]) -> str:
+    """A base64 run that decodes to a secret as ***, keeping a leading `word-`/`word_` (an id's prefix) that is not part of it."""
+    if not _decodes_to_secret(run, pattern, 2):
+        return run
+    head = ""
+    while (cut := re.search(r"[-_]", run[1:])) is not None and _decodes_to_secret(run[cut.end() + 1 :], pattern, 2):
+        head, run = head + run[: cut.end() + 1], run[cut.end() + 1 :]
+    return head + REDACTED
+
+
 def redact(text: str, secrets: Iterable[str | None]) -> str:
     """`text` with every form of every secret replaced by ``***`` (see the module docstring for the forms).
 
@@ -204,7 +213,7 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     for _ in range(4):  # until nothing is left: a removal may join the pieces of a nested form
         clean = text  # whole base64 runs first: the pattern below would cut a blob's core out and leave its edges
         if inner is not None:
-            clean = _B64_RUN.sub(lambda m: REDACTED if _decodes_to_secret(m.group(0), inner, 2) else m.group(0), clean)
+            clean = _B64_RUN.sub(lambda m: _without_b64_secret(m[0], inner), clean)
         clean = pattern.sub(REDACTED, clean)
         if clean == text:
             break
@@ -316,22 +325,6 @@ def env_secrets(env: Mapping[str, str] | None = None) -> list[str]:
     return [s for s in dict.fromkeys(found) if len(s) >= MIN_SECRET]
 
 
-def redact_urls(text: str) -> str:
-    """`text` with every URL in it passed through `safe_url`.
-
-    Parameters
-    ----------
-    text
-        Any text.
-
-    Returns
-    -------
-    str
-        The text with user info and token query values of its URLs replaced by ``***``.
-    """
-    return _URL.sub(lambda m: safe_url(m.group(0)), text) if "://" in text else text
-
-
 def redact_message(text: str, secrets: Iterable[str | None] = ()) -> str:
     """A message fit to print: `secrets`, the environment's and the registered ones redacted, every URL made safe.
 
@@ -347,7 +340,8 @@ def redact_message(text: str, secrets: Iterable[str | None] = ()) -> str:
     str
         The safe message.
     """
-    return redact_urls(redact(text, [*secrets, *env_secrets()]))
+    text = redact(text, [*secrets, *env_secrets()])
+    return _URL.sub(lambda m: safe_url(m[0]), text) if "://" in text else text
 
 
 class RedactingFilter(logging.Filter):
