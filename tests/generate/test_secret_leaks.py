@@ -125,3 +125,36 @@ def test_base_url_credentials_are_never_echoed(url: str, tmp_path: Path) -> None
     assert proc.stderr.startswith("fsb generate: error: --base-url")
     assert_nowhere("UrlSecret0987654", proc.stdout + proc.stderr)
     assert_nowhere(SECRET, proc.stdout + proc.stderr)
+
+
+def test_the_journal_scrub_reaches_keys_values_and_nested_items() -> None:
+    from fsb.engine import resolve_endpoint
+    from fsb.engine.journal import scrub
+
+    endpoint = resolve_endpoint("http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": SECRET})
+    b64 = base64.b64encode(SECRET.encode()).decode()
+    event = {"row": {f"k-{SECRET}": [("x", b64)], "n": 3, "zw": "\u200b".join(SECRET), "none": None}}
+    assert scrub(event, endpoint.redact) == {"row": {"k-***": [["x", "***"]], "n": 3, "zw": "***", "none": None}}
+
+
+@pytest.mark.parametrize(
+    ("usage", "kept"),
+    [
+        ({"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}, True),
+        ({"prompt_tokens": 7.0, "completion_tokens": None}, True),
+        ({"prompt_tokens": 10_000_001}, False),
+        ({"prompt_tokens": 1e30}, False),
+        ({"completion_tokens": -1}, False),
+        ({"completion_tokens": True}, False),
+        ({"completion_tokens": "12"}, False),
+        ({"completion_tokens": float("nan")}, False),
+        ([7, 3], False),
+    ],
+)
+def test_check_usage_keeps_only_believable_counts(usage: object, kept: bool) -> None:
+    from fsb.engine.responses import check_usage
+
+    got, why = check_usage(usage)
+    assert (got is not None) == kept and (why is None) == kept
+    if kept:
+        assert got is not None and all(v is None or type(v) is int for v in got.values())
