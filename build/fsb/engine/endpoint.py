@@ -11,6 +11,7 @@ import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from urllib.parse import urlsplit, urlunsplit
 
 from fsb.core.errors import FsbError
@@ -58,7 +59,7 @@ class Endpoint:
         netloc = f"{host}:{parts.port}" if parts.port else host
         return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
-    @property
+    @cached_property
     def secrets(self) -> tuple[str, ...]:
         """What `redact` hides: the key, and the user info and token-like query values of the base URL."""
         return tuple(s for s in (self.api_key, *url_secrets(self.base_url)) if s)
