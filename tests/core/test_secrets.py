@@ -26,6 +26,12 @@ def _zw(s: str, joiner: str) -> str:
     return joiner.join(s)
 
 
+def _u_escapes(s: str, fmt: str = "04x") -> str:
+    """Every character as JSON's \\uXXXX (a surrogate pair beyond the BMP), as JSON.stringify-style encoders write."""
+    data = s.encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{int.from_bytes(data[i : i + 2], 'big'):{fmt}}" for i in range(0, len(data), 2))
+
+
 # Each encoding a client (a browser, a JSON parser, base64 -d, xxd -r) undoes in one step.
 ENCODINGS: dict[str, Callable[[str], str]] = {
     "plain": lambda s: s,
@@ -36,8 +42,9 @@ ENCODINGS: dict[str, Callable[[str], str]] = {
     "percent-every": lambda s: "".join(f"%{b:02X}" for b in s.encode()),
     "percent-double": lambda s: "".join(f"%25{b:02x}" for b in s.encode()),
     "json": lambda s: json.dumps(s).strip('"'),
-    "json-ascii": lambda s: "".join(f"\\u{ord(c):04x}" for c in s),
-    "json-ascii-upper": lambda s: "".join(f"\\u{ord(c):04X}" for c in s),
+    "json-ascii": _u_escapes,
+    "json-ascii-upper": lambda s: _u_escapes(s, "04X"),
+    "json-dumps-ascii": lambda s: json.dumps(s, ensure_ascii=True)[1:-1],
     "python-x": lambda s: "".join(f"\\x{b:02x}" for b in s.encode()),
     "hex": lambda s: s.encode().hex(),
     "HEX": lambda s: s.encode().hex().upper(),
@@ -153,7 +160,8 @@ def test_the_filter_redacts_a_record() -> None:
 # --- properties --------------------------------------------------------------------------------------
 
 _SECRET_CHARS = st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="*")
-_SECRETS = st.text(_SECRET_CHARS, min_size=8, max_size=48)
+_ANY_CHARS = st.characters(codec="utf-8", exclude_categories=("Cs", "Zs", "Cc"), exclude_characters="*" + secrets.JOINERS)
+_SECRETS = st.text(_SECRET_CHARS, min_size=8, max_size=48) | st.text(_ANY_CHARS, min_size=8, max_size=24)  # keys; URL passwords
 _AROUND = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
 
 

@@ -88,7 +88,8 @@ def _char_forms(ch: str) -> list[str]:
     if ch in "\"\\/'":
         forms.append(re.escape("\\" + ch))  # JSON's and Python's short escapes
     forms += [re.escape("&" + name) for name in sorted(_NAMES.get(ch, []), key=len, reverse=True)]
-    return [*forms, re.escape(ch)]
+    cased = sorted({v for v in (ch.upper(), ch.lower(), ch.casefold()) if len(v) > 1}, key=len, reverse=True)  # ß -> SS
+    return [*forms, *map(re.escape, cased), re.escape(ch)]
 
 
 _GAP = "(?:" + "|".join(f for j in JOINERS for f in _char_forms(j)) + ")*"
@@ -169,11 +170,14 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int) -> bool:
         chunk = data[start:]
         chunk = chunk[: len(chunk) - len(chunk) % 4] if len(chunk) % 4 == 1 else chunk
         try:
-            decoded = base64.b64decode(chunk + "=" * (-len(chunk) % 4)).decode("latin-1")
+            raw = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
         except ValueError:
             continue
-        if pattern.search(decoded) or (depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1) for m in _B64_RUN.finditer(decoded))):
-            return True
+        for decoded in {raw.decode("utf-8", "replace"), raw.decode("latin-1")}:
+            if pattern.search(decoded) or (
+                depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1) for m in _B64_RUN.finditer(decoded))
+            ):
+                return True
     return False
 
 
