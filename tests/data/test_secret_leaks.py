@@ -88,3 +88,21 @@ def _offline_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(HF_HUB_OFFLINE="0", HF_HUB_DISABLE_XET="1", HF_HUB_DISABLE_TELEMETRY="1", HF_HOME=str(home / "hf-home"))
     return env
+
+
+def test_publish_prints_the_plan_and_result_without_endpoint_credentials() -> None:
+    """The plan line `publish ... to {endpoint}/datasets/...` and the commit URL printed an --endpoint's user info."""
+    from fsb.data.publish import LocalBuild, PublishPlan, PublishResult
+
+    endpoint = "https://mirror:EndpointSecret42xyz@hub.example.com"
+    build = LocalBuild(folder=Path("build"), files=(), fingerprint="f" * 64, configs={})
+    plan = PublishPlan(
+        repo_id=REPO, version="1.0.0", tag="v1.0.0", endpoint=endpoint, build=build, create_repo=True, private=False,
+        parent_commit=None, add=(), unchanged=(), delete=(), latest_tag=None, has_token=True,
+    )  # fmt: skip
+    commit_url = f"{endpoint}/datasets/{REPO}/commit/abc?token=zzzzzz"
+    result = PublishResult(plan, dry_run=False, commit_oid="abc", commit_url=commit_url, committed=True, created_repo=True)
+    text = "\n".join([*plan.lines(), *result.lines()])
+    assert f"to https://***@hub.example.com/datasets/{REPO} as v1.0.0" in text
+    assert f"commit abc https://***@hub.example.com/datasets/{REPO}/commit/abc?token=***" in text
+    assert_nowhere("EndpointSecret42xyz", text)
