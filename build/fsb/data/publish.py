@@ -143,7 +143,13 @@ class PublishPlan:
         return bool(self.add or self.delete)
 
     def lines(self) -> list[str]:
-        """The plan as printable lines (no secrets in it: the endpoint is printed without its credentials)."""
+        """The plan as printable lines (no secrets in it: the endpoint is printed without its credentials).
+
+        Returns
+        -------
+        list of str
+            The lines, without newlines.
+        """
         from fsb.core.secrets import safe_url
 
         where = f"{safe_url(self.endpoint)}/datasets/{self.repo_id}"
@@ -210,7 +216,13 @@ class PublishResult:
         return self.plan.tag
 
     def lines(self) -> list[str]:
-        """The result as printable lines (URLs without credentials)."""
+        """The result as printable lines (URLs without credentials).
+
+        Returns
+        -------
+        list of str
+            The lines, without newlines.
+        """
         from fsb.core.secrets import safe_url
 
         if self.dry_run:

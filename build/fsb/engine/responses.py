@@ -4,6 +4,10 @@ whether to retry, the retry delay (Retry-After, exponential backoff with jitter)
 Retried: 429 (its Retry-After honoured), 408, 409, 5xx, timeouts, dropped connections and malformed
 answers. Not retried: empty answers, refusals, other 4xx and answers over the size cap; 401, 403 and
 404 stop the run (every request would fail the same way).
+
+Token usage is taken only when believable (`check_usage`: whole numbers in 0..`MAX_USAGE_TOKENS`); an
+absurd record (1e30, a negative, a string) is neither stored as usage nor summed, the row says
+`usage_rejected`, and one warning line is logged per process.
 """
 
 from __future__ import annotations
@@ -65,7 +69,19 @@ class TooLarge(Exception):
 
 
 def extract(doc: Any) -> tuple[str, str | None, dict[str, Any] | None, dict[str, Any]]:
-    """(content, finish_reason, usage, response metadata) from a chat completion object or dict."""
+    """(content, finish_reason, usage, response metadata) from a chat completion object or dict.
+
+    Parameters
+    ----------
+    doc
+        The parsed answer (a dict, or an object with `model_dump`).
+
+    Returns
+    -------
+    tuple
+        The text (empty if none), the finish reason, the usage if believable (see `check_usage`; else
+        None, with metadata `usage_rejected` saying why) and the response's metadata.
+    """
     if hasattr(doc, "model_dump"):
         doc = doc.model_dump()
     if not isinstance(doc, dict):
@@ -163,7 +179,24 @@ def build_row(
     retry_reasons: list[str],
     via: str,
 ) -> dict[str, Any]:
-    """The output row of a finished request: its fields, the answer, the exact request and the provenance of the answer."""
+    """The output row of a finished request: its fields, the answer, the exact request and the provenance of the answer.
+
+    Parameters
+    ----------
+    req
+        The request.
+    content, text
+        The raw answer, and the text kept from it (its first line for one-line requests).
+    finish_reason, usage, meta
+        As `extract` returns them; `meta["usage_rejected"]`, if set, is recorded as `usage_rejected`.
+    endpoint_url, latency, timestamp, attempts, retry_reasons, via
+        The provenance: where (without credentials), how long, when, after how many tries and why, api or batch.
+
+    Returns
+    -------
+    dict
+        The row, before the journal's redaction of secrets.
+    """
     body = req.body
     row: dict[str, Any] = dict(req.fields)
     row[req.response_field] = text
