@@ -4,6 +4,7 @@ task, so one name never means two datasets; and each reader can say which one (p
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -60,3 +61,46 @@ def test_provenance_names_the_folder_and_its_content(two_builds: tuple[Path, Pat
     (parquet,) = (here / "data" / "default").glob("*.parquet")
     parquet.write_bytes(parquet.read_bytes() + b"\0")  # changed after the build: the fingerprint says so
     assert spec.provenance(str(here))["fingerprint"] != recorded
+
+
+# --- issue 20: `fetch-release --url` never echoes the URL's credentials ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://me:UrlSecret0987654@{host}/{{commit}}/{{path}}", "http://***@{host}/"),
+        ("http://{host}/{{commit}}/{{path}}?token=UrlSecret0987654&x=1", "?token=***&x=1"),
+        ("http://UrlSecret0987654@{host}/{{commit}}/{{path}}", "http://***@{host}/"),
+    ],
+)
+def test_fetch_release_never_echoes_url_credentials(url: str, shown: str, tmp_path: Path) -> None:
+    """Main printed `http://me:UrlSecret0987654@127.0.0.1:1/...: download failed` (and could not use the user info at all)."""
+    from tests._echo_server import EchoServer
+    from tests.generate.test_generate import fsb
+    from tests.generate.test_secret_leaks import assert_nowhere
+
+    with EchoServer(other_status=404) as server:
+        host = server.url.removeprefix("http://")
+        proc = fsb("fetch-release", "--dest", tmp_path / "release", "--url", url.format(host=host))
+        sent = [auth for _, _, auth in server.requests]
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("fsb fetch-release: error: http://") and "download failed: HTTP Error 404" in proc.stderr
+    assert shown.format(host=host) in proc.stderr
+    assert_nowhere("UrlSecret0987654", proc.stdout + proc.stderr)
+    assert len(sent) == 1
+    if "@" not in url:
+        assert sent[0] == ""
+    else:  # the user info travels as Basic auth, as curl and browsers send it
+        user = "me:UrlSecret0987654" if "me:" in url else "UrlSecret0987654:"
+        assert sent[0] == "Basic " + base64.b64encode(user.encode()).decode()
+    assert not (tmp_path / "release" / "FSB").exists()
+
+
+def test_fetch_release_refuses_a_bad_url_template_in_one_line(tmp_path: Path) -> None:
+    from tests.generate.test_generate import fsb
+
+    proc = fsb("fetch-release", "--dest", tmp_path / "r", "--url", "http://127.0.0.1:9/{nope}?key=UrlSecret0987654")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "not a URL template with {commit} and {path}" in proc.stderr and "key=***" in proc.stderr
+    assert "UrlSecret0987654" not in proc.stderr

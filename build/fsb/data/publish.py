@@ -143,8 +143,16 @@ class PublishPlan:
         return bool(self.add or self.delete)
 
     def lines(self) -> list[str]:
-        """The plan as printable lines (no secrets in it)."""
-        where = f"{self.endpoint}/datasets/{self.repo_id}"
+        """The plan as printable lines (no secrets in it: the endpoint is printed without its credentials).
+
+        Returns
+        -------
+        list of str
+            The lines, without newlines.
+        """
+        from fsb.core.secrets import safe_url
+
+        where = f"{safe_url(self.endpoint)}/datasets/{self.repo_id}"
         out = [f"plan: publish {self.build.folder} to {where} as {self.tag}"]
         if self.create_repo:
             out.append(f"  create dataset repo {self.repo_id} ({'private' if self.private else 'public'})")
@@ -208,12 +216,21 @@ class PublishResult:
         return self.plan.tag
 
     def lines(self) -> list[str]:
+        """The result as printable lines (URLs without credentials).
+
+        Returns
+        -------
+        list of str
+            The lines, without newlines.
+        """
+        from fsb.core.secrets import safe_url
+
         if self.dry_run:
             return [*self.plan.lines(), "dry run: nothing was written to the Hub"]
         p = self.plan
         return [
             f"published {p.repo_id} {p.tag}",
-            f"  commit {self.commit_oid} {self.commit_url}" + ("" if self.committed else " (already on main; tag only)"),
+            f"  commit {self.commit_oid} {safe_url(self.commit_url or '')}" + ("" if self.committed else " (already on main; tag only)"),
             f"  tag {p.tag} -> {self.commit_oid}",
             f'  load it with: datasets.load_dataset("{p.repo_id}", revision="{p.tag}")',
         ]
@@ -347,7 +364,11 @@ def check_local(folder: str | os.PathLike[str], repo_id: str, version: str, *, t
 
 
 def _resolve_token(token: str | None) -> str | None:
+    from fsb.core.secrets import install_log_redaction, register
+
     token = token if token is not None else os.environ.get("HF_TOKEN")
+    register(token)
+    install_log_redaction()  # huggingface_hub's retry warnings print the request URL (an --endpoint's credentials)
     return (token.strip() or None) if token else None
 
 
@@ -370,16 +391,31 @@ def _status(e: BaseException) -> int | None:
 
 
 def redact(text: str, token: str | None) -> str:
-    """`text` with every occurrence of the token replaced by ***, in any letter case, percent-encoded or
-    JSON-escaped (as `Endpoint.redact` does for the generation key)."""
-    from fsb.engine.endpoint import secrets_pattern
+    """`text` fit to print: the token, the environment's secrets and every URL's credentials removed.
 
-    pattern = secrets_pattern([token]) if token else None
-    return pattern.sub("***", text) if pattern is not None else text
+    Every form a reader could undo is covered (any case, percent-encoded, escaped, HTML entities, split
+    by zero-width characters, hex, base64 at any alignment: see `fsb.core.secrets.redact`), and every URL
+    in the text loses its user info and token-like query values (an --endpoint carrying a token).
+
+    Parameters
+    ----------
+    text
+        A message about to be printed (a server's error, above all).
+    token
+        The Hub token in use, or None.
+
+    Returns
+    -------
+    str
+        The safe message.
+    """
+    from fsb.core.secrets import redact_message
+
+    return redact_message(text, [token])
 
 
 def _short(e: BaseException, token: str | None) -> str:
-    """An exception as one short line, with the token redacted (defence in depth: the client never puts it there)."""
+    """An exception as one short line, with the token redacted (a server may echo it, even base64-encoded)."""
     text = _NOISE.sub("", redact(" ".join(str(e).split()), token)) or type(e).__name__
     return text[:400]
 
@@ -742,7 +778,7 @@ def _create_tag(api: Any, plan: PublishPlan, commit_oid: str, token: str, commit
                 break
             if attempt + 1 < _TAG_ATTEMPTS:
                 time.sleep(0.5 * 2**attempt)
-    where = f"commit {commit_oid}" + (f" ({commit_url})" if commit_url else "")
+    where = f"commit {commit_oid}" + (f" ({redact(commit_url, token)})" if commit_url else "")
     raise PublishError(
         f"{where} is on {plan.repo_id} main but tag {plan.tag} could not be created ({_short(last, token) if last else 'unknown error'}); "
         f"re-run the same publish to tag it (it sees the content already on main and makes no new commit), "

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from fsb.core.errors import FsbError
+from fsb.core.secrets import install_log_redaction, redact, register, safe_url, url_secrets
 
 __all__ = ["Endpoint", "EngineError", "resolve_endpoint"]
 
@@ -51,7 +51,7 @@ class Endpoint:
 
     @property
     def public_url(self) -> str:
-        """The base URL without user info or query string, as recorded in the output."""
+        """The base URL without user info, query string or fragment, as recorded in the output and printed."""
         parts = urlsplit(self.base_url)
         host = parts.hostname or ""
         if ":" in host:
@@ -60,34 +60,27 @@ class Endpoint:
         return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
     @cached_property
-    def _secrets(self) -> re.Pattern[str] | None:
-        password = urlsplit(self.base_url).password
-        return secrets_pattern([s for s in (self.api_key, password, password and unquote(password)) if s])
+    def secrets(self) -> tuple[str, ...]:
+        """What `redact` hides: the key, and the user info and token-like query values of the base URL."""
+        return tuple(s for s in (self.api_key, *url_secrets(self.base_url)) if s)
 
     def redact(self, text: str) -> str:
-        """`text` with the key (and any user info of the URL) replaced by ***, however a server echoes it:
-        in any letter case, percent-encoded (%2D, %2d) or JSON-escaped (\\u002d) character by character."""
-        pattern = self._secrets
-        return text if pattern is None else pattern.sub("***", text)
+        """`text` with the key and the URL's credentials replaced by ***, in every form a reader could undo.
 
+        Any letter case, percent-encoded, escaped, as HTML entities, split by zero-width characters, hex or
+        base64 (see `fsb.core.secrets.redact`): a server that echoes the key never gets it written.
 
-def secrets_pattern(secrets: list[str]) -> re.Pattern[str] | None:
-    """One case-insensitive pattern matching each secret with every character either as itself or as its
-    percent-encoded or JSON \\u-escaped form; None when there is nothing to hide. Longest secrets first."""
-    alternatives = []
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        parts = []
-        for ch in secret:
-            pct = "".join(f"%{b:02x}" for b in ch.encode("utf-8"))
-            esc = "".join(f"\\\\u{u:04x}" for u in _utf16(ch))
-            parts.append(f"(?:{re.escape(ch)}|{pct}|{esc})")
-        alternatives.append("".join(parts))
-    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
+        Parameters
+        ----------
+        text
+            An answer, a reason or any string about to be recorded.
 
-
-def _utf16(ch: str) -> list[int]:
-    data = ch.encode("utf-16-be")
-    return [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+        Returns
+        -------
+        str
+            The text with every form of every secret replaced by ***.
+        """
+        return redact(text, self.secrets)
 
 
 def _check_key(key: str) -> None:
@@ -106,14 +99,35 @@ def resolve_endpoint(base_url: str | None = None, env: Mapping[str, str] | None 
     """The endpoint from `--base-url` (else $OPENAI_BASE_URL, else OpenAI's) and the key from $OPENAI_API_KEY.
 
     A missing key is an error unless the endpoint is on this machine (127.0.0.1, ::1, localhost); a key
-    with non-ASCII, whitespace or control characters is an error everywhere.
+    with non-ASCII, whitespace or control characters is an error everywhere. The key and the URL's
+    credentials are registered with `fsb.core.secrets`, and from here on every log record and warning of
+    the process is redacted (the HTTP clients print request URLs in their retry warnings); no message
+    ever quotes the URL's user info or token-like query values.
+
+    Parameters
+    ----------
+    base_url
+        `--base-url` as given, or None.
+    env
+        The environment (default: os.environ).
+
+    Returns
+    -------
+    Endpoint
+        The endpoint, its URL without a trailing slash.
     """
     env = os.environ if env is None else env
     url = (base_url or env.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise EngineError(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {url!r}")
     key = env.get("OPENAI_API_KEY") or None
+    register(key, *url_secrets(url))
+    install_log_redaction()
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises ValueError for a port that is not a number in 0..65535
+    except ValueError as e:
+        raise EngineError(f"--base-url is not a usable URL ({e}): {safe_url(url)}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise EngineError(f"--base-url must be an http(s) URL such as http://127.0.0.1:8000/v1, got {safe_url(url)!r}")
     if key is not None:
         _check_key(key)
     endpoint = Endpoint(url.rstrip("/"), key)

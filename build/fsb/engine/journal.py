@@ -41,11 +41,28 @@ def failures_path(out: str | os.PathLike[str]) -> Path:
 
 
 def scrub(value: Any, redact: Callable[[str], str]) -> Any:
-    """`value` with `redact` applied to every string in it (dict values and list items, at any depth)."""
+    """`value` with `redact` applied to every string in it: dict keys and values, list and tuple items, at any depth.
+
+    The journal's one gate for secrets: every event passes here before it is written, and the output, the
+    failures file and the CSV are rewritten from the journal, so a key a server echoed (in any encoding
+    `fsb.core.secrets.redact` knows) is in none of them.
+
+    Parameters
+    ----------
+    value
+        An event, or any part of one (JSON-like: dicts, lists, tuples, strings, numbers, None).
+    redact
+        The redaction, e.g. `Endpoint.redact`.
+
+    Returns
+    -------
+    Any
+        A copy with every string redacted (tuples become lists, as JSON writes them).
+    """
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        return {k: scrub(v, redact) for k, v in value.items()}
+        return {(redact(k) if isinstance(k, str) else k): scrub(v, redact) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [scrub(v, redact) for v in value]
     return value

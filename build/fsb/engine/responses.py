@@ -4,11 +4,16 @@ whether to retry, the retry delay (Retry-After, exponential backoff with jitter)
 Retried: 429 (its Retry-After honoured), 408, 409, 5xx, timeouts, dropped connections and malformed
 answers. Not retried: empty answers, refusals, other 4xx and answers over the size cap; 401, 403 and
 404 stop the run (every request would fail the same way).
+
+Token usage is taken only when believable (`check_usage`: whole numbers in 0..`MAX_USAGE_TOKENS`); an
+absurd record (1e30, a negative, a string) is neither stored as usage nor summed, the row says
+`usage_rejected`, and one warning line is logged per process.
 """
 
 from __future__ import annotations
 
 import email.utils
+import logging
 import math
 import random
 import time
@@ -22,18 +27,25 @@ from fsb.engine.endpoint import Endpoint
 from fsb.engine.plan import Request
 
 __all__ = [
+    "MAX_USAGE_TOKENS",
+    "USAGE_FIELDS",
     "Failure",
     "Malformed",
     "NoText",
     "TooLarge",
     "backoff_delay",
     "build_row",
+    "check_usage",
     "classify",
     "extract",
     "first_line",
     "now_iso",
     "retry_after_seconds",
 ]
+
+
+MAX_USAGE_TOKENS = 10_000_000  # tokens in one request: more than any model's context, so a count above is a server's bug
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 def first_line(text: str) -> str:
@@ -57,7 +69,19 @@ class TooLarge(Exception):
 
 
 def extract(doc: Any) -> tuple[str, str | None, dict[str, Any] | None, dict[str, Any]]:
-    """(content, finish_reason, usage, response metadata) from a chat completion object or dict."""
+    """(content, finish_reason, usage, response metadata) from a chat completion object or dict.
+
+    Parameters
+    ----------
+    doc
+        The parsed answer (a dict, or an object with `model_dump`).
+
+    Returns
+    -------
+    tuple
+        The text (empty if none), the finish reason, the usage if believable (see `check_usage`; else
+        None, with metadata `usage_rejected` saying why) and the response's metadata.
+    """
     if hasattr(doc, "model_dump"):
         doc = doc.model_dump()
     if not isinstance(doc, dict):
@@ -72,16 +96,67 @@ def extract(doc: Any) -> tuple[str, str | None, dict[str, Any] | None, dict[str,
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         raise Malformed(f"message content is {type(content).__name__}, not text")
-    usage = doc.get("usage") if isinstance(doc.get("usage"), dict) else None
-    if usage is not None:
-        usage = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens")}
+    usage, rejected = check_usage(doc.get("usage"))
     meta = {"response_model": doc.get("model"), "response_id": doc.get("id"), "system_fingerprint": doc.get("system_fingerprint")}
+    if rejected:
+        meta["usage_rejected"] = rejected
+        _warn_usage(rejected)
     if isinstance(message.get("refusal"), str) and message["refusal"].strip():
         meta["refusal"] = message["refusal"]
     created = doc.get("created")
     if isinstance(created, int | float) and created > 0:
         meta["created"] = created
     return content or "", choice.get("finish_reason"), usage, meta
+
+
+def check_usage(raw: Any) -> tuple[dict[str, int | None] | None, str | None]:
+    """A server's token counts if they are believable, else None and why they were not.
+
+    Each of prompt_tokens, completion_tokens and total_tokens must be absent/null or a whole number in
+    0..`MAX_USAGE_TOKENS` (a bool, a string, a negative, a fraction, NaN or 1e30 is not). One bad count
+    makes the whole record untrusted: it is neither stored as usage nor added to the run's token totals.
+
+    Parameters
+    ----------
+    raw
+        The response's `usage` field, as parsed from JSON.
+
+    Returns
+    -------
+    tuple
+        (usage with int counts, or None; a short description of what was rejected, or None).
+    """
+    if raw is None:
+        return None, None
+    if not isinstance(raw, dict):
+        return None, f"usage is {type(raw).__name__}, not an object"
+    usage: dict[str, int | None] = {}
+    bad = []
+    for name in USAGE_FIELDS:
+        value = original = raw.get(name)
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        if value is None or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_TOKENS):
+            usage[name] = value
+        else:
+            bad.append(f"{name}={repr(original)[:24]}")
+    if bad:
+        return None, ", ".join(bad) + f" (each must be a whole number in 0..{MAX_USAGE_TOKENS})"
+    return usage, None
+
+
+_warned: set[str] = set()
+
+
+def _warn_usage(rejected: str) -> None:
+    """One warning line per process: the first absurd usage record is named, the rest are only not counted."""
+    if "usage" not in _warned:
+        _warned.add("usage")
+        logging.getLogger("fsb.engine").warning(
+            "warning: the server reported absurd token usage (%s); such counts are not stored and not added to the "
+            "token totals (each row says usage_rejected)",
+            rejected,
+        )
 
 
 def now_iso() -> str:
@@ -104,7 +179,24 @@ def build_row(
     retry_reasons: list[str],
     via: str,
 ) -> dict[str, Any]:
-    """The output row of a finished request: its fields, the answer, the exact request and the provenance of the answer."""
+    """The output row of a finished request: its fields, the answer, the exact request and the provenance of the answer.
+
+    Parameters
+    ----------
+    req
+        The request.
+    content, text
+        The raw answer, and the text kept from it (its first line for one-line requests).
+    finish_reason, usage, meta
+        As `extract` returns them; `meta["usage_rejected"]`, if set, is recorded as `usage_rejected`.
+    endpoint_url, latency, timestamp, attempts, retry_reasons, via
+        The provenance: where (without credentials), how long, when, after how many tries and why, api or batch.
+
+    Returns
+    -------
+    dict
+        The row, before the journal's redaction of secrets.
+    """
     body = req.body
     row: dict[str, Any] = dict(req.fields)
     row[req.response_field] = text
@@ -130,6 +222,8 @@ def build_row(
             "fsb_version": __version__,
         }
     )
+    if meta.get("usage_rejected"):
+        row["usage_rejected"] = meta["usage_rejected"]
     return row
 
 

@@ -1,0 +1,398 @@
+"""Secrets never leave the process: one redaction for every form a client could undo, one URL sanitiser.
+
+Secrets come from the environment only ($OPENAI_API_KEY, $HF_TOKEN, credentials inside $OPENAI_BASE_URL,
+$HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are resolved (`register`).
+`redact` replaces a secret with ``***`` in every form a reader could turn back into it:
+
+- as is and in any letter case;
+- character by character percent-encoded (also double-encoded, ``%252D``), ``\\uXXXX`` / ``\\xHH``
+  escaped (JSON and Python), JSON's short escapes (``\\/``, ``\\"``), HTML entities (named, decimal and
+  hex, with or without the ``;``), in any mixture of these;
+- split by zero-width characters (U+200B..U+200D, U+2060, U+FEFF) or soft hyphens, raw or encoded;
+- hex (the UTF-8 bytes, any case);
+- base64, standard and URL-safe, with or without padding, alone or inside a longer blob at each of
+  the three byte alignments: the characters that depend on the secret's bytes only are removed (at most
+  the one or two characters at each edge, which mix in neighbouring bytes, are left).
+
+`safe_url` prints a URL without its user info and without the values of token-like query parameters;
+`redact_message` does both for any text about to be printed (the environment's secrets, the registered
+ones and every URL in it). `install_log_redaction` makes every log record and warning of the process
+pass through `redact_message` (huggingface_hub, urllib3 and httpx print request URLs in their retry
+warnings). The environment's secrets shorter than `MIN_SECRET` characters are not searched for in every
+message (they would match ordinary words); `safe_url` still removes them from URLs.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import html.entities
+import logging
+import os
+import re
+import threading
+import traceback
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
+
+__all__ = [
+    "MIN_SECRET",
+    "REDACTED",
+    "RedactingFilter",
+    "env_secrets",
+    "install_log_redaction",
+    "redact",
+    "redact_message",
+    "register",
+    "safe_url",
+    "secrets_pattern",
+    "url_secrets",
+]
+
+REDACTED = "***"
+MIN_SECRET = 4
+SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN")
+URL_ENV = ("OPENAI_BASE_URL", "HF_ENDPOINT", "FSB_RELEASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")
+JOINERS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"  # zero-width space/non-joiner/joiner, word joiner, BOM, soft hyphen
+_TOKEN_WORDS = ("token", "secret", "passw", "pwd", "signature", "credential", "auth", "apikey", "api_key", "api-key", "session")
+_TOKEN_NAMES = frozenset({"key", "sig", "code", "jwt", "bearer", "hf", "x-amz-signature", "x-amz-security-token"})
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
+_REGISTERED: set[str] = set()
+_LOCK = threading.Lock()
+_INSTALLED = False
+
+
+_NAMES: dict[str, list[str]] = {}  # a character -> its HTML5 entity names ("&lowbar;", "&period;"...)
+for _name, _value in html.entities.html5.items():
+    if len(_value) == 1:
+        _NAMES.setdefault(_value, []).append(_name)
+
+
+def _char_forms(ch: str) -> list[str]:
+    """Regex alternatives for one character: itself and each escaped or encoded form of it."""
+    utf8 = ch.encode("utf-8", "surrogatepass")
+    data = ch.encode("utf-16-be", "surrogatepass")
+    units = [int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2)]
+    cp = ord(ch)
+    forms = [  # encoded forms first: an alternation takes the first that matches (\\x5c, not its backslash)
+        "".join(f"%(?:25)*{b:02x}" for b in utf8),  # percent-encoded, at any depth
+        "".join(f"\\\\x{b:02x}" for b in utf8),  # \xHH
+        "".join(f"\\\\u{u:04x}" for u in units),  # JSON / Python \uXXXX
+        f"\\\\U{cp:08x}",
+        f"\\\\u\\{{0*{cp:x}\\}}",  # JavaScript \u{...}
+        f"&\\#0*{cp};?",
+        f"&\\#x0*{cp:x};?",
+    ]
+    if ch in "\"\\/'":
+        forms.append(re.escape("\\" + ch))  # JSON's and Python's short escapes
+    forms += [re.escape("&" + name) for name in sorted(_NAMES.get(ch, []), key=len, reverse=True)]
+    cased = sorted({v for v in (ch.upper(), ch.lower(), ch.casefold()) if len(v) > 1}, key=len, reverse=True)  # ß -> SS
+    return [*forms, *map(re.escape, cased), re.escape(ch)]
+
+
+_GAP = "(?:" + "|".join(f for j in JOINERS for f in _char_forms(j)) + ")*"
+
+
+def _charwise(secret: str) -> str:
+    return _GAP.join("(?:" + "|".join(_char_forms(ch)) + ")" for ch in secret)
+
+
+def _base64_cores(data: bytes) -> set[tuple[str, str]]:
+    """(core, tail) for each of the 3 byte offsets of `data` inside a longer base64 blob: the core is the
+    characters that encode `data` alone; the tail (a last partial character and its padding) is what
+    follows when the blob ends with `data`."""
+    cores = set()
+    for k in range(3):
+        encoded = base64.b64encode(b"\0" * k + data).decode("ascii")
+        start = -(-8 * k // 6)
+        end = 8 * (k + len(data)) // 6
+        if end - start >= 6:
+            cores.add((encoded[start:end], encoded[end:].rstrip("=")))
+    return cores
+
+
+def _b64_char(c: str) -> str:
+    if c == "+":
+        return r"(?:\+|-|%2[bB]|\\u002[bB])"
+    if c == "/":
+        return r"(?:/|_|\\/|%2[fF]|\\u002[fF])"
+    return c
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    alternatives = []
+    for secret in secrets:
+        alternatives.append(_charwise(secret))
+        data = secret.encode("utf-8", "surrogatepass")
+        if len(data) >= MIN_SECRET:
+            alternatives.append(f"(?:{data.hex()})")
+            for core, tail in sorted(_base64_cores(data), key=lambda ct: -len(ct[0])):
+                end = f"(?:{tail}(?:=|%3[dD])*(?![A-Za-z0-9+/]))?" if tail else ""
+                alternatives.append("(?-i:" + "".join(_b64_char(c) for c in core) + end + ")")
+    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
+
+
+def _usable(secrets: Iterable[str | None]) -> tuple[str, ...]:
+    found = {s for s in secrets if isinstance(s, str) and s}
+    found |= {unquote(s) for s in found}
+    return tuple(sorted(found, key=lambda s: (-len(s), s)))
+
+
+def secrets_pattern(secrets: Iterable[str | None]) -> re.Pattern[str] | None:
+    """One pattern matching every form of every secret that `redact` removes.
+
+    Parameters
+    ----------
+    secrets
+        The secrets; None and empty ones are skipped. Each is matched in every character-wise form
+        whatever its length; its hex and base64 forms only from `MIN_SECRET` bytes on.
+
+    Returns
+    -------
+    re.Pattern or None
+        The compiled pattern (cached), or None when there is nothing to hide.
+    """
+    return _compiled(_usable(secrets))
+
+
+_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}(?:=|%3[dD]){0,2}")
+
+
+def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int) -> bool:
+    """Whether a base64 run decodes (standard or URL-safe, padded or not) to text holding a secret,
+    itself in any form `redact` knows, nested base64 included (a Basic header echoed base64-encoded)."""
+    data = run.replace("%3D", "=").replace("%3d", "=").rstrip("=")
+    data = data.translate(str.maketrans("-_", "+/"))
+    for start in range(4):  # the run may begin inside a blob: try each character alignment
+        chunk = data[start:]
+        chunk = chunk[: len(chunk) - len(chunk) % 4] if len(chunk) % 4 == 1 else chunk
+        try:
+            raw = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
+        except ValueError:
+            continue
+        for decoded in {raw.decode("utf-8", "replace"), raw.decode("latin-1")}:
+            if pattern.search(decoded) or (
+                depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1) for m in _B64_RUN.finditer(decoded))
+            ):
+                return True
+    return False
+
+
+def _without_b64_secret(run: str, pattern: re.Pattern[str]) -> str:
+    """A base64 run that decodes to a secret as ***, keeping a leading `word-`/`word_` (an id's prefix) that is not part of it."""
+    if not _decodes_to_secret(run, pattern, 2):
+        return run
+    head = ""
+    while (cut := re.search(r"[-_]", run[1:])) is not None and _decodes_to_secret(run[cut.end() + 1 :], pattern, 2):
+        head, run = head + run[: cut.end() + 1], run[cut.end() + 1 :]
+    return head + REDACTED
+
+
+def redact(text: str, secrets: Iterable[str | None]) -> str:
+    """`text` with every form of every secret replaced by ``***`` (see the module docstring for the forms).
+
+    A base64 run that decodes to a secret of `MIN_SECRET` characters or more in any of these forms
+    (nested base64 included, two levels) is replaced whole.
+
+    Parameters
+    ----------
+    text
+        Any text: an answer, an error message, a log line.
+    secrets
+        The secrets to hide (None and empty ones are ignored).
+
+    Returns
+    -------
+    str
+        The text, with everything else exactly as it was.
+    """
+    secrets = _usable(secrets)
+    pattern = _compiled(secrets)
+    if pattern is None or not text:
+        return text
+    inner = _compiled(tuple(s for s in secrets if len(s) >= MIN_SECRET))  # a short one would match random decoded bytes
+    for _ in range(4):  # until nothing is left: a removal may join the pieces of a nested form
+        clean = text  # whole base64 runs first: the pattern below would cut a blob's core out and leave its edges
+        if inner is not None:
+            clean = _B64_RUN.sub(lambda m: _without_b64_secret(m[0], inner), clean)
+        clean = pattern.sub(REDACTED, clean)
+        if clean == text:
+            break
+        text = clean
+    return text
+
+
+def _token_like(name: str) -> bool:
+    name = unquote_plus(name).strip().lower()
+    return name in _TOKEN_NAMES or name.endswith(("key", "_sig", "-sig")) or any(w in name for w in _TOKEN_WORDS)
+
+
+def _safe_params(query: str) -> str:
+    pieces = []
+    for piece in query.split("&"):
+        name, eq, _ = piece.partition("=")
+        pieces.append(f"{name}={REDACTED}" if eq and _token_like(name) else piece)
+    return "&".join(pieces)
+
+
+def safe_url(url: str) -> str:
+    """`url` as it may be printed: user info replaced by ``***@``, token-like query (and fragment) values by ``***``.
+
+    Token-like parameters are named token, key, api_key, access_token, sig, signature, secret, password,
+    auth..., in any case. The scheme, host, port and path are kept, so a message still says where.
+
+    Parameters
+    ----------
+    url
+        Any URL (or text that failed to parse as one).
+
+    Returns
+    -------
+    str
+        The printable URL.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return re.sub(r"//[^/@\s]*@", f"//{REDACTED}@", url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
+    fragment = _safe_params(parts.fragment) if "=" in parts.fragment else parts.fragment
+    return urlunsplit((parts.scheme, netloc, parts.path, _safe_params(parts.query), fragment))
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The secrets a URL carries: its password (or a user name without one), and its token-like parameters' values.
+
+    Parameters
+    ----------
+    url
+        A URL, or None.
+
+    Returns
+    -------
+    list of str
+        Each secret as written in the URL and percent-decoded.
+    """
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    # A user name beside a password is a name; alone (https://TOKEN@host) it is the credential.
+    found: list[str | None] = [parts.password] if parts.password else [parts.username]
+    for query in (parts.query, parts.fragment):
+        for piece in query.split("&"):
+            name, eq, value = piece.partition("=")
+            if eq and value and _token_like(name):
+                found += [value, unquote_plus(value)]
+    return [s for s in dict.fromkeys(found) if s]
+
+
+def register(*secrets: str | None) -> None:
+    """Add secrets resolved at run time (a key, a token, a URL's credentials) to those `redact_message` hides.
+
+    Parameters
+    ----------
+    *secrets
+        The secrets; None and empty ones are ignored.
+    """
+    with _LOCK:
+        _REGISTERED.update(s for s in secrets if s)
+
+
+def env_secrets(env: Mapping[str, str] | None = None) -> list[str]:
+    """The secrets of the environment: the key and token variables, and the credentials in URL variables.
+
+    Parameters
+    ----------
+    env
+        The environment (default: os.environ).
+
+    Returns
+    -------
+    list of str
+        The secrets, registered ones included.
+    """
+    env = os.environ if env is None else env
+    found = [env.get(name) or "" for name in SECRET_ENV]
+    found += [s.strip() for s in found]
+    for name in URL_ENV:
+        found += url_secrets(env.get(name))
+    with _LOCK:
+        found += sorted(_REGISTERED)
+    return [s for s in dict.fromkeys(found) if len(s) >= MIN_SECRET]
+
+
+def redact_message(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """A message fit to print: `secrets`, the environment's and the registered ones redacted, every URL made safe.
+
+    Parameters
+    ----------
+    text
+        A message about to be printed, logged or written.
+    secrets
+        Further secrets known to the caller (a token passed as an argument).
+
+    Returns
+    -------
+    str
+        The safe message.
+    """
+    text = redact(text, [*secrets, *env_secrets()])
+    return _URL.sub(lambda m: safe_url(m[0]), text) if "://" in text else text
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that passes every record through `redact_message` (message, arguments and traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        _scrub_record(record)
+        return True
+
+
+def _scrub_record(record: logging.LogRecord) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # a record whose arguments do not format: leave it to logging's own error report
+        return
+    clean = redact_message(message)
+    if clean != message:
+        record.msg, record.args = clean, None
+    if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+        record.exc_text = redact_message("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+    if record.stack_info:
+        record.stack_info = redact_message(record.stack_info)
+
+
+def install_log_redaction() -> None:
+    """From now on, every log record and warning of this process is redacted by `redact_message`.
+
+    Installed as the log record factory (so records of every logger, whatever handler prints them,
+    including logging's last-resort stderr handler) and around `warnings.showwarning`. Idempotent; call it
+    where secrets are resolved, before the first request.
+    """
+    global _INSTALLED
+    with _LOCK:
+        if _INSTALLED:
+            return
+        _INSTALLED = True
+    make_record = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make_record(*args, **kwargs)
+        _scrub_record(record)
+        return record
+
+    logging.setLogRecordFactory(factory)
+    show = warnings.showwarning
+
+    def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int, *rest: Any, **kw: Any) -> None:
+        show(redact_message(str(message)), category, filename, lineno, *rest, **kw)
+
+    warnings.showwarning = showwarning
