@@ -7,7 +7,8 @@ every folder is on this map). Schema and bins live outside the package, in the t
 fifty_shades_of_bias; the lm-eval task is the folder harness/.
 
 core/       errors, files (readers that name file/line/field, atomic writes, sealed folders), tables
-            (validated CSV/JSONL tables and the one id rule), items (a study's items), resources
+            (validated CSV/JSONL tables and the one id rule), items (a study's items), secrets (redaction of
+            keys and tokens in every encoding, safe URLs), resources
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a
             study's design file, position-balanced), extend, scoring, maxdiff (the public API is re-exported from fsb.bws)
 data/       the dataset: release (upstream files), dataset (the build), reference (the human figures:
