@@ -3,14 +3,14 @@
 
 Every scorer becomes a `Scored` entry: one `TaskSamples` per few-shot set (five for an `fsb` group,
 one for a single task or a prediction file), aligned by sentence id, with the gold scores and the
-breakdown fields (seed type, prompt type, analysis bin). The metric functions are the harness's own
-(harness/utils.py, loaded by path), so nothing here can disagree with what lm-eval computed.
+breakdown fields (seed type, prompt type, analysis bin). The metric functions are the ones lm-eval runs
+(fsb.evaluate.metrics, which harness/utils.py hands to lm-eval), so nothing here can disagree with what
+lm-eval computed.
 """
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import math
@@ -18,14 +18,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 import fifty_shades_of_bias as spec
-from fsb.core import resources
 from fsb.core.files import InputError, iter_jsonl, read_utf8
+from fsb.evaluate.fewshot import fewshot_sets
+from fsb.evaluate.metrics import bws_counts
 
 __all__ = [
     "DatasetTable",
@@ -34,7 +34,6 @@ __all__ = [
     "TaskSamples",
     "dataset_table",
     "entries_from_run",
-    "harness_utils",
     "load_entries",
     "load_run",
     "load_runs",
@@ -42,18 +41,6 @@ __all__ = [
 ]
 
 FIELDS = ("seed_type", "prompt_type", "bin")
-
-
-@cache
-def harness_utils() -> ModuleType:
-    """harness/utils.py as a module (the single definition of parsing and metrics)."""
-    path = resources.path("harness") / "utils.py"
-    loaded = importlib.util.spec_from_file_location("fsb_harness_utils", path)
-    if loaded is None or loaded.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(module)
-    return module
 
 
 @dataclass(frozen=True)
@@ -148,7 +135,7 @@ def load_run(path: str | Path) -> Run:
             preds.append(math.nan if pred is None else float(pred))
             golds.append(float(gold))
         if records:  # the model's counting scores per sentence, beside the human scores
-            counts = harness_utils().bws_counts(records)
+            counts = bws_counts(records)
             tasks[name] = TaskSamples(name, counts["ids"], counts["model"], counts["gold"])
             bws[name] = records
             continue
@@ -208,9 +195,8 @@ def dataset_table(source: str | None = None) -> DatasetTable:
         names = rows.features[name].names if hasattr(rows.features[name], "names") else None
         arr = np.asarray([names[v] if names is not None and isinstance(v, (int, np.integer)) else v for v in values], dtype=object)
         fields[name] = arr[order]
-    u = harness_utils()
     in_sets = np.zeros(ids.size, dtype=bool)
-    in_sets[np.concatenate(u.fewshot_sets(scores))] = True
+    in_sets[np.concatenate(fewshot_sets(scores))] = True
     stats_path = Path(where) / "stats.json"
     stats = json.loads(stats_path.read_text(encoding="utf-8")) if stats_path.is_file() else {}
     is_release = bool((stats.get("release") or {}).get("is_release"))

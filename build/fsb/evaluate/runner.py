@@ -349,13 +349,12 @@ def bws_statement(run: Any) -> str:
     """What a model did with the best-worst test, in plain words from its figures: its correlation, its
     agreement with the human majority beside chance, and the display position it favoured."""
     from fsb.evaluate.agreement import bws_summary
-    from fsb.evaluate.results import harness_utils
+    from fsb.evaluate.metrics import bws_pearson
 
     (name, records), *_ = run.bws.items()
-    u = harness_utils()
     b = bws_summary(records, n_boot=1000)
     v, ci, chance = b["values"], b["ci95"], b["chance"]
-    r = u.bws_pearson(records)
+    r = bws_pearson(records)
     fav = max(range(1, 5), key=lambda p: v[f"best_position_{p}"])
     picked = round(v[f"best_position_{fav}"] * b["presentations"] * v["parse_rate"])
     return (
