@@ -368,3 +368,65 @@ def test_lm_eval_noise_is_quieted_and_warnings_kept(caplog: pytest.LogCaptureFix
         logging.getLogger("lm_eval.api.task").warning("a real warning")
     kept = [r.getMessage() for r in caplog.records]
     assert kept == ["pretrained=/m/SmolLM2-Instruct appears to be an instruct variant", "a real warning"]
+
+
+class UpstreamChatLM(LM):
+    """A chat model that answers the human score after a blank line ("\\n\\n0.45\\n\\nBecause ..."), cutting
+    its answer at the request's stop sequences as real backends do; it records the prompts it was sent."""
+
+    def __init__(self, dataset: Path) -> None:
+        super().__init__()
+        rows = spec.load(source=str(dataset))[spec.SPLIT]
+        self.score = dict(zip(rows["text"], rows["score"]))
+        self.chats: list[list[dict[str, str]]] = []
+
+    @property
+    def tokenizer_name(self) -> str:
+        return "upstream-chat-test"
+
+    def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+        import json
+
+        return json.dumps(chat_history)
+
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        import json
+
+        out = []
+        for req in requests:
+            chat = json.loads(req.args[0])
+            self.chats.append(chat)
+            answer = f"\n\n{self.score[chat[-1]['content']]:.4f}\n\nBecause the sentence says so."
+            for stop in req.args[1].get("until", []):
+                answer = answer.split(stop)[0]
+            out.append(answer)
+        return out
+
+    def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests: list[Instance]) -> list[float]:
+        raise NotImplementedError
+
+
+def test_upstream_reads_an_answer_that_begins_with_a_blank_line(release_dataset: Path, tmp_path: Path) -> None:
+    """Upstream kept `content.strip().split("\\n")[0]`: an answer after a blank line is read, not lost to a
+    blank-line stop; the examples run bin by bin from low to high as chat turns with bare scores."""
+    lm = UpstreamChatLM(release_dataset)
+    results = run_eval(
+        lm,
+        tasks=["fsb_upstream_set1"],
+        per_bin=2,
+        dataset=str(release_dataset),
+        output_path=tmp_path,
+        apply_chat_template=True,
+        fewshot_as_multiturn=True,
+        echo=None,
+    )
+    r = results["results"]["fsb_upstream_set1"]
+    assert r["parse_rate,none"] == 1.0 and r["pearson,none"] == pytest.approx(1.0, abs=1e-6)
+    chat = lm.chats[0]
+    assert [m["role"] for m in chat] == ["system", *["user", "assistant"] * 8, "user"]
+    shown = [float(m["content"]) for m in chat[2:-1:2]]
+    assert bwsprompt.fewshot_bin(shown).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert metrics.parse_score("\n\n0.45\n\nBecause") == 0.45 and metrics.parse_score("\n\nThe score is 0.4") is None
