@@ -26,6 +26,7 @@ import fifty_shades_of_bias as spec
 from fsb.core.files import InputError, iter_jsonl, read_utf8
 from fsb.evaluate.fewshot import fewshot_sets
 from fsb.evaluate.metrics import bws_counts
+from fsb.evaluate.runfiles import rating_sample, read_results, tuple_record
 
 __all__ = [
     "DatasetTable",
@@ -108,12 +109,10 @@ def _results_files(path: Path) -> list[Path]:
 
 
 def load_run(path: str | Path) -> Run:
-    """Load one lm-eval run: a results JSON (or the newest one under a folder) and its samples_*.jsonl."""
+    """Load one lm-eval run: a results JSON (or the newest one under a folder) and its samples_*.jsonl,
+    each checked (evaluate.runfiles): a damaged or foreign file is one InputError naming file, line, field."""
     p = _results_files(Path(path))[-1] if Path(path).is_dir() else Path(path)
-    try:
-        results = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(p, f"not a readable lm-eval results file: {e}") from None
+    results = read_results(p)
     stamp = p.name[len("results_") : -len(".json")]
     tasks, docs, bws = {}, {}, {}
     for name in results.get("configs", {}):
@@ -126,21 +125,26 @@ def load_run(path: str | Path) -> Run:
             if "pearson" not in rec:
                 raise InputError(sample_file, "not a Fifty Shades of Bias sample (no pearson pair)", line=n)
             if isinstance(rec["pearson"], dict):  # a best-worst task (fsb_bws*): one record per tuple
-                records.append(rec["pearson"])
+                records.append(tuple_record(sample_file, n, rec["pearson"]))
                 continue
-            pred, gold = rec["pearson"]
-            doc = rec.get("doc", {})
-            ids.append(int(doc["id"]))
-            docs.setdefault(ids[-1], doc)
-            preds.append(math.nan if pred is None else float(pred))
-            golds.append(float(gold))
+            sid, pred, gold, doc = rating_sample(sample_file, n, rec)
+            if records:
+                raise InputError(sample_file, "a rating sample among best-worst records", line=n, field="pearson")
+            ids.append(sid)
+            docs.setdefault(sid, doc)
+            preds.append(math.nan if pred is None else pred)
+            golds.append(gold)
+        if records and ids:
+            raise InputError(sample_file, "rating samples and best-worst records in one task", field="pearson")
         if records:  # the model's counting scores per sentence, beside the human scores
             counts = bws_counts(records)
             tasks[name] = TaskSamples(name, counts["ids"], counts["model"], counts["gold"])
             bws[name] = records
             continue
+        if len(set(ids)) != len(ids):
+            raise InputError(sample_file, "a sentence id is logged twice", field="doc.id")
         order = np.argsort(ids, kind="stable")
-        tasks[name] = TaskSamples(name, np.asarray(ids)[order], np.asarray(preds)[order], np.asarray(golds)[order])
+        tasks[name] = TaskSamples(name, np.asarray(ids, dtype=np.int64)[order], np.asarray(preds)[order], np.asarray(golds)[order])
     groups = {g: list(subs) for g, subs in results.get("group_subtasks", {}).items() if subs}
     return Run(p, results, tasks, groups, docs, bws)
 
@@ -239,6 +243,9 @@ def read_predictions(path: str | Path) -> dict[int, float]:
     else:
         reader = csv.reader(io.StringIO(text))
         header = [h.strip() for h in next(reader, [])]
+        repeated = sorted({h for h in header if h and header.count(h) > 1})
+        if repeated:
+            raise InputError(p, f"the header names {repeated[0]!r} twice (which column is meant?)", line=1, field=repeated[0])
         for key in ("id", "score"):
             if key not in header:
                 raise InputError(p, f"the header has no {key!r} column (expected id,score)", line=1, field=key)
@@ -246,6 +253,8 @@ def read_predictions(path: str | Path) -> dict[int, float]:
         for n, row in enumerate(reader, start=2):
             if not row or not any(c.strip() for c in row):
                 continue
+            if [c.strip() for c in row] == header:
+                raise InputError(p, "the header again: two prediction files joined into one?", line=n)
             if len(row) <= max(ci, cs):
                 raise InputError(p, f"{len(row)} fields, expected {len(header)}", line=n)
             add(n, row[ci], row[cs])
@@ -305,16 +314,18 @@ class Scored:
 
 
 def _doc_fields(run: Run, ids: np.ndarray, table: DatasetTable | None) -> dict[str, np.ndarray]:
-    """Breakdown fields for `ids`: from the dataset when it is the one scored, else from the logged docs."""
+    """Breakdown fields for `ids`: from the dataset when it is the one scored, else from the logged docs
+    (none when a logged doc lacks one or holds a value that is not one of the field's labels)."""
     names = {"seed_type": spec.SEED_TYPES, "prompt_type": spec.PROMPT_TYPES, "bin": spec.BIN_NAMES}
     if table is not None:
         return {k: v[table.rows(ids)] for k, v in table.fields.items()}
     out = {}
     for key, labels in names.items():
         values = [run.docs.get(int(i), {}).get(key) for i in ids]
-        if any(v is None for v in values):
+        named = [labels[v] if type(v) is int and 0 <= v < len(labels) else v for v in values]
+        if not all(isinstance(v, str) and v in labels for v in named):
             return {}
-        out[key] = np.asarray([labels[v] if isinstance(v, int) else v for v in values], dtype=object)
+        out[key] = np.asarray(named, dtype=object)
     return out
 
 

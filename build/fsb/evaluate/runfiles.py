@@ -1,0 +1,171 @@
+"""What an lm-eval run's files must hold for `fsb report` to read them: the results file's structure and
+each logged sample, checked before use, so that a damaged or foreign file is refused in one line that
+names the file, the line and the field (InputError, exit 2), never a traceback.
+
+lm-eval writes `results_<stamp>.json` (an object: `configs` maps each task to its config, `config` the
+run's model and options, `group_subtasks` each group's variants) and one `samples_<task>_<stamp>.jsonl`
+per task (an object a line; these tasks log `pearson` as [prediction or null, gold] for a rating task or
+a per-tuple record for a best-worst task, and `doc` the document with its sentence `id`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from fsb.core.files import InputError
+
+__all__ = ["rating_sample", "read_results", "tuple_record"]
+
+_TASK_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # a task name that is also a plain file-name part
+_RECORD_LISTS = ("items", "scores", "majority_best", "majority_worst", "shown")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """The results file at `path`, checked: an object whose `configs`, `config`, `group_subtasks` and
+    `results` (where present) have the shapes `fsb report` reads.
+
+    Parameters
+    ----------
+    path
+        An lm-eval `results_*.json` file.
+
+    Returns
+    -------
+    dict
+        The parsed results.
+
+    Raises
+    ------
+    InputError
+        The file is unreadable, not JSON, or a field has another shape (named in the message).
+    """
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(path, f"not a readable lm-eval results file: {e}") from None
+    except RecursionError:
+        raise InputError(path, "not a readable lm-eval results file: nested too deeply") from None
+    if not isinstance(results, dict):
+        raise InputError(path, f"not an lm-eval results file: the top level is a JSON {type(results).__name__}, not an object")
+    configs = results.get("configs", {})
+    if not isinstance(configs, dict):
+        raise InputError(path, f"'configs' is {configs!r:.40}, not an object of task configs", field="configs")
+    for name, cfg in configs.items():
+        if not _TASK_NAME.fullmatch(name):
+            raise InputError(path, f"task name {name!r:.60} is not a plain name", field="configs")
+        if not isinstance(cfg, dict):
+            raise InputError(path, f"the config of {name} is {cfg!r:.40}, not an object", field=f"configs.{name}")
+        meta = cfg.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise InputError(path, f"the metadata of {name} is not an object", field=f"configs.{name}.metadata")
+        if isinstance(meta, dict):
+            _check_metadata(path, name, meta)
+    _check_config(path, results.get("config", {}))
+    groups = results.get("group_subtasks", {})
+    if not isinstance(groups, dict) or not all(isinstance(v, list) and all(isinstance(t, str) for t in v) for v in groups.values()):
+        raise InputError(path, "'group_subtasks' is not an object of task-name lists", field="group_subtasks")
+    scores = results.get("results", {})
+    if not isinstance(scores, dict) or not all(isinstance(v, dict) for v in scores.values()):
+        raise InputError(path, "'results' is not an object of per-task objects", field="results")
+    return results
+
+
+def _check_metadata(path: Path, name: str, meta: dict[str, Any]) -> None:
+    source = meta.get("fsb_source")
+    if source is not None and not isinstance(source, dict):
+        raise InputError(path, f"the fsb_source of {name} is not an object", field=f"configs.{name}.metadata.fsb_source")
+    per_bin = meta.get("fsb_per_bin")
+    if per_bin is not None and not (_integer(per_bin) or (isinstance(per_bin, str) and per_bin.strip().isdigit())):
+        raise InputError(path, f"fsb_per_bin {per_bin!r:.40} of {name} is not a whole number", field=f"configs.{name}.metadata.fsb_per_bin")
+
+
+def _check_config(path: Path, cfg: Any) -> None:
+    if not isinstance(cfg, dict):
+        raise InputError(path, f"'config' is {cfg!r:.40}, not an object", field="config")
+    limit = cfg.get("limit")
+    if limit is not None and not _number(limit):
+        raise InputError(path, f"'config.limit' is {limit!r:.40}, not a number", field="config.limit")
+    if not isinstance(cfg.get("model_args", ""), (str, dict)):
+        raise InputError(path, "'config.model_args' is neither a string nor an object", field="config.model_args")
+
+
+def rating_sample(path: Path, line: int, rec: dict[str, Any]) -> tuple[int, float | None, float, dict[str, Any]]:
+    """(sentence id, prediction or None, gold, doc) of one logged rating sample, checked.
+
+    Parameters
+    ----------
+    path, line
+        The samples file and the line (for the message).
+    rec
+        The line's object.
+
+    Returns
+    -------
+    tuple
+        The sentence id (an integer, or a string of digits), the prediction, the gold score, the doc.
+    """
+    pair = rec["pearson"]
+    if not isinstance(pair, list) or len(pair) != 2 or not (pair[0] is None or _number(pair[0])) or not _number(pair[1]):
+        raise InputError(path, f"'pearson' is {pair!r:.60}, not [prediction or null, gold score]", line=line, field="pearson")
+    doc = rec.get("doc")
+    if not isinstance(doc, dict) or "id" not in doc:
+        raise InputError(path, "no 'doc' object with the sentence 'id'", line=line, field="doc.id")
+    raw = doc["id"]
+    if _integer(raw):
+        sid = raw
+    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
+        sid = int(raw.strip())
+    else:
+        raise InputError(path, f"sentence id {raw!r:.40} is not a whole number", line=line, field="doc.id")
+    return sid, None if pair[0] is None else float(pair[0]), float(pair[1]), doc
+
+
+def tuple_record(path: Path, line: int, rec: dict[str, Any]) -> dict[str, Any]:
+    """The per-tuple record of one logged best-worst sample, checked (`metrics.bws_record`'s shape).
+
+    Parameters
+    ----------
+    path, line
+        The samples file and the line (for the message).
+    rec
+        The `pearson` value of the line.
+
+    Returns
+    -------
+    dict
+        The record, unchanged.
+    """
+
+    def bad(what: str, field: str) -> InputError:
+        return InputError(path, f"not a best-worst record: {what}", line=line, field=f"pearson.{field}")
+
+    if not all(isinstance(rec.get(k), list) for k in _RECORD_LISTS):
+        raise bad(f"{', '.join(_RECORD_LISTS)} must be lists", "items")
+    items = rec["items"]
+    if not items or not all(_integer(i) for i in items) or len(set(items)) != len(items):
+        raise bad("items must be distinct whole numbers", "items")
+    if len(rec["scores"]) != len(items) or not all(_number(s) for s in rec["scores"]):
+        raise bad("scores must be one number per item", "scores")
+    for side in ("majority_best", "majority_worst"):
+        if not all(_integer(i) and i in items for i in rec[side]):
+            raise bad(f"{side} must name items of the tuple", side)
+    for s in rec["shown"]:
+        if not isinstance(s, dict) or not _integer(s.get("shift")):
+            raise bad("each presentation needs a whole-number shift", "shown")
+        picks = [s.get(k) for k in ("best", "worst", "best_item", "worst_item")]
+        parsed = all(_integer(p) for p in picks) and picks[2] in items and picks[3] in items
+        if not (all(p is None for p in picks) or parsed):
+            raise bad("a presentation's best/worst must be positions with their items, or all null", "shown")
+    return rec
