@@ -5,7 +5,8 @@ Every scorer becomes a `Scored` entry: one `TaskSamples` per few-shot set (five 
 one for a single task or a prediction file), aligned by sentence id, with the gold scores and the
 breakdown fields (seed type, prompt type, analysis bin). The metric functions are the ones lm-eval runs
 (fsb.evaluate.metrics, which harness/utils.py hands to lm-eval), so nothing here can disagree with what
-lm-eval computed.
+lm-eval computed. Reading the lm-eval runs themselves (`Run`, `TaskSamples`, `load_run`, `load_runs`) is
+evaluate.runfiles's; they are imported here, where the entries are made of them.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ import numpy as np
 import fifty_shades_of_bias as spec
 from fsb.core.files import InputError, iter_jsonl, read_utf8
 from fsb.evaluate.fewshot import fewshot_sets
-from fsb.evaluate.metrics import bws_counts
-from fsb.evaluate.runfiles import rating_sample, read_results, tuple_record
+from fsb.evaluate.runfiles import Run, TaskSamples, load_run, load_runs
 
 __all__ = [
     "DatasetTable",
@@ -42,118 +42,6 @@ __all__ = [
 ]
 
 FIELDS = ("seed_type", "prompt_type", "bin")
-
-
-@dataclass(frozen=True)
-class TaskSamples:
-    """One task's logged items: sentence ids, predictions (NaN where the answer did not parse), gold scores."""
-
-    name: str
-    ids: np.ndarray
-    preds: np.ndarray
-    golds: np.ndarray
-
-    @property
-    def parsed(self) -> np.ndarray:
-        return ~np.isnan(self.preds)
-
-    def items(self, idx: np.ndarray | None = None) -> list[tuple[float | None, float]]:
-        sel = slice(None) if idx is None else idx
-        return [(None if math.isnan(p) else float(p), float(g)) for p, g in zip(self.preds[sel], self.golds[sel])]
-
-    def subset(self, mask: np.ndarray) -> TaskSamples:
-        return TaskSamples(self.name, self.ids[mask], self.preds[mask], self.golds[mask])
-
-
-@dataclass
-class Run:
-    """An lm-eval run: its results file and, per leaf task, the logged samples; groups map to their variants."""
-
-    path: Path
-    results: dict[str, Any]
-    tasks: dict[str, TaskSamples]
-    groups: dict[str, list[str]] = field(default_factory=dict)
-    docs: dict[int, dict[str, Any]] = field(default_factory=dict)
-    bws: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # best-worst tasks: one record per tuple
-
-    @property
-    def model(self) -> str:
-        cfg = self.results.get("config", {})
-        return f"{cfg.get('model', '?')} {cfg.get('model_args', '')}".strip()
-
-    @property
-    def model_name(self) -> str:
-        """A short name: the last path part of `pretrained=` / `model=` in the model args, else the backend."""
-        cfg = self.results.get("config", {})
-        args = cfg.get("model_args", "")
-        if isinstance(args, dict):
-            args = ",".join(f"{k}={v}" for k, v in args.items())
-        found = re.search(r"(?:^|,)\s*(?:pretrained=)+([^,]+)", str(args)) or re.search(r"(?:^|,)\s*model=([^,]+)", str(args))
-        return Path(found.group(1)).name if found else str(cfg.get("model", "?"))
-
-    @property
-    def limit(self) -> float | None:
-        return self.results.get("config", {}).get("limit")
-
-
-def _results_files(path: Path) -> list[Path]:
-    """The results file itself, or the newest results_*.json in each folder under `path`."""
-    if path.is_file():
-        return [path]
-    newest: dict[Path, Path] = {}
-    for f in sorted(path.rglob("results_*.json"), key=lambda f: f.name):
-        newest[f.parent] = f
-    if not newest:
-        raise InputError(path, "no lm-eval results_*.json here; run lm_eval with --output_path and --log_samples")
-    return [newest[d] for d in sorted(newest)]
-
-
-def load_run(path: str | Path) -> Run:
-    """Load one lm-eval run: a results JSON (or the newest one under a folder) and its samples_*.jsonl,
-    each checked (evaluate.runfiles): a damaged or foreign file is one InputError naming file, line, field."""
-    p = _results_files(Path(path))[-1] if Path(path).is_dir() else Path(path)
-    results = read_results(p)
-    stamp = p.name[len("results_") : -len(".json")]
-    tasks, docs, bws = {}, {}, {}
-    for name in results.get("configs", {}):
-        sample_file = p.parent / f"samples_{name}_{stamp}.jsonl"
-        if not sample_file.is_file():
-            raise InputError(sample_file, "missing: the run was not made with --log_samples")
-        ids, preds, golds = [], [], []
-        records = []
-        for n, rec in iter_jsonl(sample_file):  # lm-eval writes these with ensure_ascii=False
-            if "pearson" not in rec:
-                raise InputError(sample_file, "not a Fifty Shades of Bias sample (no pearson pair)", line=n)
-            if isinstance(rec["pearson"], dict):  # a best-worst task (fsb_bws*): one record per tuple
-                records.append(tuple_record(sample_file, n, rec["pearson"]))
-                continue
-            sid, pred, gold, doc = rating_sample(sample_file, n, rec)
-            if records:
-                raise InputError(sample_file, "a rating sample among best-worst records", line=n, field="pearson")
-            ids.append(sid)
-            docs.setdefault(sid, doc)
-            preds.append(math.nan if pred is None else pred)
-            golds.append(gold)
-        if records and ids:
-            raise InputError(sample_file, "rating samples and best-worst records in one task", field="pearson")
-        if records:  # the model's counting scores per sentence, beside the human scores
-            counts = bws_counts(records)
-            tasks[name] = TaskSamples(name, counts["ids"], counts["model"], counts["gold"])
-            bws[name] = records
-            continue
-        if len(set(ids)) != len(ids):
-            raise InputError(sample_file, "a sentence id is logged twice", field="doc.id")
-        order = np.argsort(ids, kind="stable")
-        tasks[name] = TaskSamples(name, np.asarray(ids, dtype=np.int64)[order], np.asarray(preds)[order], np.asarray(golds)[order])
-    groups = {g: list(subs) for g, subs in results.get("group_subtasks", {}).items() if subs}
-    return Run(p, results, tasks, groups, docs, bws)
-
-
-def load_runs(paths: list[str | Path] | str | Path) -> list[Run]:
-    """Every run under the given paths: each results file, or the newest results file of every folder
-    below a given folder (so `results/main`, with one run per task, gives them all)."""
-    items = [paths] if isinstance(paths, (str, Path)) else paths
-    return [load_run(f) for p in items for f in _results_files(Path(p))]
 
 
 # --- the dataset's side: gold scores, breakdown fields, the sentences the protocol scores -----------

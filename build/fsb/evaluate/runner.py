@@ -28,7 +28,7 @@ from fsb.core import resources
 from fsb.core.errors import FsbError
 from fsb.core.files import SEAL_FILE, check_recorded_file, recorded_write
 
-__all__ = ["EvalError", "bws_statement", "check_limit", "check_output_path", "main_job_eval", "run_eval", "task_manager"]
+__all__ = ["EvalError", "bws_statement", "main_job_eval", "run_eval", "task_manager"]
 
 # Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
 _TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
@@ -112,32 +112,16 @@ def _check_tasks(manager: Any, tasks: Sequence[str]) -> None:
         raise EvalError(f"--tasks {','.join(unknown)}: no such task; this project's tasks are {groups} and their _setN variants")
 
 
-def check_limit(limit: float | None) -> None:
-    """Refuse a `--limit` lm-eval would misread: it takes N >= 1 as the first N items (cut to a whole
-    number) and a value in (0, 1) as that fraction of them; zero, a negative number (which would drop
-    items from the end), a non-integer above 1 and a non-finite value are errors.
-
-    Parameters
-    ----------
-    limit
-        The value given, or None (every item).
-    """
-    if limit is None:
-        return
-    if not math.isfinite(limit) or limit <= 0 or (limit > 1 and limit != int(limit)):
+def _check_limit(limit: float | None) -> None:
+    """lm-eval reads N >= 1 as the first N items (cut to a whole number) and (0, 1) as a fraction: refuse
+    zero, a negative number (it would drop items from the end), a non-integer above 1, a non-finite value."""
+    if limit is not None and (not math.isfinite(limit) or limit <= 0 or (limit > 1 and limit != int(limit))):
         raise EvalError(f"--limit {limit:g}: give a whole number of items (1, 2, ...) or a fraction between 0 and 1")
 
 
-def check_output_path(output_path: str | os.PathLike[str]) -> None:
-    """Refuse an output path inside a folder fsb sealed (it holds .fsb-seal.json), a dataset build above
-    all (stats.json beside the seal): lm-eval would write its results into it, and a sealed folder is
-    never another command's output.
-
-    Parameters
-    ----------
-    output_path
-        `--output-path` as given (lm-eval writes below it, in a folder named after the model).
-    """
+def _check_output_path(output_path: str | os.PathLike[str]) -> None:
+    """Refuse an output path in or below a folder fsb sealed (.fsb-seal.json), above all a dataset build
+    (stats.json beside the seal): lm-eval would write its results there."""
     target = Path(output_path).expanduser().absolute()
     for folder in (target, *target.parents):
         if (folder / SEAL_FILE).exists():
@@ -190,9 +174,9 @@ def run_eval(
 
     if per_bin is not None and sample is not None:
         raise EvalError("give --sample (a simple random sample) or --per-bin (a stratified one), not both")
-    check_limit(limit)
+    _check_limit(limit)
     if output_path is not None:
-        check_output_path(output_path)
+        _check_output_path(output_path)
     located = spec.locate(dataset)
     if echo is not None:
         echo(f"dataset: {spec.describe(spec.provenance(located))}")
