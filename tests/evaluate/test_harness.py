@@ -1,4 +1,5 @@
-"""The lm-eval task's own logic (harness/utils.py) and its metric plumbing, with models whose answers are known."""
+"""The lm-eval tasks end to end (harness/ YAML and task.py over fsb.evaluate.fewshot, metrics and
+fsb.annotate.bwsprompt), with models whose answers are known."""
 
 from __future__ import annotations
 
