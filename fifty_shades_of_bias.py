@@ -284,7 +284,8 @@ def locate(source: str | os.PathLike[str] | None = None) -> str:
         if folder.is_dir():
             if not (folder / "README.md").is_file():
                 raise DatasetNotFound(
-                    f"{folder} is a folder but holds no README.md dataset card; build one with `fsb build --out {folder}`"
+                    f"{folder} is a folder but holds no README.md dataset card, so it is not a Fifty Shades of Bias dataset; "
+                    "give a folder `fsb build` wrote or a Hub repo id (org/name)"
                 )
             return str(folder.resolve())
         if _HUB_ID.match(text) and not Path(text).parent.is_dir():

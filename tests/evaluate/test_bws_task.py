@@ -24,10 +24,10 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 
 import fifty_shades_of_bias as spec
-from fsb.evaluate.results import dataset_table, harness_utils, load_run
+from fsb.annotate import bwsprompt
+from fsb.evaluate.results import dataset_table, load_run
 from fsb.evaluate.runner import run_eval
 
-task_utils = harness_utils()
 BIN = Path(sys.executable).parent
 LINE = re.compile(r"^([1-4])\. (.*)$", re.M)
 
@@ -48,18 +48,18 @@ LINE = re.compile(r"^([1-4])\. (.*)$", re.M)
     ],
 )
 def test_parse_bws_is_strict(text: str, pick: tuple[int, int] | None) -> None:
-    assert task_utils.parse_bws(text) == pick
+    assert bwsprompt.parse_bws(text) == pick
 
 
 def test_rotations_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert task_utils.rotate(["a", "b", "c", "d"], 2) == ["c", "d", "a", "b"]
-    assert task_utils.bws_rotations() == (0, 2)
-    assert task_utils.bws_rotations("0,1,2,3") == (0, 1, 2, 3)
+    assert bwsprompt.rotate(["a", "b", "c", "d"], 2) == ["c", "d", "a", "b"]
+    assert bwsprompt.bws_rotations() == (0, 2)
+    assert bwsprompt.bws_rotations("0,1,2,3") == (0, 1, 2, 3)
     monkeypatch.setenv("FSB_BWS_ROTATIONS", "1")
-    assert task_utils.bws_rotations() == (1,)
+    assert bwsprompt.bws_rotations() == (1,)
     for bad in ("0,0", "4", "x", [0, 5]):
-        with pytest.raises(task_utils.ProtocolError, match=r"distinct shifts 0\.\.3"):
-            task_utils.bws_rotations(bad)
+        with pytest.raises(bwsprompt.ProtocolError, match=r"distinct shifts 0\.\.3"):
+            bwsprompt.bws_rotations(bad)
 
 
 # --- models whose choices are known -----------------------------------------------------------------
@@ -180,7 +180,7 @@ def test_oracle_agrees_fully_and_correlates_as_majority_vote_counting(release_da
     for s in samples[:20]:  # the prompts show the tuple in rotations 0 and 2
         texts = [LINE.findall(a[0]) for a in _arguments(s)]
         assert [t for _, t in texts[0]] == s["doc"]["texts"]
-        assert [t for _, t in texts[1]] == task_utils.rotate(s["doc"]["texts"], 2)
+        assert [t for _, t in texts[1]] == bwsprompt.rotate(s["doc"]["texts"], 2)
 
 
 def test_a_position_one_model_is_exposed_by_the_position_report(release_dataset: Path, tmp_path: Path) -> None:
@@ -331,7 +331,7 @@ def test_annotate_llm_against_transformers_serve_then_fsb_score(
     with open(judgments, newline="") as f:
         table = list(csv.reader(f))
     assert table[0] == ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem", "Annotator"]
-    parsed = [task_utils.parse_bws(r["response"]) for r in rows]
+    parsed = [bwsprompt.parse_bws(r["response"]) for r in rows]
     assert len(table) - 1 == sum(p is not None for p in parsed) > 0, "parsed answers only, none guessed"
     by_shown = {tuple(r["items"]): p for r, p in zip(rows, parsed) if p is not None}
     for line in table[1:]:

@@ -1,4 +1,5 @@
-"""The lm-eval task's own logic (harness/utils.py) and its metric plumbing, with models whose answers are known."""
+"""The lm-eval tasks end to end (harness/ YAML and task.py over fsb.evaluate.fewshot, metrics and
+fsb.annotate.bwsprompt), with models whose answers are known."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.model import LM
 
 import fifty_shades_of_bias as spec
+from fsb.annotate import bwsprompt
 from fsb.core.errors import FsbError
+from fsb.evaluate import fewshot, metrics
 from fsb.evaluate.agreement import summarize
-from fsb.evaluate.results import harness_utils, load_run
+from fsb.evaluate.results import load_run
 from fsb.evaluate.runner import run_eval
-
-task_utils = harness_utils()
 
 
 @pytest.mark.parametrize(
@@ -45,36 +46,36 @@ task_utils = harness_utils()
     ],
 )
 def test_parse_score_is_strict(text: str, value: float | None) -> None:
-    assert task_utils.parse_score(text) == value
+    assert metrics.parse_score(text) == value
 
 
 def test_fewshot_sets_two_per_bin_disjoint_deterministic() -> None:
     rng = np.random.default_rng(0)
     scores = np.r_[rng.random(200), [1.0, 1.0]]
-    sets = task_utils.fewshot_sets(scores)
+    sets = fewshot.fewshot_sets(scores)
     assert len(sets) == 5
     for s in sets:
         assert len(s) == 8
-        assert np.bincount(task_utils.fewshot_bin(scores[s]), minlength=4).tolist() == [2, 2, 2, 2]
+        assert np.bincount(bwsprompt.fewshot_bin(scores[s]), minlength=4).tolist() == [2, 2, 2, 2]
     flat = np.concatenate(sets)
     assert len(set(flat.tolist())) == 40, "the 5 sets are disjoint"
-    assert all(np.array_equal(a, b) for a, b in zip(sets, task_utils.fewshot_sets(scores)))
-    assert not all(np.array_equal(a, b) for a, b in zip(sets, task_utils.fewshot_sets(scores, seed=7)))
-    assert task_utils.fewshot_bin(np.array([1.0]))[0] == 3, "1.0 belongs to the top bin"
+    assert all(np.array_equal(a, b) for a, b in zip(sets, fewshot.fewshot_sets(scores)))
+    assert not all(np.array_equal(a, b) for a, b in zip(sets, fewshot.fewshot_sets(scores, seed=7)))
+    assert bwsprompt.fewshot_bin(np.array([1.0]))[0] == 3, "1.0 belongs to the top bin"
     # With few items in the top bin, those at exactly 1.0 must be eligible (the upstream `< end` test excluded them).
     few = np.r_[np.linspace(0.0, 0.74, 100), np.full(10, 1.0)]
-    top = np.concatenate(task_utils.fewshot_sets(few))
+    top = np.concatenate(fewshot.fewshot_sets(few))
     assert (few[top] == 1.0).sum() == 10
 
 
 def test_fewshot_sets_refuse_a_thin_bin() -> None:
     with pytest.raises(ValueError, match="bin 3 holds 3"):
-        task_utils.fewshot_sets(np.r_[np.linspace(0, 0.7, 100), [0.8, 0.9, 1.0]])
+        fewshot.fewshot_sets(np.r_[np.linspace(0, 0.7, 100), [0.8, 0.9, 1.0]])
 
 
 def test_load_gives_the_same_test_sentences_to_every_variant(release_dataset: Path) -> None:
-    loads = [task_utils.load(fewshot_set=k, fsb_dataset=str(release_dataset)) for k in range(5)]
-    zero = task_utils.load(fewshot_set=None, fsb_dataset=str(release_dataset))
+    loads = [fewshot.load(fewshot_set=k, fsb_dataset=str(release_dataset)) for k in range(5)]
+    zero = fewshot.load(fewshot_set=None, fsb_dataset=str(release_dataset))
     test_ids = loads[0]["test"]["id"]
     assert len(test_ids) == 960
     assert all(d["test"]["id"] == test_ids for d in loads) and zero["test"]["id"] == test_ids
@@ -82,17 +83,17 @@ def test_load_gives_the_same_test_sentences_to_every_variant(release_dataset: Pa
     shots = [set(d["fewshot"]["id"]) for d in loads]
     assert all(len(s) == 8 for s in shots)
     assert not set().union(*shots) & set(test_ids), "no sentence is scored with itself among its examples"
-    sample = task_utils.load(fewshot_set=0, fsb_dataset=str(release_dataset), fsb_per_bin=6)
+    sample = fewshot.load(fewshot_set=0, fsb_dataset=str(release_dataset), fsb_per_bin=6)
     assert len(sample["test"]) == 24
-    assert np.bincount(task_utils.fewshot_bin(np.asarray(sample["test"]["score"])), minlength=4).tolist() == [6, 6, 6, 6]
-    assert task_utils.load(fewshot_set=3, fsb_dataset=str(release_dataset), fsb_per_bin=6)["test"]["id"] == sample["test"]["id"]
+    assert np.bincount(bwsprompt.fewshot_bin(np.asarray(sample["test"]["score"])), minlength=4).tolist() == [6, 6, 6, 6]
+    assert fewshot.load(fewshot_set=3, fsb_dataset=str(release_dataset), fsb_per_bin=6)["test"]["id"] == sample["test"]["id"]
     # extra keyword arguments (lm-eval passes model args and the task's metadata) are accepted
-    assert len(task_utils.load(fewshot_set=1, fsb_dataset=str(release_dataset), pretrained="x", version=1.0)["fewshot"]) == 8
+    assert len(fewshot.load(fewshot_set=1, fsb_dataset=str(release_dataset), pretrained="x", version=1.0)["fewshot"]) == 8
 
 
 def test_load_without_any_dataset_says_how_to_get_one() -> None:
     with pytest.raises(spec.DatasetNotFound, match=r"fsb build.*FSB_DATASET"):
-        task_utils.load(fewshot_set=0)
+        fewshot.load(fewshot_set=0)
 
 
 def test_aggregations_leave_out_unparsed_answers() -> None:
@@ -100,12 +101,12 @@ def test_aggregations_leave_out_unparsed_answers() -> None:
     # (-1.5, -.5, .5, 1.5) and (-1.5, .5, -.5, 1.5) (/10): r = (2.25 - .25 - .25 + 2.25) / 5 = 0.8 exactly,
     # and the ranks are the values themselves, so rho = 0.8 too; mse = (0 + .01 + .01 + 0) / 4 = 0.005.
     items = [(0.1, 0.1), (None, 0.9), (0.2, 0.3), (0.3, 0.2), (None, 0.1), (0.4, 0.4)]
-    assert task_utils.pearson(items) == pytest.approx(0.8, abs=1e-12)
-    assert task_utils.spearman(items) == pytest.approx(0.8, abs=1e-12)
-    assert task_utils.mse(items) == pytest.approx(0.005, abs=1e-15)
-    assert task_utils.pearson([(0.1, 0.9), (0.5, 0.5), (0.9, 0.1)]) == pytest.approx(-1.0, abs=1e-12), "a reversed order is -1"
-    assert math.isnan(task_utils.pearson([(0.5, 0.1), (0.5, 0.9)])), "a constant answer has no correlation, not 0"
-    assert math.isnan(task_utils.pearson([(None, 0.1), (None, 0.9)])) and math.isnan(task_utils.mse([(None, 0.1)]))
+    assert metrics.pearson(items) == pytest.approx(0.8, abs=1e-12)
+    assert metrics.spearman(items) == pytest.approx(0.8, abs=1e-12)
+    assert metrics.mse(items) == pytest.approx(0.005, abs=1e-15)
+    assert metrics.pearson([(0.1, 0.9), (0.5, 0.5), (0.9, 0.1)]) == pytest.approx(-1.0, abs=1e-12), "a reversed order is -1"
+    assert math.isnan(metrics.pearson([(0.5, 0.1), (0.5, 0.9)])), "a constant answer has no correlation, not 0"
+    assert math.isnan(metrics.pearson([(None, 0.1), (None, 0.9)])) and math.isnan(metrics.mse([(None, 0.1)]))
 
 
 @pytest.mark.parametrize(
@@ -113,7 +114,7 @@ def test_aggregations_leave_out_unparsed_answers() -> None:
     [(0.0, "0.0"), (0.04, "0.0"), (0.05, "0.1"), (0.25, "0.3"), (0.35, "0.4"), (0.45, "0.5"), (7 / 20, "0.4"), (1.0, "1.0")],
 )
 def test_nearest_tenth_rounds_halves_up(score: float, choice: str) -> None:
-    assert task_utils.CHOICES[task_utils.nearest_tenth({"score": score})] == choice
+    assert fewshot.CHOICES[fewshot.nearest_tenth({"score": score})] == choice
 
 
 def test_harness_bins_agree_with_the_build(release_dataset: Path) -> None:
@@ -123,17 +124,17 @@ def test_harness_bins_agree_with_the_build(release_dataset: Path) -> None:
 
     rows = spec.load(source=str(release_dataset))[spec.SPLIT]
     stats = json.loads((release_dataset / "stats.json").read_text())
-    assert np.bincount(task_utils.fewshot_bin(np.asarray(rows["score"])), minlength=4).tolist() == stats["fewshot_bins"]["counts"]
-    assert [task_utils.fewshot_bin(np.array([x]))[0] for x in (0.2499, 0.25, 0.5, 0.75, 1.0)] == [0, 1, 2, 3, 3]
-    assert all(task_utils.fewshot_bin(np.array([x]))[0] == spec.equispaced_bin(x) for x in np.linspace(0, 1, 401))
+    assert np.bincount(bwsprompt.fewshot_bin(np.asarray(rows["score"])), minlength=4).tolist() == stats["fewshot_bins"]["counts"]
+    assert [bwsprompt.fewshot_bin(np.array([x]))[0] for x in (0.2499, 0.25, 0.5, 0.75, 1.0)] == [0, 1, 2, 3, 3]
+    assert all(bwsprompt.fewshot_bin(np.array([x]))[0] == spec.equispaced_bin(x) for x in np.linspace(0, 1, 401))
 
 
 def test_expected_score() -> None:
     ll = np.full(11, -50.0)
     ll[7] = 0.0
-    assert task_utils.expected_score(ll) == pytest.approx(0.7)
-    assert task_utils.expected_score(np.zeros(11)) == pytest.approx(0.5)
-    assert task_utils.expected_score([-1e4] * 10 + [0.0]) == pytest.approx(1.0)
+    assert metrics.expected_score(ll) == pytest.approx(0.7)
+    assert metrics.expected_score(np.zeros(11)) == pytest.approx(0.5)
+    assert metrics.expected_score([-1e4] * 10 + [0.0]) == pytest.approx(1.0)
 
 
 # --- metric plumbing end to end, with lm-eval models whose answers are known ---------------------
@@ -243,23 +244,23 @@ def test_one_bins_api_float_and_exact_agree_on_every_possible_score() -> None:
         np.testing.assert_array_equal(spec.bin_codes(num / den, edges), spec.exact_bin_codes(num, den, edges))
     assert spec.bin_codes([0.29999999999999993, 0.3], spec.HISTOGRAM_BIN_EDGES).tolist() == [3, 3], "an edge opens its bin"
     assert spec.FEWSHOT_BIN_LABELS == ("0.00-0.25", "0.25-0.50", "0.50-0.75", "0.75-1.00")
-    assert task_utils.fewshot_bin([0.0, 0.2499, 0.25, 0.75, 1.0]).tolist() == [0, 0, 1, 3, 3]
-    assert not hasattr(task_utils, "FEWSHOT_BIN_EDGES"), "the harness takes its edges from fifty_shades_of_bias"
+    assert bwsprompt.fewshot_bin([0.0, 0.2499, 0.25, 0.75, 1.0]).tolist() == [0, 0, 1, 3, 3]
+    assert not any(hasattr(m, "FEWSHOT_BIN_EDGES") for m in (bwsprompt, fewshot, metrics)), "edges come from the spec"
 
 
 @pytest.mark.parametrize(("k", "counts"), [(0, [0, 0, 0, 0]), (1, [1, 0, 0, 0]), (4, [1, 1, 1, 1]), (6, [2, 2, 1, 1]), (8, [2, 2, 2, 2])])
 def test_fewer_fewshot_examples_stay_balanced_over_the_bins(k: int, counts: list[int]) -> None:
     bins = [2, 0, 3, 2, 1, 0, 3, 1]  # a shuffled set: bins take turns in the order 2, 0, 3, 1
-    picked = task_utils.balanced_subset(bins, k)
+    picked = fewshot.balanced_subset(bins, k)
     assert picked == sorted(picked), "the examples keep their order"
     assert np.bincount([bins[i] for i in picked], minlength=4)[[2, 0, 3, 1]].tolist() == counts
-    assert task_utils.balanced_subset(bins, 8) == list(range(8)), "k = 8 is the whole set, unchanged"
+    assert fewshot.balanced_subset(bins, 8) == list(range(8)), "k = 8 is the whole set, unchanged"
 
 
 def test_more_fewshot_examples_than_a_set_holds_is_a_clear_error() -> None:
-    with pytest.raises(task_utils.ProtocolError, match=r"--num_fewshot 9: .* holds 8 examples \(2 per score bin\); use 0 to 8"):
-        task_utils.balanced_subset([0, 1, 2, 3, 0, 1, 2, 3], 9)
-    assert issubclass(task_utils.ProtocolError, FsbError), "the CLI prints it as one line"
+    with pytest.raises(bwsprompt.ProtocolError, match=r"--num_fewshot 9: .* holds 8 examples \(2 per score bin\); use 0 to 8"):
+        fewshot.balanced_subset([0, 1, 2, 3, 0, 1, 2, 3], 9)
+    assert issubclass(bwsprompt.ProtocolError, FsbError), "the CLI prints it as one line"
 
 
 def test_num_fewshot_through_lm_eval(release_dataset: Path) -> None:
@@ -275,7 +276,7 @@ def test_num_fewshot_through_lm_eval(release_dataset: Path) -> None:
     score = dict(zip(rows["text"], rows["score"]))
     for sample in out["samples"]["fsb_set2"]:
         shots = re.findall(r"Sentence: (.*?)\nScore: \d\.\d\d\n\n", sample["arguments"][0][0])
-        assert sorted(task_utils.fewshot_bin([score[t] for t in shots]).tolist()) == [0, 1, 2, 3]
+        assert sorted(bwsprompt.fewshot_bin([score[t] for t in shots]).tolist()) == [0, 1, 2, 3]
     assert out["results"]["fsb_set2"]["pearson,none"] == pytest.approx(1.0)
     with pytest.raises(FsbError, match=r"--num_fewshot 9: .* use 0 to 8"):  # lm-eval loads its own copy of utils
         lm_eval.simple_evaluate(model=OracleLM(release_dataset), num_fewshot=9, **common)
@@ -284,33 +285,40 @@ def test_num_fewshot_through_lm_eval(release_dataset: Path) -> None:
 def test_random_sample_and_the_source_it_records(release_dataset: Path) -> None:
     import json
 
-    loads = [task_utils.load(fewshot_set=k, fsb_dataset=str(release_dataset), fsb_sample=40, fsb_sample_seed=3) for k in range(5)]
+    loads = [fewshot.load(fewshot_set=k, fsb_dataset=str(release_dataset), fsb_sample=40, fsb_sample_seed=3) for k in range(5)]
     ids = loads[0]["test"]["id"]
     assert len(ids) == 40 and ids == sorted(ids) and all(d["test"]["id"] == ids for d in loads)
-    full = set(task_utils.load(fsb_dataset=str(release_dataset))["test"]["id"])
+    full = set(fewshot.load(fsb_dataset=str(release_dataset))["test"]["id"])
     assert set(ids) <= full
-    assert task_utils.load(fsb_dataset=str(release_dataset), fsb_sample=40, fsb_sample_seed=4)["test"]["id"] != ids, "the seed matters"
+    assert fewshot.load(fsb_dataset=str(release_dataset), fsb_sample=40, fsb_sample_seed=4)["test"]["id"] != ids, "the seed matters"
     stats = json.loads((release_dataset / "stats.json").read_text())
     source = loads[0].fsb_source
     assert source["path"] == str(release_dataset.resolve())
     assert source["fingerprint"] == stats["fingerprint"], "computed from the data files, equal to what the build recorded"
     assert source["sample"] == "simple random sample of 40 (seed 3)"
-    assert "inflates correlations" in task_utils.load(fsb_dataset=str(release_dataset), fsb_per_bin=2).fsb_source["sample"]
-    with pytest.raises(task_utils.ProtocolError, match="not both"):
-        task_utils.load(fsb_dataset=str(release_dataset), fsb_sample=4, fsb_per_bin=2)
+    assert "inflates correlations" in fewshot.load(fsb_dataset=str(release_dataset), fsb_per_bin=2).fsb_source["sample"]
+    with pytest.raises(bwsprompt.ProtocolError, match="not both"):
+        fewshot.load(fsb_dataset=str(release_dataset), fsb_sample=4, fsb_per_bin=2)
 
 
-def test_upstream_examples_run_low_to_high_at_the_release_files_precision(release_dataset: Path, release: Path) -> None:
+def test_upstream_examples_run_bin_by_bin_at_the_release_files_precision(release_dataset: Path, release: Path) -> None:
     import pandas as pd
 
     released = pd.read_csv(release / "FSB" / "fsb_final_scores.csv")
     as_released = dict(zip(released["id"], released["score_normalized"].astype(str)))
+    unsorted_bins = 0
     for k in range(5):
-        ours = task_utils.load(fewshot_set=k, fsb_dataset=str(release_dataset))["fewshot"]
-        upstream = task_utils.load(fewshot_set=k, fsb_dataset=str(release_dataset), fsb_protocol="upstream")["fewshot"]
+        ours = fewshot.load(fewshot_set=k, fsb_dataset=str(release_dataset))["fewshot"]
+        upstream = fewshot.load(fewshot_set=k, fsb_dataset=str(release_dataset), fsb_protocol="upstream")["fewshot"]
         assert sorted(upstream["id"]) == sorted(ours["id"]), "the same 8 examples"
-        assert upstream["score"] == sorted(upstream["score"]), "from low to high"
-        assert [task_utils.upstream_score_text(d) for d in upstream] == [as_released[i] for i in upstream["id"]]
+        bins = bwsprompt.fewshot_bin(np.asarray(upstream["score"])).tolist()
+        assert bins == [0, 0, 1, 1, 2, 2, 3, 3], "bin by bin from low to high, as upstream's per-bin draws"
+        # inside a bin the order is the draw's, not a sort by score (upstream: random.sample per bin)
+        drawn = [i for b in range(4) for i, c in zip(ours["id"], bwsprompt.fewshot_bin(np.asarray(ours["score"]))) if c == b]
+        assert upstream["id"] == drawn
+        unsorted_bins += sum(upstream["score"][j] > upstream["score"][j + 1] for j in range(0, 8, 2))
+        assert [fewshot.upstream_score_text(d) for d in upstream] == [as_released[i] for i in upstream["id"]]
+    assert unsorted_bins > 0, "some bin shows its higher example first: not a full sort"
 
 
 def test_fsb_eval_refuses_bad_models_and_tasks_in_one_line(release_dataset: Path) -> None:
@@ -361,3 +369,65 @@ def test_lm_eval_noise_is_quieted_and_warnings_kept(caplog: pytest.LogCaptureFix
         logging.getLogger("lm_eval.api.task").warning("a real warning")
     kept = [r.getMessage() for r in caplog.records]
     assert kept == ["pretrained=/m/SmolLM2-Instruct appears to be an instruct variant", "a real warning"]
+
+
+class UpstreamChatLM(LM):
+    """A chat model that answers the human score after a blank line ("\\n\\n0.45\\n\\nBecause ..."), cutting
+    its answer at the request's stop sequences as real backends do; it records the prompts it was sent."""
+
+    def __init__(self, dataset: Path) -> None:
+        super().__init__()
+        rows = spec.load(source=str(dataset))[spec.SPLIT]
+        self.score = dict(zip(rows["text"], rows["score"]))
+        self.chats: list[list[dict[str, str]]] = []
+
+    @property
+    def tokenizer_name(self) -> str:
+        return "upstream-chat-test"
+
+    def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+        import json
+
+        return json.dumps(chat_history)
+
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        import json
+
+        out = []
+        for req in requests:
+            chat = json.loads(req.args[0])
+            self.chats.append(chat)
+            answer = f"\n\n{self.score[chat[-1]['content']]:.4f}\n\nBecause the sentence says so."
+            for stop in req.args[1].get("until", []):
+                answer = answer.split(stop)[0]
+            out.append(answer)
+        return out
+
+    def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
+        raise NotImplementedError
+
+    def loglikelihood_rolling(self, requests: list[Instance]) -> list[float]:
+        raise NotImplementedError
+
+
+def test_upstream_reads_an_answer_that_begins_with_a_blank_line(release_dataset: Path, tmp_path: Path) -> None:
+    """Upstream kept `content.strip().split("\\n")[0]`: an answer after a blank line is read, not lost to a
+    blank-line stop; the examples run bin by bin from low to high as chat turns with bare scores."""
+    lm = UpstreamChatLM(release_dataset)
+    results = run_eval(
+        lm,
+        tasks=["fsb_upstream_set1"],
+        per_bin=2,
+        dataset=str(release_dataset),
+        output_path=tmp_path,
+        apply_chat_template=True,
+        fewshot_as_multiturn=True,
+        echo=None,
+    )
+    r = results["results"]["fsb_upstream_set1"]
+    assert r["parse_rate,none"] == 1.0 and r["pearson,none"] == pytest.approx(1.0, abs=1e-6)
+    chat = lm.chats[0]
+    assert [m["role"] for m in chat] == ["system", *["user", "assistant"] * 8, "user"]
+    shown = [float(m["content"]) for m in chat[2:-1:2]]
+    assert bwsprompt.fewshot_bin(shown).tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert metrics.parse_score("\n\n0.45\n\nBecause") == 0.45 and metrics.parse_score("\n\nThe score is 0.4") is None

@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 
 import fifty_shades_of_bias as spec
-from fsb.evaluate.results import harness_utils, load_run
+from fsb.annotate import bwsprompt
+from fsb.evaluate import fewshot
+from fsb.evaluate.results import load_run
 from tests._support import make_raw
 from tests.evaluate.test_harness import _samples_check
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
-task_utils = harness_utils()
 EXAMPLE = re.compile(r"Sentence: (.*?)\nScore: (\d\.\d\d)\n\n")
 
 
@@ -81,8 +82,8 @@ def test_fewshot_sets_in_the_logged_prompts(cli_run: dict[str, Path]) -> None:
         assert len(set(examples)) == 1, "every item of a variant sees the same 8 examples, in the same order"
         shots = examples[0]
         assert len(shots) == 8
-        assert [task_utils.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots].count(0) == 2
-        assert np.bincount([task_utils.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots], minlength=4).tolist() == [2, 2, 2, 2]
+        assert [bwsprompt.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots].count(0) == 2
+        assert np.bincount([bwsprompt.fewshot_bin(np.array([score[t]]))[0] for t, _ in shots], minlength=4).tolist() == [2, 2, 2, 2]
         assert all(a == f"{score[t]:.2f}" for t, a in shots), "the examples are answered with their human scores"
         for p, s in zip(prompts, _samples(cli_run["out"], f"fsb_set{k}")):
             assert p.startswith("On a fine-grained real-valued scale of 0 to 1")
@@ -241,7 +242,7 @@ def test_upstream_chat_variant_against_transformers_serve(
     release_dataset: Path, scoring_model: Path, scoring_server: str, tmp_path: Path
 ) -> None:
     """fsb_upstream_set0 through a real chat server: the system message is the instruction, each example a
-    user turn with the bare sentence and an assistant turn with the bare score, low to high, at the
+    user turn with the bare sentence and an assistant turn with the bare score, bin by bin low to high, at the
     release file's precision; up to 100 new tokens; without chat turns the task refuses to run."""
     out = tmp_path / "upstream"
     model_args = f"model={scoring_model},base_url={scoring_server}/chat/completions,tokenizer_backend=none,max_retries=2"
@@ -256,7 +257,7 @@ def test_upstream_chat_variant_against_transformers_serve(
     by_text = {t: (s, r) for t, s, r in zip(rows["text"], rows["score"], rows["score_raw"])}
     samples = _samples(out, "fsb_upstream_set0")
     assert len(samples) == 3
-    fewshot = task_utils.load(fewshot_set=0, fsb_dataset=str(release_dataset))["fewshot"]
+    shots = fewshot.load(fewshot_set=0, fsb_dataset=str(release_dataset))["fewshot"]
     for s in samples:
         logged = s["arguments"]["gen_args_0"]["arg_0"]  # the messages, as JSON (inside a list for API models)
         messages = json.loads(logged[0] if isinstance(logged, list) else logged)
@@ -264,8 +265,9 @@ def test_upstream_chat_variant_against_transformers_serve(
         assert messages[0]["content"].startswith("On a fine-grained real-valued scale of 0 to 1")
         assert messages[0]["content"].endswith("Only give the score and nothing else.")
         users, answers = [m["content"] for m in messages[1:-1:2]], [m["content"] for m in messages[2:-1:2]]
-        assert sorted(users) == sorted(fewshot["text"]), "the bare sentences of the set"
-        assert [float(a) for a in answers] == sorted(float(a) for a in answers), "low to high"
+        assert sorted(users) == sorted(shots["text"]), "the bare sentences of the set"
+        bins = bwsprompt.fewshot_bin([float(a) for a in answers]).tolist()
+        assert bins == sorted(bins) == [0, 0, 1, 1, 2, 2, 3, 3], "bin by bin from low to high, as upstream"
         assert answers == [str((round(by_text[u][1], 3) + 1) / 2) for u in users], "bare scores at the release's precision"
         assert messages[-1] == {"role": "user", "content": s["doc"]["text"]}
         assert s["arguments"]["gen_args_0"]["arg_1"]["max_gen_toks"] == 100

@@ -4,7 +4,7 @@ written as judgments in the human files' format (`Item1..Item4,BestItem,WorstIte
 `fsb score`, `fsb reliability` and `fsb build` read them like any annotator's.
 
 The prompt, the rotations, the tuple samples and the strict answer parser are the lm-eval task's
-(`fsb_bws`, harness/utils.py), so the two ways of running the protocol cannot drift apart.
+(`fsb_bws`; fsb.annotate.bwsprompt, which the harness also reads), so the two ways of running the protocol cannot drift apart.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fsb.annotate.bwsprompt import bws_prompt, load_bws, parse_bws, rotate
 from fsb.engine import Request, RequestPlan, Sampling, request_id
-from fsb.evaluate.results import harness_utils
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -44,9 +44,7 @@ def select_tuples(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The judged tuples to present (all, a simple random sample of `sample` tuples, or `per_bin` per
     equispaced bin of the tuple's mean human score), each with its rotations; and where they came from."""
-    loaded = harness_utils().load_bws(
-        fsb_dataset=dataset, fsb_sample=sample, fsb_per_bin=per_bin, fsb_sample_seed=seed, fsb_bws_rotations=rotations
-    )
+    loaded = load_bws(fsb_dataset=dataset, fsb_sample=sample, fsb_per_bin=per_bin, fsb_sample_seed=seed, fsb_bws_rotations=rotations)
     return list(loaded["test"]), loaded.fsb_source
 
 
@@ -55,13 +53,12 @@ def build_bws_plan(
 ) -> RequestPlan:
     """One chat request per tuple and rotation, numbered in tuple order: the task's prompt as the user
     message; each request's row carries the tuple id, the shift and the items in the order shown."""
-    u = harness_utils()
     requests = []
     for doc in docs:
         for shift in doc["rotations"]:
-            messages = [{"role": "user", "content": u.bws_prompt({**doc, "shift": shift}).rstrip()}]
+            messages = [{"role": "user", "content": bws_prompt({**doc, "shift": shift}).rstrip()}]
             body = {"model": model, "messages": messages, **sampling.params(DEFAULT_MAX_TOKENS)}
-            fields = {"tuple_id": int(doc["tuple_id"]), "shift": int(shift), "items": [int(i) for i in u.rotate(doc["items"], int(shift))]}
+            fields = {"tuple_id": int(doc["tuple_id"]), "shift": int(shift), "items": [int(i) for i in rotate(doc["items"], int(shift))]}
             uid = len(requests)
             provenance = {"protocol": "fsb_bws", "dataset": dict(source or {})}
             requests.append(
@@ -87,10 +84,9 @@ class Judgments:
 def parse_rows(rows: Sequence[Mapping[str, Any]], annotator: str | None = None) -> Judgments:
     """Judgment rows from the engine's finished rows: an answer that does not parse ("Most: N\\nLeast: M",
     N != M in 1..4) is counted, never turned into a judgment."""
-    u = harness_utils()
     out, bad = [], 0
     for row in rows:
-        pick = u.parse_bws(str(row.get("response", "")))
+        pick = parse_bws(str(row.get("response", "")))
         if pick is None:
             bad += 1
             continue

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from fsb.evaluate.results import Run, TaskSamples, harness_utils
+from fsb.evaluate.results import Run, TaskSamples
 
 __all__ = [
     "METRICS",
@@ -43,7 +43,8 @@ METRICS = ("pearson", "spearman", "mse", "parse_rate")
 
 def metric_values(sets: list[TaskSamples]) -> dict[str, list[float]]:
     """Each metric per set, with the harness's functions (NaN where undefined)."""
-    u = harness_utils()
+    from fsb.evaluate import metrics as u
+
     out: dict[str, list[float]] = {m: [] for m in METRICS}
     for s in sets:
         items = s.items()
@@ -326,7 +327,8 @@ def bws_summary(records: list[dict[str, Any]], n_boot: int = 1000, seed: int = 0
     0.25), each with a percentile interval from resampling the tuples with replacement.
 
     Point values are the harness's functions; the bootstrap redoes them as ratios of per-tuple counts."""
-    u = harness_utils()
+    from fsb.evaluate import metrics as u
+
     counts = _bws_tuple_counts(records)
     k = u.BWS_SIZE
     values = {

@@ -3,14 +3,15 @@
 
 Every scorer becomes a `Scored` entry: one `TaskSamples` per few-shot set (five for an `fsb` group,
 one for a single task or a prediction file), aligned by sentence id, with the gold scores and the
-breakdown fields (seed type, prompt type, analysis bin). The metric functions are the harness's own
-(harness/utils.py, loaded by path), so nothing here can disagree with what lm-eval computed.
+breakdown fields (seed type, prompt type, analysis bin). The metric functions are the ones lm-eval runs
+(fsb.evaluate.metrics, which harness/utils.py hands to lm-eval), so nothing here can disagree with what
+lm-eval computed. Reading the lm-eval runs themselves (`Run`, `TaskSamples`, `load_run`, `load_runs`) is
+evaluate.runfiles's; they are imported here, where the entries are made of them.
 """
 
 from __future__ import annotations
 
 import csv
-import importlib.util
 import io
 import json
 import math
@@ -18,14 +19,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 import fifty_shades_of_bias as spec
-from fsb.core import resources
 from fsb.core.files import InputError, iter_jsonl, read_utf8
+from fsb.evaluate.fewshot import fewshot_sets
+from fsb.evaluate.runfiles import Run, TaskSamples, load_run, load_runs
 
 __all__ = [
     "DatasetTable",
@@ -34,7 +35,6 @@ __all__ = [
     "TaskSamples",
     "dataset_table",
     "entries_from_run",
-    "harness_utils",
     "load_entries",
     "load_run",
     "load_runs",
@@ -42,127 +42,6 @@ __all__ = [
 ]
 
 FIELDS = ("seed_type", "prompt_type", "bin")
-
-
-@cache
-def harness_utils() -> ModuleType:
-    """harness/utils.py as a module (the single definition of parsing and metrics)."""
-    path = resources.path("harness") / "utils.py"
-    loaded = importlib.util.spec_from_file_location("fsb_harness_utils", path)
-    if loaded is None or loaded.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(loaded)
-    loaded.loader.exec_module(module)
-    return module
-
-
-@dataclass(frozen=True)
-class TaskSamples:
-    """One task's logged items: sentence ids, predictions (NaN where the answer did not parse), gold scores."""
-
-    name: str
-    ids: np.ndarray
-    preds: np.ndarray
-    golds: np.ndarray
-
-    @property
-    def parsed(self) -> np.ndarray:
-        return ~np.isnan(self.preds)
-
-    def items(self, idx: np.ndarray | None = None) -> list[tuple[float | None, float]]:
-        sel = slice(None) if idx is None else idx
-        return [(None if math.isnan(p) else float(p), float(g)) for p, g in zip(self.preds[sel], self.golds[sel])]
-
-    def subset(self, mask: np.ndarray) -> TaskSamples:
-        return TaskSamples(self.name, self.ids[mask], self.preds[mask], self.golds[mask])
-
-
-@dataclass
-class Run:
-    """An lm-eval run: its results file and, per leaf task, the logged samples; groups map to their variants."""
-
-    path: Path
-    results: dict[str, Any]
-    tasks: dict[str, TaskSamples]
-    groups: dict[str, list[str]] = field(default_factory=dict)
-    docs: dict[int, dict[str, Any]] = field(default_factory=dict)
-    bws: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # best-worst tasks: one record per tuple
-
-    @property
-    def model(self) -> str:
-        cfg = self.results.get("config", {})
-        return f"{cfg.get('model', '?')} {cfg.get('model_args', '')}".strip()
-
-    @property
-    def model_name(self) -> str:
-        """A short name: the last path part of `pretrained=` / `model=` in the model args, else the backend."""
-        cfg = self.results.get("config", {})
-        args = cfg.get("model_args", "")
-        if isinstance(args, dict):
-            args = ",".join(f"{k}={v}" for k, v in args.items())
-        found = re.search(r"(?:^|,)\s*(?:pretrained=)+([^,]+)", str(args)) or re.search(r"(?:^|,)\s*model=([^,]+)", str(args))
-        return Path(found.group(1)).name if found else str(cfg.get("model", "?"))
-
-    @property
-    def limit(self) -> float | None:
-        return self.results.get("config", {}).get("limit")
-
-
-def _results_files(path: Path) -> list[Path]:
-    """The results file itself, or the newest results_*.json in each folder under `path`."""
-    if path.is_file():
-        return [path]
-    newest: dict[Path, Path] = {}
-    for f in sorted(path.rglob("results_*.json"), key=lambda f: f.name):
-        newest[f.parent] = f
-    if not newest:
-        raise InputError(path, "no lm-eval results_*.json here; run lm_eval with --output_path and --log_samples")
-    return [newest[d] for d in sorted(newest)]
-
-
-def load_run(path: str | Path) -> Run:
-    """Load one lm-eval run: a results JSON (or the newest one under a folder) and its samples_*.jsonl."""
-    p = _results_files(Path(path))[-1] if Path(path).is_dir() else Path(path)
-    try:
-        results = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(p, f"not a readable lm-eval results file: {e}") from None
-    stamp = p.name[len("results_") : -len(".json")]
-    tasks, docs, bws = {}, {}, {}
-    for name in results.get("configs", {}):
-        sample_file = p.parent / f"samples_{name}_{stamp}.jsonl"
-        if not sample_file.is_file():
-            raise InputError(sample_file, "missing: the run was not made with --log_samples")
-        ids, preds, golds = [], [], []
-        records = []
-        for n, rec in iter_jsonl(sample_file):  # lm-eval writes these with ensure_ascii=False
-            if "pearson" not in rec:
-                raise InputError(sample_file, "not a Fifty Shades of Bias sample (no pearson pair)", line=n)
-            if isinstance(rec["pearson"], dict):  # a best-worst task (fsb_bws*): one record per tuple
-                records.append(rec["pearson"])
-                continue
-            pred, gold = rec["pearson"]
-            doc = rec.get("doc", {})
-            ids.append(int(doc["id"]))
-            docs.setdefault(ids[-1], doc)
-            preds.append(math.nan if pred is None else float(pred))
-            golds.append(float(gold))
-        if records:  # the model's counting scores per sentence, beside the human scores
-            counts = harness_utils().bws_counts(records)
-            tasks[name] = TaskSamples(name, counts["ids"], counts["model"], counts["gold"])
-            bws[name] = records
-            continue
-        order = np.argsort(ids, kind="stable")
-        tasks[name] = TaskSamples(name, np.asarray(ids)[order], np.asarray(preds)[order], np.asarray(golds)[order])
-    groups = {g: list(subs) for g, subs in results.get("group_subtasks", {}).items() if subs}
-    return Run(p, results, tasks, groups, docs, bws)
-
-
-def load_runs(paths: list[str | Path] | str | Path) -> list[Run]:
-    """Every run under the given paths: each results file, or the newest results file of every folder
-    below a given folder (so `results/main`, with one run per task, gives them all)."""
-    items = [paths] if isinstance(paths, (str, Path)) else paths
-    return [load_run(f) for p in items for f in _results_files(Path(p))]
 
 
 # --- the dataset's side: gold scores, breakdown fields, the sentences the protocol scores -----------
@@ -208,9 +87,8 @@ def dataset_table(source: str | None = None) -> DatasetTable:
         names = rows.features[name].names if hasattr(rows.features[name], "names") else None
         arr = np.asarray([names[v] if names is not None and isinstance(v, (int, np.integer)) else v for v in values], dtype=object)
         fields[name] = arr[order]
-    u = harness_utils()
     in_sets = np.zeros(ids.size, dtype=bool)
-    in_sets[np.concatenate(u.fewshot_sets(scores))] = True
+    in_sets[np.concatenate(fewshot_sets(scores))] = True
     stats_path = Path(where) / "stats.json"
     stats = json.loads(stats_path.read_text(encoding="utf-8")) if stats_path.is_file() else {}
     is_release = bool((stats.get("release") or {}).get("is_release"))
@@ -253,6 +131,9 @@ def read_predictions(path: str | Path) -> dict[int, float]:
     else:
         reader = csv.reader(io.StringIO(text))
         header = [h.strip() for h in next(reader, [])]
+        repeated = sorted({h for h in header if h and header.count(h) > 1})
+        if repeated:
+            raise InputError(p, f"the header names {repeated[0]!r} twice (which column is meant?)", line=1, field=repeated[0])
         for key in ("id", "score"):
             if key not in header:
                 raise InputError(p, f"the header has no {key!r} column (expected id,score)", line=1, field=key)
@@ -260,6 +141,8 @@ def read_predictions(path: str | Path) -> dict[int, float]:
         for n, row in enumerate(reader, start=2):
             if not row or not any(c.strip() for c in row):
                 continue
+            if [c.strip() for c in row] == header:
+                raise InputError(p, "the header again: two prediction files joined into one?", line=n)
             if len(row) <= max(ci, cs):
                 raise InputError(p, f"{len(row)} fields, expected {len(header)}", line=n)
             add(n, row[ci], row[cs])
@@ -319,16 +202,18 @@ class Scored:
 
 
 def _doc_fields(run: Run, ids: np.ndarray, table: DatasetTable | None) -> dict[str, np.ndarray]:
-    """Breakdown fields for `ids`: from the dataset when it is the one scored, else from the logged docs."""
+    """Breakdown fields for `ids`: from the dataset when it is the one scored, else from the logged docs
+    (none when a logged doc lacks one or holds a value that is not one of the field's labels)."""
     names = {"seed_type": spec.SEED_TYPES, "prompt_type": spec.PROMPT_TYPES, "bin": spec.BIN_NAMES}
     if table is not None:
         return {k: v[table.rows(ids)] for k, v in table.fields.items()}
     out = {}
     for key, labels in names.items():
         values = [run.docs.get(int(i), {}).get(key) for i in ids]
-        if any(v is None for v in values):
+        named = [labels[v] if type(v) is int and 0 <= v < len(labels) else v for v in values]
+        if not all(isinstance(v, str) and v in labels for v in named):
             return {}
-        out[key] = np.asarray([labels[v] if isinstance(v, int) else v for v in values], dtype=object)
+        out[key] = np.asarray(named, dtype=object)
     return out
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +26,7 @@ from typing import Any
 import fifty_shades_of_bias as spec
 from fsb.core import resources
 from fsb.core.errors import FsbError
-from fsb.core.files import check_recorded_file, recorded_write
+from fsb.core.files import SEAL_FILE, check_recorded_file, recorded_write
 
 __all__ = ["EvalError", "bws_statement", "main_job_eval", "run_eval", "task_manager"]
 
@@ -111,6 +112,28 @@ def _check_tasks(manager: Any, tasks: Sequence[str]) -> None:
         raise EvalError(f"--tasks {','.join(unknown)}: no such task; this project's tasks are {groups} and their _setN variants")
 
 
+def _check_limit(limit: float | None) -> None:
+    """lm-eval reads N >= 1 as the first N items (cut to a whole number) and (0, 1) as a fraction: refuse
+    zero, a negative number (it would drop items from the end), a non-integer above 1, a non-finite value."""
+    if limit is not None and (not math.isfinite(limit) or limit <= 0 or (limit > 1 and limit != int(limit))):
+        raise EvalError(f"--limit {limit:g}: give a whole number of items (1, 2, ...) or a fraction between 0 and 1")
+
+
+def _check_output_path(output_path: str | os.PathLike[str]) -> None:
+    """Refuse an output path in or below a folder fsb sealed (.fsb-seal.json), above all a dataset build
+    (stats.json beside the seal): lm-eval would write its results there."""
+    target = Path(output_path).expanduser().absolute()
+    for folder in (target, *target.parents):
+        if (folder / SEAL_FILE).exists():
+            build = (folder / "stats.json").exists()
+            what = "a dataset build (it holds stats.json and .fsb-seal.json)" if build else f"a folder fsb sealed ({SEAL_FILE})"
+            where = "it is" if folder == target else f"it is inside {folder},"
+            raise EvalError(
+                f"--output-path {output_path}: {where} {what}; an evaluation never writes into one: give a folder of its own, "
+                "e.g. results/eval"
+            )
+
+
 def task_manager(metadata: dict[str, Any] | None = None) -> Any:
     """An lm-eval TaskManager over this project's harness folder only."""
     from lm_eval.tasks import TaskManager
@@ -151,6 +174,9 @@ def run_eval(
 
     if per_bin is not None and sample is not None:
         raise EvalError("give --sample (a simple random sample) or --per-bin (a stratified one), not both")
+    _check_limit(limit)
+    if output_path is not None:
+        _check_output_path(output_path)
     located = spec.locate(dataset)
     if echo is not None:
         echo(f"dataset: {spec.describe(spec.provenance(located))}")
@@ -349,13 +375,12 @@ def bws_statement(run: Any) -> str:
     """What a model did with the best-worst test, in plain words from its figures: its correlation, its
     agreement with the human majority beside chance, and the display position it favoured."""
     from fsb.evaluate.agreement import bws_summary
-    from fsb.evaluate.results import harness_utils
+    from fsb.evaluate.metrics import bws_pearson
 
     (name, records), *_ = run.bws.items()
-    u = harness_utils()
     b = bws_summary(records, n_boot=1000)
     v, ci, chance = b["values"], b["ci95"], b["chance"]
-    r = u.bws_pearson(records)
+    r = bws_pearson(records)
     fav = max(range(1, 5), key=lambda p: v[f"best_position_{p}"])
     picked = round(v[f"best_position_{fav}"] * b["presentations"] * v["parse_rate"])
     return (

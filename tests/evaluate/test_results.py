@@ -1,0 +1,156 @@
+"""Reading lm-eval runs and prediction files (fsb.evaluate.results, fsb.evaluate.runfiles): a damaged or
+foreign file is one line naming file, line and field, exit 2 (issue 20), and fuzzing the reader lets only
+fsb's own errors escape."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fsb.cli.app import main
+from fsb.core.errors import FsbError
+from fsb.evaluate.results import entries_from_run, load_run, read_predictions
+
+STAMP = "2026-01-01T00-00-00"
+
+
+def _run(folder: Path, results: Any, samples: dict[str, str] | None = None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"results_{STAMP}.json"
+    path.write_text(results if isinstance(results, str) else json.dumps(results), encoding="utf-8")
+    for task, text in (samples or {}).items():
+        (folder / f"samples_{task}_{STAMP}.jsonl").write_text(text, encoding="utf-8")
+    return path
+
+
+def _report(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["report", *args])
+    return code, capsys.readouterr().err
+
+
+GOOD_CFG = {"config": {"model": "dummy", "model_args": ""}, "results": {"fsb_0shot": {}}}
+
+
+@pytest.mark.parametrize(
+    ("results", "samples", "message"),
+    [
+        ([{"configs": {}}], {}, "the top level is a JSON list, not an object"),
+        ({"configs": 5}, {}, "'configs' is 5, not an object of task configs"),
+        (
+            {"configs": {"fsb_0shot": {}}, **GOOD_CFG},
+            {"fsb_0shot": json.dumps({"doc": {"id": "abc"}, "pearson": [0.5, 0.4]}) + "\n"},
+            "line 1, field 'doc.id': sentence id 'abc' is not a whole number",
+        ),
+        (
+            {"configs": {"fsb_0shot": {}}, **GOOD_CFG},
+            {"fsb_0shot": json.dumps({"doc": {"id": 3}, "pearson": ["x", 0.4]}) + "\n"},
+            "not [prediction or null, gold score]",
+        ),
+        ({"configs": {"../../etc": {}}}, {}, "is not a plain name"),
+        ({"configs": {}, "config": {"limit": "ten"}}, {}, "'config.limit' is 'ten', not a number"),
+        ({"configs": {}, "group_subtasks": {"fsb": 3}}, {}, "'group_subtasks' is not an object of task-name lists"),
+    ],
+)
+def test_fsb_report_refuses_a_damaged_run_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], results: Any, samples: dict[str, str], message: str
+) -> None:
+    path = _run(tmp_path / "run", results, samples)
+    code, err = _report([str(path), "--dataset", str(tmp_path / "nodata")], capsys)
+    assert code == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_a_non_numeric_sample_id_through_the_console_script(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    path = _run(
+        tmp_path / "run",
+        {"configs": {"fsb_0shot": {}}, **GOOD_CFG},
+        {"fsb_0shot": json.dumps({"doc": {"id": "x1"}, "pearson": [0.5, 0.4]}) + "\n"},
+    )
+    fsb = str(Path(sys.executable).parent / "fsb")
+    proc = subprocess.run([fsb, "report", str(path)], capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert f"samples_fsb_0shot_{STAMP}.jsonl" in proc.stderr and "doc.id" in proc.stderr
+
+
+def test_a_string_of_digits_is_still_an_id(tmp_path: Path) -> None:
+    lines = "".join(json.dumps({"doc": {"id": i}, "pearson": [0.1 * k, 0.1 * k]}) + "\n" for k, i in enumerate(["7", 3, " 12"], 1))
+    run = load_run(_run(tmp_path / "run", {"configs": {"fsb_0shot": {}}, **GOOD_CFG}, {"fsb_0shot": lines}))
+    assert run.tasks["fsb_0shot"].ids.tolist() == [3, 7, 12]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id,score\n1,0.5\nid,score\n2,0.4\n", "line 3: the header again: two prediction files joined into one?"),
+        ("id,score,score\n1,0.5,0.7\n", "line 1, field 'score': the header names 'score' twice"),
+    ],
+)
+def test_report_predictions_refuses_a_repeated_header(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "preds.csv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FsbError, match=message):
+        read_predictions(path)
+
+
+# --- fuzzing: only fsb's own errors escape the reader ---------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=12,
+)
+record = st.fixed_dictionaries(
+    {
+        "tuple_id": json_values,
+        "items": st.lists(st.integers(0, 5), max_size=4) | json_values,
+        "scores": st.lists(st.floats(0, 1), max_size=4) | json_values,
+        "majority_best": st.lists(st.integers(0, 5), max_size=2) | json_values,
+        "majority_worst": st.lists(st.integers(0, 5), max_size=2) | json_values,
+        "shown": st.lists(
+            st.fixed_dictionaries(
+                {k: st.none() | st.integers(-1, 5) | json_values for k in ("shift", "best", "worst", "best_item", "worst_item")}
+            ),
+            max_size=2,
+        )
+        | json_values,
+    }
+)
+sample = st.fixed_dictionaries(
+    {},
+    optional={
+        "doc": st.fixed_dictionaries({}, optional={"id": json_values | st.integers(0, 9), "seed_type": json_values}) | json_values,
+        "pearson": st.tuples(st.none() | st.floats(0, 1) | json_values, st.floats(0, 1) | json_values).map(list) | record | json_values,
+    },
+)
+results_file = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "configs": st.dictionaries(st.sampled_from(["fsb_0shot", "fsb_bws", "a/b"]), st.dictionaries(st.just("metadata"), json_values))
+            | json_values,
+            "config": st.fixed_dictionaries({}, optional={"limit": json_values, "model_args": json_values}) | json_values,
+            "group_subtasks": st.dictionaries(st.just("fsb"), st.lists(st.sampled_from(["fsb_0shot", "fsb_bws"]))) | json_values,
+            "results": json_values,
+        },
+    )
+    | json_values
+)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(results=results_file, lines=st.lists(sample, max_size=4), raw=st.sampled_from(["", "{", "[]\n", "\ufeff{}"]))
+def test_fuzzed_runs_raise_only_fsb_errors(tmp_path: Path, results: Any, lines: list[Any], raw: str) -> None:
+    text = "".join(json.dumps(x) + "\n" for x in lines) + raw
+    path = _run(tmp_path / "fuzz", results, {"fsb_0shot": text, "fsb_bws": text})
+    try:
+        for entry in entries_from_run(load_run(path)):
+            assert entry.sets and entry.label
+    except FsbError:
+        pass

@@ -1,0 +1,49 @@
+"""`fsb eval`'s refusals before lm-eval starts (fsb.evaluate.runner): issue 20's cases, each one line and
+exit 2 through the console entry point, with nothing written."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsb.cli.app import main
+
+FSB = str(Path(sys.executable).parent / "fsb")
+
+
+def _eval(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(["eval", "--model", "dummy", "--tasks", "fsb_0shot", *args])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("limit", ["-1", "0", "2.5", "nan", "inf"])
+def test_eval_refuses_a_limit_lm_eval_would_misread(limit: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _eval([f"--limit={limit}", "--output-path", str(tmp_path / "out")], capsys)
+    assert code == 2 and "give a whole number of items (1, 2, ...) or a fraction between 0 and 1" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_eval_never_writes_into_a_dataset_build(release_dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    before = sorted(p.relative_to(release_dataset).as_posix() for p in release_dataset.rglob("*"))
+    for target in (release_dataset, release_dataset / "results"):
+        code, err = _eval(["--limit", "2", "--dataset", str(release_dataset), "--output-path", str(target)], capsys)
+        assert code == 2 and "a dataset build (it holds stats.json and .fsb-seal.json)" in err and err.count("\n") == 1
+        assert "an evaluation never writes into one" in err
+    assert sorted(p.relative_to(release_dataset).as_posix() for p in release_dataset.rglob("*")) == before
+
+
+def test_eval_on_a_folder_that_is_not_a_dataset_does_not_suggest_building_into_it(tmp_path: Path) -> None:
+    mine = tmp_path / "my-notes"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine", encoding="utf-8")
+    env = {**os.environ, "FSB_HOME": str(tmp_path / "home")}
+    cmd = [FSB, "eval", "--model", "dummy", "--tasks", "fsb_0shot", "--dataset", str(mine), "--output-path", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "is not a Fifty Shades of Bias dataset" in proc.stderr and f"--out {mine}" not in proc.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
