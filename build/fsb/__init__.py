@@ -13,11 +13,13 @@ bws/        best-worst scaling on arrays and label tables: counting, reliability
             study's design file, position-balanced), extend, scoring, maxdiff (the public API is re-exported from fsb.bws)
 data/       the dataset: release (upstream files), dataset (the build), reference (the human figures:
             split-half, full panel, noise ceiling), card, cardmeta, diff, publish (the Hub)
-annotate/   forms (annotators' forms and their answers), labelstudio, and llm (a model as a best-worst annotator)
+annotate/   forms (annotators' forms and their answers), labelstudio, bwsprompt (the best-worst prompt,
+            rotations and strict parser shared with the harness), and llm (a model as a best-worst annotator)
 generate/   seeds, prompts, generations, explain, keys, marks: graded biased text from seeds
 engine/     the request engine every paid request goes through: endpoint, plan, responses, journal,
             outputs, runner, batch, console
-evaluate/   runner (lm-eval), results, agreement, baselines, report,
+evaluate/   runner (lm-eval), metrics (parsing and the task metrics), fewshot (the rating tasks' data),
+            runfiles (lm-eval run folders), results, agreement, baselines, report,
             models (the default real model), mainjob (the README's main job)
 analyse/    the paper's analyses: sentences, terms, analysis, figures
 cli/        the `fsb` command: app (parser, dispatch), registry, argtypes, engine_args, and the commands of

@@ -13,7 +13,7 @@ import pytest
 
 import fifty_shades_of_bias as spec
 from fsb.data.dataset import build_dataset
-from fsb.evaluate.results import harness_utils
+from fsb.evaluate import fewshot
 from tests._support import make_raw
 
 
@@ -36,7 +36,7 @@ def test_the_local_folder_comes_before_the_last_build_everywhere(two_builds: tup
     assert spec.locate() == str(here.resolve())
     assert spec.load()[spec.SPLIT].num_rows == 200
     assert datasets.load_dataset(spec.NAME)[spec.SPLIT].num_rows == 200, "datasets itself reads the same folder"
-    task = harness_utils().load()
+    task = fewshot.load()
     assert task.fsb_source["path"] == str(here.resolve())
     assert task.fsb_source["fingerprint"] == json.loads((here / "stats.json").read_text())["fingerprint"]
 
