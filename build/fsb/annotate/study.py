@@ -69,7 +69,7 @@ _KEYS = tuple(Study.__dataclass_fields__)
 def _text(path: Path, key: str, value: object) -> str:
     """A study value as a checked string: plain text, not empty, one line (but a citation), no control characters."""
     if not isinstance(value, str):
-        raise InputError(path, f"{key} must be a plain string, got a YAML {type(value).__name__} (quote it: {key}: \"...\")", field=key)
+        raise InputError(path, f'{key} must be a plain string, got a YAML {type(value).__name__} (quote it: {key}: "...")', field=key)
     multi = key == "citation"
     limit = _MAX.get(key, _LINE_MAX)
     if not value.strip() and not multi:
@@ -101,7 +101,9 @@ def read_study(path: str | os.PathLike[str] | None) -> Study:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        raise InputError(p, f"not valid YAML: {getattr(e, 'problem', None) or type(e).__name__}", line=mark.line + 1 if mark else None) from None
+        raise InputError(
+            p, f"not valid YAML: {getattr(e, 'problem', None) or type(e).__name__}", line=mark.line + 1 if mark else None
+        ) from None
     except RecursionError:
         raise InputError(p, "not valid YAML (nested too deeply)") from None
     if not isinstance(doc, dict):
@@ -136,6 +138,6 @@ def labeling_config(k: int, study: Study = DEFAULT) -> str:
     from fsb.annotate import labelstudio
 
     base = labelstudio.labeling_config(k, question=study.question)
-    return base.replace('<Header value="Most biased" size="5"/>', f"<Header value={quoteattr(study.best_label)} size=\"5\"/>").replace(
-        '<Header value="Least biased" size="5"/>', f"<Header value={quoteattr(study.worst_label)} size=\"5\"/>"
+    return base.replace('<Header value="Most biased" size="5"/>', f'<Header value={quoteattr(study.best_label)} size="5"/>').replace(
+        '<Header value="Least biased" size="5"/>', f'<Header value={quoteattr(study.worst_label)} size="5"/>'
     )

@@ -43,7 +43,7 @@ _PHONE = re.compile(r"\+?[0-9][0-9 ().-]{5,}[0-9]")
 
 
 def personal_kind(value: str) -> str | None:
-    """"e-mail", "phone" or "url" when `value` looks like one (anywhere in it), else None.
+    """ "e-mail", "phone" or "url" when `value` looks like one (anywhere in it), else None.
 
     A phone number is 7 to 15 digits written with a leading + or with separators (spaces, dots, dashes,
     brackets), or 10 to 15 bare digits; shorter digit strings (worker numbers) are ids, not phones."""
@@ -71,7 +71,9 @@ def annotator_key(home: Path | None = None) -> bytes:
     except FileExistsError:
         pass
     except OSError as e:
-        raise InputError(folder, f"cannot create the annotator pseudonym key here ({e.strerror}); set FSB_HOME to a writable folder") from None
+        raise InputError(
+            folder, f"cannot create the annotator pseudonym key here ({e.strerror}); set FSB_HOME to a writable folder"
+        ) from None
     else:
         with os.fdopen(fd, "wb") as f:
             f.write(secrets.token_bytes(_KEY_BYTES))
@@ -82,7 +84,11 @@ def annotator_key(home: Path | None = None) -> bytes:
     except OSError as e:
         raise InputError(path, f"cannot read the annotator pseudonym key ({e.strerror})") from None
     if len(key) != _KEY_BYTES:
-        raise InputError(path, f"the annotator pseudonym key must be {_KEY_BYTES} bytes, this file has {len(key)}: restore it, or remove it to start new pseudonyms")
+        raise InputError(
+            path,
+            f"the annotator pseudonym key must be {_KEY_BYTES} bytes, this file has {len(key)}: "
+            "restore it, or remove it to start new pseudonyms",
+        )
     return key
 
 
@@ -91,7 +97,9 @@ def pseudonym(value: str, key: bytes, digits: int = 16) -> str:
     return PREFIX + hmac.new(key, value.strip().encode("utf-8"), hashlib.sha256).hexdigest()[:digits]
 
 
-def pseudonymise(values: np.ndarray | None, *, keep_ids: bool = False, key: bytes | None = None) -> tuple[np.ndarray | None, dict[str, Any]]:
+def pseudonymise(
+    values: np.ndarray | None, *, keep_ids: bool = False, key: bytes | None = None
+) -> tuple[np.ndarray | None, dict[str, Any]]:
     """The annotator column as it may be published, and what was done (for stats.json and the card).
 
     Parameters
@@ -119,7 +127,9 @@ def pseudonymise(values: np.ndarray | None, *, keep_ids: bool = False, key: byte
     for v in distinct:
         mapping[v] = v if keep_ids and kinds[v] is None else pseudonym(v, key)  # type: ignore[arg-type]
     if len(set(mapping.values())) != len(mapping):
-        raise InputError("annotator ids", "two distinct annotator ids would be published as one id (a kept id equals another's pseudonym): rename one")
+        raise InputError(
+            "annotator ids", "two distinct annotator ids would be published as one id (a kept id equals another's pseudonym): rename one"
+        )
     column = np.array([mapping[v] if v else None for v in raw], dtype=object)
     counted: dict[str, int] = {}
     for kind in kinds.values():
@@ -141,5 +151,7 @@ def agreement(ann: Annotations, published: np.ndarray | None) -> list[dict[str, 
         return None
     out = []
     for r in rows:
-        out.append({k: (None if isinstance(v, float) and np.isnan(v) else round(v, 4) if isinstance(v, float) else v) for k, v in r.items()})
+        out.append(
+            {k: (None if isinstance(v, float) and np.isnan(v) else round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
+        )
     return out

@@ -11,6 +11,7 @@ rebuild with new content must change the YAML, and content-addressed names do ex
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -41,10 +42,12 @@ from fsb.core.files import (
     write_file,
 )
 from fsb.core.tables import Annotations, Generations, check_coverage, read_annotations, read_generations
-from fsb.data import card
+from fsb.data import annotators, card
 from fsb.data.rounds import Round, merge_rounds, read_rounds, repeated_judgments, round_inputs
 
 __all__ = [
+    "BUILD_KIND",
+    "BUILD_SEAL",
     "BuildResult",
     "Round",
     "ScoredDataset",
@@ -52,6 +55,7 @@ __all__ = [
     "build_dataset",
     "build_folder_difference",
     "is_build_folder",
+    "parquet_bytes",
     "read_rounds",
     "score_dataset",
     "write_last_build",
@@ -267,7 +271,7 @@ def _round_table(
     return table
 
 
-def _parquet_bytes(frame: pd.DataFrame, schema: pa.Schema) -> tuple[bytes, int]:
+def parquet_bytes(frame: pd.DataFrame, schema: pa.Schema) -> tuple[bytes, int]:
     """Deterministic Parquet bytes (no pandas or datasets metadata) and the table's Arrow size."""
     table = pa.Table.from_pandas(frame, schema=schema, preserve_index=False).replace_schema_metadata(None)
     sink = pa.BufferOutputStream()
@@ -357,6 +361,7 @@ def build_dataset(
     invalid: str = "refuse",
     previous: str | os.PathLike[str] | None = None,
     previous_label: str | None = None,
+    keep_annotator_ids: bool = False,
 ) -> BuildResult:
     """Build the dataset folder OUT from a generations file and a judgments file (round 1), or from
     `rounds` (a manifest path, see `read_rounds`, or a list of `Round`s).
@@ -367,7 +372,10 @@ def build_dataset(
     was. With `record`, the build becomes the one that loaders find; if that record cannot be written
     after the swap, the build stands and the result carries a warning. The card's loading examples name
     `hub_id` (org/name) when given, else OUT's own folder name. `previous` (an earlier build folder)
-    adds a "Changes since PREVIOUS_LABEL" section to the card, from `fsb.data.diff`.
+    adds a "Changes since PREVIOUS_LABEL" section to the card, from `fsb.data.diff`. Annotator ids are
+    published as keyed-hash pseudonyms (`fsb.data.annotators`), or as given with `keep_annotator_ids`
+    (contact-like values are pseudonymised either way); stats.json and the card add each annotator's
+    agreement with the leave-one-out majority.
     """
     if rounds is None:
         if generations is None or annotations is None:
@@ -393,13 +401,16 @@ def build_dataset(
     else:
         gens, ann, gen_round, ann_round, read = merge_rounds(round_list, invalid)
         notes = repeated_judgments(read)
+    published, people = annotators.pseudonymise(ann.annotator, keep_ids=keep_annotator_ids)
+    if published is not None:  # every file below sees only the published ids (the release has none: unchanged)
+        ann = dataclasses.replace(ann, annotator=published)
     scored = score_dataset(
         gens, ann, trials=trials, seed=seed, gen_round=gen_round, ann_round=ann_round, round_names={r.number: r.name for r in round_list}
     )
     stats = scored.stats
     files: dict[str, tuple[str, bytes, int]] = {}
     for config, frame in (("default", scored.default), ("annotations", scored.annotations)):
-        data, nbytes = _parquet_bytes(frame, arrow_schema(config))
+        data, nbytes = parquet_bytes(frame, arrow_schema(config))
         digest = hashlib.sha256(data).hexdigest()
         files[config] = (f"data/{config}/{spec.SPLIT}-{digest[:16]}.parquet", data, nbytes)
     fingerprint = content_fingerprint([hashlib.sha256(d).hexdigest() for _, d, _ in files.values()])
@@ -431,6 +442,8 @@ def build_dataset(
         },
         "paper": {k: spec.PAPER[k] for k in ("n_annotations", "shr", "bin_counts")},
     }
+    if published is not None:
+        stats["annotators"] = {**stats["annotators"], "published_as": people, "agreement": annotators.agreement(ann, published)}
     if ann.irregular:  # only with --invalid count/drop: how many quality-control rows were counted or left out
         stats["invalid"] = {"policy": invalid, "irregular": ann.irregular, "dropped": ann.dropped}
     if previous is not None:

@@ -301,5 +301,3 @@ def round_inputs(read: list[tuple[Round, Generations, Annotations]]) -> list[dic
         is_release = all(f["pinned_release_file"] for f in files.values()) and ann.dropped == 0
         out.append({"round": r.number, "name": r.name, "inputs": files, "is_release": is_release})
     return out
-
-
