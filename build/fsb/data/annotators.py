@@ -46,7 +46,8 @@ def personal_kind(value: str) -> str | None:
     """ "e-mail", "phone" or "url" when `value` looks like one (anywhere in it), else None.
 
     A phone number is 7 to 15 digits written with a leading + or with separators (spaces, dots, dashes,
-    brackets), or 10 to 15 bare digits; shorter digit strings (worker numbers) are ids, not phones."""
+    brackets), or 10 to 15 bare digits; shorter digit strings (worker numbers) are ids, not phones. It errs
+    towards caution: a date such as 2024-05-01 counts as a phone number and is pseudonymised."""
     text = str(value)
     if _EMAIL.search(text):
         return "e-mail"
