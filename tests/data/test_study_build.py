@@ -116,7 +116,7 @@ def test_card_is_worded_from_the_study_file(built: Path) -> None:
     assert card.startswith("---\npretty_name: Offensiveness of comments (simulated)\n")
     assert "license: cc-by-4.0" in card and "@misc{sim2026" in card
     assert 'asked "Which comment is the MOST offensive, and which the LEAST?"' in card
-    assert "| `best` | string | the id chosen \"Most offensive\" |" in card
+    assert '| `best` | string | the id chosen "Most offensive" |' in card
     assert "gender" not in card.lower(), "FSB's wording leaked into another study's card"
     assert is_build_folder(built)
 
@@ -143,7 +143,7 @@ def test_study_wording_for_forms_and_label_studio(study: dict[str, Path]) -> Non
         ("colour: red\n", "unknown key 'colour'"),
         ("- a\n- b\n", "a study file is a mapping"),
         ("license: Not A Licence\n", "license must be a Hub licence id"),
-        ("best_label: \"two\\nlines\"\n", "control character"),
+        ('best_label: "two\\nlines"\n', "control character"),
         ("question: &a x\nbest_label: *a\nworst_label: [\n", "not valid YAML"),
         ("language: [english]\n", "language must be a language code"),
     ],

@@ -32,7 +32,18 @@ import fifty_shades_of_bias as spec
 from fsb.core.files import InputError
 from fsb.core.tables import Annotations
 
-__all__ = ["KEY_FILE", "PREFIX", "agreement", "annotator_key", "personal_kind", "pseudonym", "pseudonymise"]
+__all__ = [
+    "KEY_FILE",
+    "PREFIX",
+    "agreement",
+    "agreement_table",
+    "annotator_key",
+    "code_cell",
+    "personal_kind",
+    "personal_note",
+    "pseudonym",
+    "pseudonymise",
+]
 
 KEY_FILE = "annotator-key"
 PREFIX = "anon-"
@@ -156,3 +167,53 @@ def agreement(ann: Annotations, published: np.ndarray | None) -> list[dict[str, 
             {k: (None if isinstance(v, float) and np.isnan(v) else round(v, 4) if isinstance(v, float) else v) for k, v in r.items()}
         )
     return out
+
+
+def personal_note(published: dict[str, Any] | None) -> str:
+    """What was done to annotator ids before publishing (the card's personal-information sentence)."""
+    if not published or not published.get("ids"):
+        return ""
+    found = published.get("personal_values") or {}
+    replaced = (
+        " Values that looked like contact details were replaced by their pseudonyms whatever the options: "
+        + ", ".join(f"{n} {kind} value{'s' if n != 1 else ''}" for kind, n in found.items())
+        + "."
+        if found
+        else " No id looked like an e-mail address, a phone number or a URL (those are always pseudonymised)."
+    )
+    if published.get("policy") == "kept as given":
+        how = "Annotator ids are published as the input gave them (`--keep-annotator-ids`, an explicit choice)."
+    else:
+        how = (
+            "Annotator ids are keyed-hash pseudonyms (`anon-` + 16 hex digits of HMAC-SHA256 under a secret key kept "
+            "outside the dataset): one annotator keeps one pseudonym across rounds and rebuilds, distinct annotators stay "
+            "distinct, and nobody without the key can link a pseudonym to an id."
+        )
+    return how + replaced
+
+
+def agreement_table(rows: list[dict[str, Any]] | None) -> str:
+    """Each annotator's agreement with the leave-one-out majority, as `fsb reliability` prints it (empty
+    without at least two annotators)."""
+    if not rows:
+        return ""
+
+    def share(x: float | None) -> str:
+        return "n/a" if x is None or x != x else f"{x:.3f}"
+
+    head = (
+        "Each annotator's agreement with the leave-one-out majority (the counting score of everyone else's judgments): "
+        "the share of their best (worst) choices that pick the item the others score highest (lowest) in the tuple, "
+        "ties counted as agreement; `flagged`: more than 3 robust standard deviations below the median annotator.\n\n"
+        "| annotator | judgments | compared | best | worst | agreement | flagged |\n|---|---|---|---|---|---|---|\n"
+    )
+    return head + "\n".join(
+        f"| `{code_cell(r['annotator'])}` | {r['judgments']} | {r['compared']} | {share(r['best_agreement'])} | "
+        f"{share(r['worst_agreement'])} | {share(r['agreement'])} | {'yes' if r.get('outlier') else 'no'} |"
+        for r in rows
+    )
+
+
+def code_cell(text: object) -> str:
+    """`text` inside a code span in a Markdown table cell: `|` escaped (GitHub tables), backticks replaced."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")

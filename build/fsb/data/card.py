@@ -16,7 +16,7 @@ from fsb import __version__
 from fsb.core import resources
 from fsb.data.reference import noise_ceiling, spearman_brown
 
-__all__ = ["agreement_table", "annotators_phrase", "invalid_note", "metadata", "personal_note", "render", "size_category", "template"]
+__all__ = ["annotators_phrase", "invalid_note", "metadata", "render", "size_category", "template"]
 
 
 def metadata(layout: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -175,29 +175,6 @@ def _bin_tables(stats: dict[str, Any], exact_release: bool, has_release: bool) -
     return bin_table, shr_table, bin_text
 
 
-def personal_note(published: dict[str, Any] | None) -> str:
-    """What was done to annotator ids before publishing (the card's personal-information sentence)."""
-    if not published or not published.get("ids"):
-        return ""
-    found = published.get("personal_values") or {}
-    replaced = (
-        " Values that looked like contact details were replaced by their pseudonyms whatever the options: "
-        + ", ".join(f"{n} {kind} value{'s' if n != 1 else ''}" for kind, n in found.items())
-        + "."
-        if found
-        else " No id looked like an e-mail address, a phone number or a URL (those are always pseudonymised)."
-    )
-    if published.get("policy") == "kept as given":
-        how = "Annotator ids are published as the input gave them (`--keep-annotator-ids`, an explicit choice)."
-    else:
-        how = (
-            "Annotator ids are keyed-hash pseudonyms (`anon-` + 16 hex digits of HMAC-SHA256 under a secret key kept "
-            "outside the dataset): one annotator keeps one pseudonym across rounds and rebuilds, distinct annotators stay "
-            "distinct, and nobody without the key can link a pseudonym to an id."
-        )
-    return how + replaced
-
-
 def _annotator_texts(stats: dict[str, Any], exact_release: bool) -> tuple[str, str, str]:
     """The annotator sentence under the rounds, the field note of `annotator`, and the limitations sentence."""
     annotators = stats["annotators"]
@@ -206,9 +183,9 @@ def _annotator_texts(stats: dict[str, Any], exact_release: bool) -> tuple[str, s
         annotator_note = f"{annotators['n']} distinct ids" + (
             f"; {annotators['judgments_without_id']} judgments have none" if annotators["judgments_without_id"] else ""
         )
-        done = personal_note(annotators.get("published_as"))
+        done = annotators.personal_note(annotators.get("published_as"))
         annotator_limits = done or f"The judgments carry pseudonymous annotator ids, not identities: {annotators_phrase(annotators)}."
-        agreement = agreement_table(annotators.get("agreement"))
+        agreement = annotators.agreement_table(annotators.get("agreement"))
         if agreement:
             annotator_text += "\n\n" + agreement
     else:
@@ -218,28 +195,6 @@ def _annotator_texts(stats: dict[str, Any], exact_release: bool) -> tuple[str, s
     if exact_release:
         annotator_limits = "Annotator identities are not part of the release: the judgments carry no annotator ids."
     return annotator_text, annotator_note, annotator_limits
-
-
-def agreement_table(rows: list[dict[str, Any]] | None) -> str:
-    """Each annotator's agreement with the leave-one-out majority, as `fsb reliability` prints it (empty
-    without at least two annotators)."""
-    if not rows:
-        return ""
-
-    def share(x: float | None) -> str:
-        return "n/a" if x is None or x != x else f"{x:.3f}"
-
-    head = (
-        "Each annotator's agreement with the leave-one-out majority (the counting score of everyone else's judgments): "
-        "the share of their best (worst) choices that pick the item the others score highest (lowest) in the tuple, "
-        "ties counted as agreement; `flagged`: more than 3 robust standard deviations below the median annotator.\n\n"
-        "| annotator | judgments | compared | best | worst | agreement | flagged |\n|---|---|---|---|---|---|---|\n"
-    )
-    return head + "\n".join(
-        f"| `{_code_cell(r['annotator'])}` | {r['judgments']} | {r['compared']} | {share(r['best_agreement'])} | "
-        f"{share(r['worst_agreement'])} | {share(r['agreement'])} | {'yes' if r.get('outlier') else 'no'} |"
-        for r in rows
-    )
 
 
 def _description(stats: dict[str, Any], exact_release: bool) -> tuple[str, str]:
@@ -350,7 +305,7 @@ def template(name: str, filters: dict[str, Any] | None = None) -> Any:
     file's last newline kept), with `filters` added to the environment."""
     import jinja2
 
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)  # noqa: S701 (Markdown)
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     env.filters.update(filters or {})
     return env.from_string((resources.path("dataset_card") / name).read_text(encoding="utf-8"))
 

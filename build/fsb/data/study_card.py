@@ -13,7 +13,8 @@ import yaml
 
 from fsb import __version__
 from fsb.annotate.study import Study
-from fsb.data.card import annotators_phrase, agreement_table, invalid_note, personal_note, size_category
+from fsb.data.annotators import agreement_table, personal_note
+from fsb.data.card import annotators_phrase, invalid_note, size_category
 from fsb.data.reference import noise_ceiling, spearman_brown
 
 __all__ = ["metadata", "render"]
@@ -93,7 +94,11 @@ def _annotator_fields(stats: dict[str, Any]) -> dict[str, str]:
     table = agreement_table(people.get("agreement"))
     policy = people.get("published_as", {}).get("policy", "")
     field = "keyed-hash pseudonym of the annotator's id" if policy != "kept as given" else "the annotator's id as the input gave it"
-    return {"annotator_text": text + ("\n\n" + table if table else ""), "personal": personal_note(people.get("published_as")), "annotator_field": field}
+    return {
+        "annotator_text": text + ("\n\n" + table if table else ""),
+        "personal": personal_note(people.get("published_as")),
+        "annotator_field": field,
+    }
 
 
 def _fields(stats: dict[str, Any], columns: list[str], features: dict[str, Any]) -> dict[str, Any]:
