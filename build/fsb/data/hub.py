@@ -53,12 +53,17 @@ class _HoldRetries(logging.Filter):
 def quiet_retries() -> Iterator[Retries]:
     """Hold back huggingface_hub's retry warnings (every logger under `huggingface_hub`) while the block runs;
     yields the count. Other warnings pass as before; the filter is removed afterwards."""
+    import huggingface_hub.utils._http  # noqa: F401  (its module logger must exist before it is filtered)
+
     seen = Retries()
     hold = _HoldRetries(seen)
     loggers = [logging.getLogger("huggingface_hub")] + [
         logging.getLogger(name) for name in list(logging.root.manager.loggerDict) if name.startswith("huggingface_hub.")
     ]
-    handlers = {h for lg in loggers for h in lg.handlers} | set(logging.root.handlers)
+    # a logger's own filters see only its own records; with no handler configured the record goes to logging.lastResort
+    handlers = (
+        {h for lg in loggers for h in lg.handlers} | set(logging.root.handlers) | ({logging.lastResort} if logging.lastResort else set())
+    )
     for lg in loggers:
         lg.addFilter(hold)
     for h in handlers:
