@@ -63,9 +63,9 @@ def read_rounds(manifest: str | os.PathLike[str]) -> list[Round]:
         where = f"rounds[{i}]"
         if not isinstance(entry, dict):
             raise InputError(path, "each round is a mapping with generations and annotations", field=where)
-        unknown = sorted(set(entry) - {"round", "name", "generations", "annotations"})
+        unknown = sorted((str(k) for k in set(entry) - {"round", "name", "generations", "annotations"}), key=str)
         if unknown:
-            raise InputError(path, f"unknown key {unknown[0]!r} (expected round, name, generations, annotations)", field=where)
+            raise InputError(path, f"unknown key {unknown[0][:40]!r} (expected round, name, generations, annotations)", field=where)
         number = entry.get("round", i + 1)
         if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= ROUND_MAX:
             shown = repr(number) if len(repr(number)) <= 40 else repr(number)[:37] + "..."
