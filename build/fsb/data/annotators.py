@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 import fifty_shades_of_bias as spec
 from fsb.core.files import InputError
@@ -37,6 +38,7 @@ __all__ = [
     "PREFIX",
     "agreement",
     "agreement_table",
+    "annotator_figures",
     "annotator_key",
     "code_cell",
     "personal_kind",
@@ -217,3 +219,18 @@ def agreement_table(rows: list[dict[str, Any]] | None) -> str:
 def code_cell(text: object) -> str:
     """`text` inside a code span in a Markdown table cell: `|` escaped (GitHub tables), backticks replaced."""
     return " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
+
+
+def annotator_figures(annotator: np.ndarray | None) -> dict[str, Any]:
+    """What the judgments say about who made them: the number of distinct annotator ids, judgments per
+    annotator (min, median, max), and how many judgments carry no id."""
+    if annotator is None:
+        return {"n": 0, "judgments_without_id": None}
+    ids = pd.Series(annotator, dtype=object)
+    missing = ids.isna() | (ids.astype(str).str.strip() == "")
+    per = ids[~missing].value_counts()
+    return {
+        "n": int(per.size),
+        "judgments_per_annotator": ({"min": int(per.min()), "median": float(per.median()), "max": int(per.max())} if per.size else None),
+        "judgments_without_id": int(missing.sum()),
+    }

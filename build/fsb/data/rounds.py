@@ -18,10 +18,21 @@ import pandas as pd
 import yaml
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, sha256_file
+from fsb import __version__
+from fsb.core.files import InputError, sha256_file, short
 from fsb.core.tables import Annotations, Generations, read_annotations, read_generations, refuse_unknown_ids
+from fsb.data.annotators import annotator_figures
 
-__all__ = ["ROUND_MAX", "Round", "merge_rounds", "read_rounds", "repeated_judgments", "round_inputs"]
+__all__ = [
+    "ROUND_MAX",
+    "Round",
+    "merge_rounds",
+    "provenance_stats",
+    "read_rounds",
+    "repeated_judgments",
+    "round_inputs",
+    "round_table",
+]
 
 # A round number is stored as int32 in both configs: a larger one would wrap (3000000000 -> -1294967296)
 # while the card printed it as written, and one past int64 made numpy raise.
@@ -187,20 +198,12 @@ def repeated_judgments(read: list[tuple[Round, Generations, Annotations]]) -> li
 
 
 def _short_text(value: object, limit: int = 40) -> str:
-    from fsb.core.tables import _short
+    """`value` shortened and escaped for a one-line refusal (`fsb.core.files.short`)."""
+    return short(str(value), limit)
 
-    return _short(str(value), limit)
 
-
-def merge_rounds(
-    rounds: list[Round], invalid: str
-) -> tuple[Generations, Annotations, np.ndarray, np.ndarray, list[tuple[Round, Generations, Annotations]]]:
-    """Read every round and join them: one Generations (uids unique across rounds), one Annotations
-    (labels re-coded over the union), and the round of each generations row and of each judgment.
-    Every annotated id must be a sentence of some round, and every sentence judged in some round."""
-    from fsb.core.tables import _first
-
-    _refuse_shared_files(rounds)
+def _read_each(rounds: list[Round], invalid: str) -> list[tuple[Round, Generations, Annotations]]:
+    """Each round's generations and judgments, read and checked (judgments over 4-tuples)."""
     read = []
     for r in rounds:
         gens = read_generations(r.generations)
@@ -214,6 +217,11 @@ def merge_rounds(
                 field=f"Item{k}",
             )
         read.append((r, gens, ann))
+    return read
+
+
+def _check_uids(read: list[tuple[Round, Generations, Annotations]]) -> None:
+    """Refuse a uid in two rounds' generations, a judged id in none, and a sentence no round judged."""
     owner: dict[int, tuple[int, Path]] = {}
     for r, gens, _ in read:
         for i, uid in enumerate(gens.frame["uid"].tolist()):
@@ -229,11 +237,23 @@ def merge_rounds(
     judged = np.unique(np.concatenate([ann.labels for _, _, ann in read]))
     for _, gens, _ in read:
         uids = gens.frame["uid"].to_numpy()
-        bad = _first(~np.isin(uids, judged))
-        if bad is not None:
+        missing = np.flatnonzero(~np.isin(uids, judged))
+        if missing.size:
+            bad = int(missing[0])
             raise InputError(
                 gens.path, f"no judgment of any round covers the sentence with uid {uids[bad]}", line=gens.line_of(bad), field="uid"
             )
+
+
+def merge_rounds(
+    rounds: list[Round], invalid: str
+) -> tuple[Generations, Annotations, np.ndarray, np.ndarray, list[tuple[Round, Generations, Annotations]]]:
+    """Read every round and join them: one Generations (uids unique across rounds), one Annotations
+    (labels re-coded over the union), and the round of each generations row and of each judgment.
+    Every annotated id must be a sentence of some round, and every sentence judged in some round."""
+    _refuse_shared_files(rounds)
+    read = _read_each(rounds, invalid)
+    _check_uids(read)
     frame = pd.concat([g.frame for _, g, _ in read], ignore_index=True)
     gen_round = np.concatenate([np.full(len(g.frame), r.number) for r, g, _ in read])
     offsets = np.cumsum([0, *(len(g.frame) for _, g, _ in read)])
@@ -301,3 +321,69 @@ def round_inputs(read: list[tuple[Round, Generations, Annotations]]) -> list[dic
         is_release = all(f["pinned_release_file"] for f in files.values()) and ann.dropped == 0
         out.append({"round": r.number, "name": r.name, "inputs": files, "is_release": is_release})
     return out
+
+
+def round_table(
+    item_round: np.ndarray,
+    ann_round: np.ndarray,
+    tuple_index: np.ndarray,
+    design: np.ndarray,
+    annotator: np.ndarray | None,
+    names: dict[int, str],
+) -> list[dict[str, Any]]:
+    """Per round: sentences introduced, judgments, annotators, tuples judged (new ones, and those that
+    tie the round's sentences to earlier rounds' sentences)."""
+    first_round_of_tuple = np.full(design.shape[0], np.iinfo(np.int64).max)
+    np.minimum.at(first_round_of_tuple, tuple_index, ann_round)
+    rounds_in_tuple = item_round[design]  # (n_tuples, k): the round of each sentence shown
+    table = []
+    for r in sorted(set(item_round.tolist()) | set(ann_round.tolist())):
+        rows = ann_round == r
+        judged = np.unique(tuple_index[rows])
+        mixed = (rounds_in_tuple[judged] == r).any(axis=1) & (rounds_in_tuple[judged] < r).any(axis=1)
+        table.append(
+            {
+                "round": int(r),
+                "name": names.get(int(r), f"round {r}"),
+                "sentences": int((item_round == r).sum()),
+                "judgments": int(rows.sum()),
+                "annotators": annotator_figures(None if annotator is None else annotator[rows]),
+                "tuples": int(judged.size),
+                "new_tuples": int((first_round_of_tuple == r).sum()),
+                "tuples_linking_earlier_rounds": int(mixed.sum()),
+            }
+        )
+    return table
+
+
+def provenance_stats(stats: dict[str, Any], read: list[Any], plain: bool, fingerprint: str) -> dict[str, Any]:
+    """stats plus the build's inputs (file, sha256, rows; per round), whether each round is the pinned release,
+    the tools used and the paper's figures. `plain`: a build from one generations + judgments pair."""
+    provenance = round_inputs(read)
+    for entry, row in zip(provenance, stats["rounds"]):
+        name = row["name"]
+        row.update(entry)
+        if entry["is_release"] and name == f"round {row['round']}" and plain:
+            row["name"] = "the release"
+    release_rounds = [e["round"] for e in provenance if e["is_release"]]
+    return {
+        **stats,
+        "fingerprint": fingerprint,
+        "inputs": provenance[0]["inputs"]
+        if len(provenance) == 1
+        else {f"round {e['round']} {role}": info for e in provenance for role, info in e["inputs"].items()},
+        "release": {
+            "repo": spec.RELEASE["repo"],
+            "commit": spec.RELEASE["commit"],
+            "rounds": release_rounds,
+            # the build IS the release: one round, both files the pinned ones, nothing left out
+            "is_release": release_rounds == [provenance[0]["round"]] and len(provenance) == 1,
+        },
+        "built_with": {
+            "fsb": __version__,
+            "scoring": "counting",
+            "score_maxdiff": "best-worst multinomial logit (MaxDiff), ML fit, logit scale, mean of the first round's sentences = 0",
+            "shr_procedure": "Kiritchenko & Mohammad split-half, no Spearman-Brown",
+        },
+        "paper": {k: spec.PAPER[k] for k in ("n_annotations", "shr", "bin_counts")},
+    }

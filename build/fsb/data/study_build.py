@@ -30,7 +30,8 @@ from fsb.bws import maxdiff, scoring
 from fsb.core.files import InputError, atomic_dir, check_replaceable_dir, content_fingerprint, sha256_file, write_file
 from fsb.core.tables import Annotations, read_annotations, refuse_unknown_ids
 from fsb.data import annotators, intervals, study_card
-from fsb.data.dataset import BUILD_KIND, BUILD_SEAL, BuildResult, build_folder_difference, parquet_bytes
+from fsb.data.buildfolder import BUILD_KIND, BUILD_SEAL, build_folder_difference
+from fsb.data.dataset import BuildResult, parquet_bytes
 from fsb.data.items import ItemsFile, read_items
 
 __all__ = ["SPLIT", "build_study", "score_study", "study_features"]
@@ -211,7 +212,7 @@ def build_study(
     item_file = read_items(items, ann.labels) if items is not None else None
     default, figures = score_study(ann, item_file, trials=trials, seed=seed, n_boot=n_boot)
     published, report = annotators.pseudonymise(ann.annotator, keep_ids=keep_annotator_ids)
-    people = {**_annotator_counts(published), "published_as": report, "agreement": annotators.agreement(ann, published)}
+    people = {**annotators.annotator_figures(published), "published_as": report, "agreement": annotators.agreement(ann, published)}
     table = _annotation_frame(ann, published)
     features = study_features(default, figures["tuple_size"], ann.integer_ids)
     files: dict[str, tuple[str, bytes, int]] = {}
@@ -244,16 +245,3 @@ def _json_ready(value: Any) -> Any:
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value
-
-
-def _annotator_counts(published: np.ndarray | None) -> dict[str, Any]:
-    """Distinct published ids, judgments per annotator (min, median, max) and judgments without an id."""
-    if published is None:
-        return {"n": 0, "judgments_without_id": None}
-    ids = pd.Series(published, dtype=object)
-    per = ids[ids.notna()].value_counts()
-    return {
-        "n": int(per.size),
-        "judgments_per_annotator": ({"min": int(per.min()), "median": float(per.median()), "max": int(per.max())} if per.size else None),
-        "judgments_without_id": int(ids.isna().sum()),
-    }
