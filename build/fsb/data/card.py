@@ -14,6 +14,7 @@ import yaml
 import fifty_shades_of_bias as spec
 from fsb import __version__
 from fsb.core import resources
+from fsb.data import annotators
 from fsb.data.reference import noise_ceiling, spearman_brown
 
 __all__ = ["annotators_phrase", "invalid_note", "metadata", "render", "size_category", "template"]
@@ -177,15 +178,15 @@ def _bin_tables(stats: dict[str, Any], exact_release: bool, has_release: bool) -
 
 def _annotator_texts(stats: dict[str, Any], exact_release: bool) -> tuple[str, str, str]:
     """The annotator sentence under the rounds, the field note of `annotator`, and the limitations sentence."""
-    annotators = stats["annotators"]
-    if annotators["n"]:
-        annotator_text = f"Annotators, computed from the judgments: {annotators_phrase(annotators)}."
-        annotator_note = f"{annotators['n']} distinct ids" + (
-            f"; {annotators['judgments_without_id']} judgments have none" if annotators["judgments_without_id"] else ""
+    people = stats["annotators"]
+    if people["n"]:
+        annotator_text = f"Annotators, computed from the judgments: {annotators_phrase(people)}."
+        annotator_note = f"{people['n']} distinct ids" + (
+            f"; {people['judgments_without_id']} judgments have none" if people["judgments_without_id"] else ""
         )
-        done = annotators.personal_note(annotators.get("published_as"))
-        annotator_limits = done or f"The judgments carry pseudonymous annotator ids, not identities: {annotators_phrase(annotators)}."
-        agreement = annotators.agreement_table(annotators.get("agreement"))
+        done = annotators.personal_note(people.get("published_as"))
+        annotator_limits = done or f"The judgments carry pseudonymous annotator ids, not identities: {annotators_phrase(people)}."
+        agreement = annotators.agreement_table(people.get("agreement"))
         if agreement:
             annotator_text += "\n\n" + agreement
     else:
