@@ -280,3 +280,20 @@ def test_coverage_of_a_wrong_interval_is_caught() -> None:
 def test_write_csv_helper_round_trips(tmp_path: Path) -> None:
     path = write_csv(tmp_path / "x.csv", ["id", "text"], [["a", "b, c"]])
     assert pd.read_csv(path).to_dict("records") == [{"id": "a", "text": "b, c"}]
+
+
+def test_summary_lines_say_what_each_figure_is(built: Path) -> None:
+    from fsb.data.study_build import summary_lines
+
+    stats = json.loads((built / "stats.json").read_text())
+    text = "\n".join(summary_lines(stats))
+    assert f"{stats['n_items']} items" in text and "no Spearman-Brown" in text
+    assert "bootstrap over tuples, 200 resamples, seed 0" in text and f"{COVERAGE['score']:.1%}" in text
+    assert "keyed-hash pseudonyms" in text and "1 e-mail, 1 phone" in text and EMAIL not in text
+
+
+def test_instructions_are_worded_from_the_study(study: dict[str, Path]) -> None:
+    from fsb.annotate.study import instructions
+
+    text = instructions(read_study(study["study"]))
+    assert text.startswith("Which comment is the MOST offensive") and "'Most offensive'" in text and "biased" not in text

@@ -32,7 +32,7 @@ import yaml
 
 from fsb.core.files import InputError, read_utf8
 
-__all__ = ["DEFAULT", "Study", "form_wording", "labeling_config", "read_study"]
+__all__ = ["DEFAULT", "Study", "form_wording", "instructions", "labeling_config", "read_study"]
 
 _MAX = {"citation": 4000}
 _LINE_MAX = 300
@@ -127,6 +127,16 @@ def form_wording(study: Study = DEFAULT) -> dict[str, str]:
 
     For `fsb.annotate.forms.export_forms` (header line of the form) and `labeling_config`."""
     return {"question": study.question, "best": study.best_label, "worst": study.worst_label, "high_means": study.high_means}
+
+
+def instructions(study: Study = DEFAULT) -> str:
+    """The annotators' instructions for a forms export, as plain text (one paragraph and the two choices),
+    e.g. the instructions file written beside `fsb annotate export --study` forms."""
+    return (
+        f"{study.question}\n\n"
+        f"Each form shows a few items. Choose one item as {study.best_label!r} and one as {study.worst_label!r}; "
+        f"they must differ. A high score will mean: {study.high_means}.\n"
+    )
 
 
 def labeling_config(k: int, study: Study = DEFAULT) -> str:

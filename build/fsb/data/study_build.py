@@ -34,7 +34,7 @@ from fsb.data.buildfolder import BUILD_KIND, BUILD_SEAL, build_folder_difference
 from fsb.data.dataset import BuildResult, parquet_bytes
 from fsb.data.items import ItemsFile, read_items
 
-__all__ = ["SPLIT", "build_study", "score_study", "study_features"]
+__all__ = ["SPLIT", "build_study", "score_study", "study_features", "summary_lines"]
 
 SPLIT = "test"
 _SCORES = ("score", "score_raw", "score_ci_low", "score_ci_high", "score_maxdiff", "score_maxdiff_ci_low", "score_maxdiff_ci_high")
@@ -245,3 +245,28 @@ def _json_ready(value: Any) -> Any:
     if isinstance(value, float) and not np.isfinite(value):
         return None
     return value
+
+
+def summary_lines(stats: dict[str, Any]) -> list[str]:
+    """What `fsb build --annotations ...` (no generations file) prints after a study build: counts, reliability
+    with its procedure, the intervals with their method, nulls and the coverage measured on a simulated study,
+    and what was done to annotator ids. Every figure says what it is comparable to."""
+    iv, shr, people = stats["intervals"], stats["shr"], stats["annotators"]
+    lines = [
+        f"  {stats['n_items']} items, {stats['n_tuples']} tuples of {stats['tuple_size']}, {stats['n_annotations']} judgments",
+        f"  split-half reliability ({shr['trials']} trials, seed {shr['seed']}, no Spearman-Brown): "
+        f"Pearson {shr['pearson']['mean']:.4f} ± {shr['pearson']['sd']:.4f}",
+        f"  95% intervals: bootstrap over tuples, {iv['resamples']} resamples, seed {iv['seed']}; "
+        f"null for {iv['null']['score']} items (counting) and {iv['null']['score_maxdiff']} (MaxDiff)",
+    ]
+    cov = iv.get("coverage_on_simulated_study")
+    if cov:
+        lines.append(
+            f"  coverage on a simulated study with known truth ({cov['items']} items): counting {cov['score']:.1%}, "
+            f"MaxDiff {cov['score_maxdiff']:.1%} (nominal 95%)"
+        )
+    published = people.get("published_as") or {}
+    if people.get("n"):
+        found = ", ".join(f"{n} {k}" for k, n in (published.get("personal_values") or {}).items()) or "none"
+        lines.append(f"  annotators: {people['n']}, published as {published.get('policy')}; contact-like ids pseudonymised: {found}")
+    return lines
