@@ -47,7 +47,10 @@ def test_a_study_is_published_and_loads_back_at_its_tag(hub: FakeHub, tmp_path: 
     proc = fsb_publish(hub, tmp_path, str(out), "--repo-id", REPO, "--version", "1.0.0")
     assert proc.returncode == 0, proc.stderr
     assert "tag v1.0.0" in proc.stdout and "warning" not in proc.stderr, "the card names the Hub id: no warning"
-    assert "v1.0.0" in hub.repo(REPO).tags
+    repo = hub.repo(REPO)
+    assert "v1.0.0" in repo.tags
+    # the commit and the tag are named after the study, not after FSB
+    assert any(c.description.startswith("Offensiveness of comments (simulated) v1.0.0, published by fsb") for c in repo.commits.values())
     load = subprocess.run(
         [sys.executable, "-c", LOAD, REPO, "v1.0.0"],
         env=hub_env(hub, tmp_path, token=None),

@@ -406,10 +406,20 @@ def plan_publish(
 # --- the publish --------------------------------------------------------------------------------
 
 
+def _title(plan: PublishPlan) -> str:
+    """The dataset's name for the commit and the tag: a study build's pretty name (stats.json), else FSB's."""
+    stats = next((f.data for f in plan.build.files if f.path == "stats.json"), b"{}")
+    try:
+        name = (json.loads(stats).get("study") or {}).get("pretty_name")
+    except (ValueError, AttributeError):
+        name = None
+    return " ".join(name.split())[:100] if isinstance(name, str) and name.strip() else "Fifty Shades of Bias"
+
+
 def _description(plan: PublishPlan) -> str:
     from fsb import __version__
 
-    lines = [f"Fifty Shades of Bias {plan.tag}, published by fsb {__version__}.", "", f"Build fingerprint: {plan.build.fingerprint}", ""]
+    lines = [f"{_title(plan)} {plan.tag}, published by fsb {__version__}.", "", f"Build fingerprint: {plan.build.fingerprint}", ""]
     if plan.changes:
         lines += [plan.changes, ""]
     lines += [f"- add {p}" for p in plan.add] + [f"- delete {p}" for p in plan.delete]
@@ -417,7 +427,7 @@ def _description(plan: PublishPlan) -> str:
 
 
 def _tag_message(plan: PublishPlan) -> str:
-    head = f"Fifty Shades of Bias {plan.tag} (fingerprint {plan.build.fingerprint[:16]})"
+    head = f"{_title(plan)} {plan.tag} (fingerprint {plan.build.fingerprint[:16]})"
     return f"{head}\n\n{plan.changes}" if plan.changes else head
 
 
