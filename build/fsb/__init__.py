@@ -11,8 +11,10 @@ core/       errors, files (readers that name file/line/field, atomic writes, sea
             keys and tokens in every encoding, safe URLs), resources
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a
             study's design file, position-balanced), extend, scoring, maxdiff (the public API is re-exported from fsb.bws)
-data/       the dataset: release (upstream files), dataset (the build), reference (the human figures:
-            split-half, full panel, noise ceiling), card, cardmeta, diff, publish (the Hub)
+data/       the dataset: release (upstream files), dataset (FSB's build), rounds (updates), buildfolder (the
+            folder's rules and record), study_build and study_card (any best-worst study), items, annotators
+            (pseudonyms, agreement), intervals, reference (the human figures: split-half, full panel, noise
+            ceiling), card, cardmeta, diff, localbuild, publish_plan, publish and hub (the Hub)
 annotate/   forms (annotators' forms and their answers), labelstudio, bwsprompt (the best-worst prompt,
             rotations and strict parser shared with the harness), and llm (a model as a best-worst annotator)
 generate/   seeds, prompts, generations, explain, keys, marks: graded biased text from seeds

@@ -97,7 +97,16 @@ def test_other_judgments_are_not_called_the_release(other_judgments: Path) -> No
     # annotator statements computed from the judgments: 6 annotators with 666 or 667 judgments, one with 10
     n = stats["n_annotations"]
     assert n == 2 * 2000 + 10
-    assert stats["annotators"] == {"n": 7, "judgments_per_annotator": {"min": 10, "median": 667.0, "max": 667}, "judgments_without_id": 0}
+    people = stats["annotators"]
+    assert {k: people[k] for k in ("n", "judgments_per_annotator", "judgments_without_id")} == {
+        "n": 7,
+        "judgments_per_annotator": {"min": 10, "median": 667.0, "max": 667},
+        "judgments_without_id": 0,
+    }
+    # published as keyed-hash pseudonyms, with each annotator's leave-one-out agreement
+    assert people["published_as"] == {"policy": "keyed-hash pseudonyms", "ids": 7, "personal_values": {}}
+    assert len(people["agreement"]) == 7 and all(r["annotator"].startswith("anon-") for r in people["agreement"])
+    assert "keyed-hash pseudonyms" in card and "| annotator | judgments | compared |" in card
     assert "7 annotators (10 to 667 judgments each)" in card
     assert "| 1 | round 1 | 1000 | 4010 | 7 annotators (10 to 667 judgments each) |" in card
     report = analysis.analysis_markdown(analysis.analyse(analysis.read_sentences(other_judgments)))

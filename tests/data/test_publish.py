@@ -637,7 +637,7 @@ def test_same_compares_lfs_files_by_sha256_and_regular_files_by_git_oid(builds: 
     `oid` is its pointer's git id, so only the LFS sha256 can tell that the content is unchanged."""
     from huggingface_hub.hf_api import RepoFile
 
-    from fsb.data.publish import _same
+    from fsb.data.hub import same as _same
 
     build = check_folder(builds["v1"])
     commit = Commit("0" * 40, None, "t", {}, "2026-01-01T00:00:00.000Z")

@@ -7,7 +7,6 @@ schema the Parquet files were written with.
 
 from __future__ import annotations
 
-from string import Template
 from typing import Any
 
 import yaml
@@ -15,9 +14,10 @@ import yaml
 import fifty_shades_of_bias as spec
 from fsb import __version__
 from fsb.core import resources
+from fsb.data import annotators
 from fsb.data.reference import noise_ceiling, spearman_brown
 
-__all__ = ["metadata", "render", "size_category"]
+__all__ = ["annotators_phrase", "invalid_note", "metadata", "render", "size_category", "template"]
 
 
 def metadata(layout: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def size_category(n: int) -> str:
     return next((tag for bound, tag in bounds if n < bound), "10M<n<100M")
 
 
-def _annotators_phrase(a: dict[str, Any]) -> str:
+def annotators_phrase(a: dict[str, Any]) -> str:
     """What a set of judgments says about its annotators, e.g. "3 annotators (40 to 52 judgments each)"."""
     if not a.get("n"):
         return "no annotator ids"
@@ -132,19 +132,10 @@ def invalid_note(invalid: dict[str, Any] | None) -> str:
     )
 
 
-def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: str = spec.NAME) -> str:
-    """The whole README.md: YAML front matter and the prose body with every figure filled in.
-
-    Statements about the upstream release (its history, its rounded scores, its lack of annotator ids,
-    the paper's figures beside ours) appear only where the inputs' sha256 match the pinned release;
-    everything else is computed from the data. `load_name` is what the loading examples load: the
-    folder's own name, or the Hub id it will be published as."""
-    body = Template((resources.path("dataset_card") / "card.md").read_text(encoding="utf-8"))
+def _bin_tables(stats: dict[str, Any], exact_release: bool, has_release: bool) -> tuple[str, str, str]:
+    """The analysis-bin table, the split-half table and the sentence under the bins: the paper's columns
+    beside this build's only when a round is the pinned release."""
     paper = spec.PAPER
-    release = stats.get("release", {})
-    exact_release = bool(release.get("is_release"))
-    has_release = bool(release.get("rounds"))
-    rounds = stats["rounds"]
     edges = [0.0, *spec.ANALYSIS_BIN_EDGES, 1.0]
     closing = [")"] * (len(spec.BIN_NAMES) - 1) + ["]"]
     bin_cells = [
@@ -182,130 +173,186 @@ def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: 
         )
     else:
         bin_text = "The edges are the paper's analysis bins; bins use exact scores."
-    hist = stats["histogram"]
-    hist_labels = [f"{lo:.1f}-{hi:.1f}" for lo, hi in zip(hist["edges"], hist["edges"][1:])]
-    prompts = [p for p in spec.PROMPT_TYPES if stats["prompt_type"].get(p)]
-    seed_rows = "\n".join(
-        f"| {s} | {' | '.join(str(stats['seed_type_by_prompt_type'][s][p]) for p in prompts)} | {stats['seed_type'][s]} |"
-        for s in spec.SEED_TYPES
-    )
-    round_rows = "\n".join(
-        f"| {r['round']} | {_md_text(r['name'])} | {r['sentences']} | {r['judgments']} | {_annotators_phrase(r['annotators'])} | "
-        f"{r['tuples']} ({r['new_tuples']}, {r['tuples_linking_earlier_rounds']}) |"
-        for r in rounds
-    )
-    annotators = stats["annotators"]
-    if annotators["n"]:
-        annotator_text = f"Annotators, computed from the judgments: {_annotators_phrase(annotators)}."
-        annotator_note = f"{annotators['n']} distinct ids" + (
-            f"; {annotators['judgments_without_id']} judgments have none" if annotators["judgments_without_id"] else ""
+    return bin_table, shr_table, bin_text
+
+
+def _annotator_texts(stats: dict[str, Any], exact_release: bool) -> tuple[str, str, str]:
+    """The annotator sentence under the rounds, the field note of `annotator`, and the limitations sentence."""
+    people = stats["annotators"]
+    if people["n"]:
+        annotator_text = f"Annotators, computed from the judgments: {annotators_phrase(people)}."
+        annotator_note = f"{people['n']} distinct ids" + (
+            f"; {people['judgments_without_id']} judgments have none" if people["judgments_without_id"] else ""
         )
-        annotator_limits = f"The judgments carry pseudonymous annotator ids, not identities: {_annotators_phrase(annotators)}."
+        done = annotators.personal_note(people.get("published_as"))
+        annotator_limits = done or f"The judgments carry pseudonymous annotator ids, not identities: {annotators_phrase(people)}."
+        agreement = annotators.agreement_table(people.get("agreement"))
+        if agreement:
+            annotator_text += "\n\n" + agreement
     else:
         annotator_text = "The judgments carry no annotator ids: who made which judgment is not part of this dataset."
         annotator_note = "none in these judgments"
         annotator_limits = "The judgments carry no annotator ids."
     if exact_release:
         annotator_limits = "Annotator identities are not part of the release: the judgments carry no annotator ids."
-    release_rounds = [r for r in rounds if r["is_release"]]
+    return annotator_text, annotator_note, annotator_limits
+
+
+def _description(stats: dict[str, Any], exact_release: bool) -> tuple[str, str]:
+    """The card's first paragraph and where the sentences came from."""
     if exact_release:
-        description = spec.DESCRIPTION
         origin = (
             f"Each of the {stats['n_items']} sentences was generated by GPT-3.5-Turbo from a seed (a StereoSet gender\n"
             "stereotype, or a COPA premise)."
         )
-    else:
-        description = (
-            f"{stats['n_items']} English sentences with fine-grained, comparative ratings of gender bias obtained by "
-            "best-worst scaling (BWS) and scored by counting."
+        return spec.DESCRIPTION, origin
+    description = (
+        f"{stats['n_items']} English sentences with fine-grained, comparative ratings of gender bias obtained by "
+        "best-worst scaling (BWS) and scored by counting."
+    )
+    release_rounds = [r for r in stats["rounds"] if r["is_release"]]
+    if release_rounds:
+        r1 = release_rounds[0]
+        origin = (
+            f"Round {r1['round']}'s {r1['sentences']} sentences are the release's, generated by GPT-3.5-Turbo from a seed;\n"
+            "the other rounds' sentences come from the generations files listed under Source and provenance."
         )
-        if release_rounds:
-            r1 = release_rounds[0]
-            origin = (
-                f"Round {r1['round']}'s {r1['sentences']} sentences are the release's, generated by GPT-3.5-Turbo from a seed;\n"
-                "the other rounds' sentences come from the generations files listed under Source and provenance."
-            )
-        else:
-            origin = "Each sentence was generated from a seed; the generations files are listed under Source and provenance."
-    changes = ""
-    if stats.get("changes_since"):
-        ch = stats["changes_since"]
-        changes = f"\n## Changes since {ch['label']}\n\nFrom `fsb diff` of {ch['label']} against this build:\n\n```\n{ch['summary']}\n```\n"
-    provenance_text, input_rows = _provenance(stats)
-    design = stats["design"]
-    md = stats["maxdiff"]
-    is_hub = "/" in load_name
-    fields = {
-        "description": description,
-        "origin": origin,
-        "paper_note": " Where the paper's figures differ, both are shown." if has_release else "",
-        "changes": changes,
-        "fsb_version": __version__,
-        "load_name": load_name,
-        "load_where": "" if is_hub else f", from the folder that holds {load_name}/",
-        "split": spec.SPLIT,
-        "n_items": stats["n_items"],
-        "n_tuples": stats["n_tuples"],
-        "n_annotations": stats["n_annotations"],
-        "seed_type_names": ", ".join(spec.SEED_TYPES),
-        "prompt_type_names": ", ".join(spec.PROMPT_TYPES),
-        "round_list": ", ".join(f"{r['round']}: {_md_text(r['name'])}" for r in rounds),
-        "anchor_round": md["anchor_round"],
-        "md_min": f"{md['min']:.3f}",
-        "md_max": f"{md['max']:.3f}",
-        "md_spearman": f"{md['spearman_with_counting']:.4f}",
-        "md_converged": "" if md["converged"] else " (the optimiser stopped before its tolerance: treat with care)",
-        "edge_1": spec.ANALYSIS_BIN_EDGES[0],
-        "edge_2": spec.ANALYSIS_BIN_EDGES[1],
-        "jmin": stats["judgments_per_item"]["min"],
-        "jmax": stats["judgments_per_item"]["max"],
-        "last_tuple": stats["n_tuples"] - 1,
-        "annotator_note": annotator_note,
-        "annotator_text": annotator_text,
-        "annotator_limits": annotator_limits,
-        "round_rows": round_rows,
-        "timestamp_note": "present" if stats.get("has_timestamps") else "the input has none",
-        "invalid_note": invalid_note(stats.get("invalid")),
-        "appearances": (
-            f"exactly {design['appearances_min']}"
-            if design["appearances_min"] == design["appearances_max"]
-            else f"{design['appearances_min']} to {design['appearances_max']}"
-        ),
-        "per_tuple": ", ".join(f"{c} tuples judged {n} times" for n, c in stats["annotations_per_tuple"].items()),
-        "max_shared": design["max_shared_items"],
-        "repeated_pairs": design["repeated_pairs"],
-        "trials": stats["shr"]["trials"],
-        "shr_seed": stats["shr"]["seed"],
-        "shr_table": shr_table,
-        # full-panel reliability (Spearman-Brown 2r/(1+r)) and the noise ceiling sqrt(reliability)
-        "full_pearson": f"{spearman_brown(stats['shr']['pearson']['mean']):.3f}",
-        "full_spearman": f"{spearman_brown(stats['shr']['spearman']['mean']):.3f}",
-        "ceiling_pearson": f"{noise_ceiling(spearman_brown(stats['shr']['pearson']['mean'])):.3f}",
-        "ceiling_spearman": f"{noise_ceiling(spearman_brown(stats['shr']['spearman']['mean'])):.3f}",
+    else:
+        origin = "Each sentence was generated from a seed; the generations files are listed under Source and provenance."
+    return description, origin
+
+
+def _distribution_fields(stats: dict[str, Any]) -> dict[str, Any]:
+    """The score distribution's cells: few-shot bin counts, histogram, seed type by prompt type."""
+    hist = stats["histogram"]
+    hist_labels = [f"{lo:.1f}-{hi:.1f}" for lo, hi in zip(hist["edges"], hist["edges"][1:])]
+    prompts = [p for p in spec.PROMPT_TYPES if stats["prompt_type"].get(p)]
+    fewshot = zip([0.0, *spec.FEWSHOT_BIN_EDGES], [*spec.FEWSHOT_BIN_EDGES, 1.0], stats["fewshot_bins"]["counts"])
+    return {
         "score_mean": f"{stats['score']['mean']:.3f}",
         "score_sd": f"{stats['score']['sd']:.3f}",
         "score_min": f"{stats['score']['min']:.3f}",
         "score_max": f"{stats['score']['max']:.3f}",
-        "bin_table": bin_table,
-        "bin_text": bin_text,
-        "fewshot_counts": ", ".join(
-            f"[{lo:g}, {hi:g}{']' if i == 3 else ')'}: {c}"
-            for i, (lo, hi, c) in enumerate(
-                zip([0.0, *spec.FEWSHOT_BIN_EDGES], [*spec.FEWSHOT_BIN_EDGES, 1.0], stats["fewshot_bins"]["counts"])
-            )
-        ),
+        "fewshot_counts": ", ".join(f"[{lo:g}, {hi:g}{']' if i == 3 else ')'}: {c}" for i, (lo, hi, c) in enumerate(fewshot)),
         "hist_header": " | ".join(hist_labels),
         "hist_rule": "---|" * len(hist_labels),
         "hist_counts": " | ".join(str(c) for c in hist["counts"]),
         "prompt_header": " | ".join(prompts),
         "prompt_rule": "---|" * len(prompts),
-        "seed_rows": seed_rows,
+        "seed_rows": "\n".join(
+            f"| {s} | {' | '.join(str(stats['seed_type_by_prompt_type'][s][p]) for p in prompts)} | {stats['seed_type'][s]} |"
+            for s in spec.SEED_TYPES
+        ),
+    }
+
+
+def _reliability_fields(stats: dict[str, Any]) -> dict[str, Any]:
+    """Split-half trials and seed, the full-panel reliability (Spearman-Brown 2r/(1+r)) and the noise ceiling."""
+    shr = stats["shr"]
+    full = {name: spearman_brown(shr[name]["mean"]) for name in ("pearson", "spearman")}
+    return {
+        "trials": shr["trials"],
+        "shr_seed": shr["seed"],
+        "full_pearson": f"{full['pearson']:.3f}",
+        "full_spearman": f"{full['spearman']:.3f}",
+        "ceiling_pearson": f"{noise_ceiling(full['pearson']):.3f}",
+        "ceiling_spearman": f"{noise_ceiling(full['spearman']):.3f}",
+    }
+
+
+def _design_fields(stats: dict[str, Any]) -> dict[str, Any]:
+    design = stats["design"]
+    low, high = design["appearances_min"], design["appearances_max"]
+    return {
+        "n_items": stats["n_items"],
+        "n_tuples": stats["n_tuples"],
+        "n_annotations": stats["n_annotations"],
+        "jmin": stats["judgments_per_item"]["min"],
+        "jmax": stats["judgments_per_item"]["max"],
+        "last_tuple": stats["n_tuples"] - 1,
+        "appearances": f"exactly {low}" if low == high else f"{low} to {high}",
+        "per_tuple": ", ".join(f"{c} tuples judged {n} times" for n, c in stats["annotations_per_tuple"].items()),
+        "max_shared": design["max_shared_items"],
+        "repeated_pairs": design["repeated_pairs"],
+        "invalid_note": invalid_note(stats.get("invalid")),
+    }
+
+
+def _round_fields(stats: dict[str, Any]) -> dict[str, Any]:
+    rounds = stats["rounds"]
+    md = stats["maxdiff"]
+    changes = ""
+    if stats.get("changes_since"):
+        ch = stats["changes_since"]
+        changes = f"\n## Changes since {ch['label']}\n\nFrom `fsb diff` of {ch['label']} against this build:\n\n```\n{ch['summary']}\n```\n"
+    return {
+        "changes": changes,
+        "round_list": ", ".join(f"{r['round']}: {_md_text(r['name'])}" for r in rounds),
+        "round_rows": "\n".join(
+            f"| {r['round']} | {_md_text(r['name'])} | {r['sentences']} | {r['judgments']} | {annotators_phrase(r['annotators'])} | "
+            f"{r['tuples']} ({r['new_tuples']}, {r['tuples_linking_earlier_rounds']}) |"
+            for r in rounds
+        ),
+        "anchor_round": md["anchor_round"],
+        "md_min": f"{md['min']:.3f}",
+        "md_max": f"{md['max']:.3f}",
+        "md_spearman": f"{md['spearman_with_counting']:.4f}",
+        "md_converged": "" if md["converged"] else " (the optimiser stopped before its tolerance: treat with care)",
+    }
+
+
+def template(name: str, filters: dict[str, Any] | None = None) -> Any:
+    """A Jinja2 template of dataset_card/ (plain text: no HTML escaping, undefined names are errors, the
+    file's last newline kept), with `filters` added to the environment."""
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    env.filters.update(filters or {})
+    return env.from_string((resources.path("dataset_card") / name).read_text(encoding="utf-8"))
+
+
+def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: str = spec.NAME) -> str:
+    """The whole README.md: YAML front matter and the Jinja2 template dataset_card/card.md filled in.
+
+    Statements about the upstream release (its history, its rounded scores, its lack of annotator ids,
+    the paper's figures beside ours) appear only where the inputs' sha256 match the pinned release;
+    everything else is computed from the data. `load_name` is what the loading examples load: the
+    folder's own name, or the Hub id it will be published as."""
+    release = stats.get("release", {})
+    exact_release, has_release = bool(release.get("is_release")), bool(release.get("rounds"))
+    bin_table, shr_table, bin_text = _bin_tables(stats, exact_release, has_release)
+    annotator_text, annotator_note, annotator_limits = _annotator_texts(stats, exact_release)
+    description, origin = _description(stats, exact_release)
+    provenance_text, input_rows = _provenance(stats)
+    fields = {
+        "description": description,
+        "origin": origin,
+        "paper_note": " Where the paper's figures differ, both are shown." if has_release else "",
+        "fsb_version": __version__,
+        "load_name": load_name,
+        "load_where": "" if "/" in load_name else f", from the folder that holds {load_name}/",
+        "split": spec.SPLIT,
+        "seed_type_names": ", ".join(spec.SEED_TYPES),
+        "prompt_type_names": ", ".join(spec.PROMPT_TYPES),
+        "edge_1": spec.ANALYSIS_BIN_EDGES[0],
+        "edge_2": spec.ANALYSIS_BIN_EDGES[1],
+        "annotator_note": annotator_note,
+        "annotator_text": annotator_text,
+        "annotator_limits": annotator_limits,
+        "timestamp_note": "present" if stats.get("has_timestamps") else "the input has none",
+        "shr_table": shr_table,
+        "bin_table": bin_table,
+        "bin_text": bin_text,
         "provenance_text": provenance_text,
         "input_rows": input_rows,
         "fingerprint": stats["fingerprint"],
         "citation": spec.CITATION,
+        **_design_fields(stats),
+        **_reliability_fields(stats),
+        **_distribution_fields(stats),
+        **_round_fields(stats),
     }
     meta = metadata(layout)
     meta["size_categories"] = [size_category(stats["n_items"])]
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)
-    return f"---\n{front}---\n\n{body.substitute(fields)}"
+    return f"---\n{front}---\n\n{template('card.md').render(fields)}"

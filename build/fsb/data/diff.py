@@ -27,7 +27,8 @@ __all__ = ["compare_builds", "diff_builds", "format_diff", "read_build"]
 
 CONFIGS = ("default", "annotations")
 LARGEST_MOVES = 5
-REQUIRED = {"default": {"id", "text", "score", "bin"}, "annotations": {"items", "best", "worst"}}
+# a study build (`fsb.data.study_build`) may have no `text` and has no `bin`: both are compared only where both builds have them
+REQUIRED = {"default": {"id", "score"}, "annotations": {"items", "best", "worst"}}
 
 
 def read_build(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -87,10 +88,15 @@ def _correlations(a: np.ndarray, b: np.ndarray) -> tuple[float | None, float | N
     return float(pearsonr(a, b).statistic), float(spearmanr(a, b).statistic)
 
 
+def _id(value: Any) -> Any:
+    """An id as Python compares it: integer ids as int (numpy ints included), string ids as str, never coerced."""
+    return int(value) if isinstance(value, int | np.integer) else str(value)
+
+
 def _judgment_rows(frame: Any) -> Counter[tuple[Any, ...]]:
     annotator = frame["annotator"] if "annotator" in frame else [None] * len(frame)
     return Counter(
-        (tuple(int(i) for i in items), int(best), int(worst), a)
+        (tuple(_id(i) for i in items), _id(best), _id(worst), a)
         for items, best, worst, a in zip(frame["items"], frame["best"], frame["worst"], annotator)
     )
 
@@ -102,8 +108,8 @@ def _side(folder: Path, label: str | None, stats: dict[str, Any], tables: dict[s
         "fingerprint": stats.get("fingerprint"),
         "n_items": len(tables["default"]),
         "n_annotations": len(tables["annotations"]),
-        "bins": (stats.get("bins") or {}).get("counts"),
-        "shr": stats.get("shr"),
+        "bins": _mapping(_mapping(stats.get("bins")).get("counts")) or None,
+        "shr": _mapping(stats.get("shr")) or None,
     }
 
 
@@ -132,10 +138,16 @@ def compare_builds(
     e.g. a build being written, whose card carries the changes since an earlier one."""
     old, new = old_path, new_path
     o, n = old_t["default"].set_index("id"), new_t["default"].set_index("id")
-    added = sorted(int(i) for i in n.index.difference(o.index))
-    removed = sorted(int(i) for i in o.index.difference(n.index))
+    if o.index.inferred_type != n.index.inferred_type and len(o) and len(n):
+        raise InputError(
+            Path(new_path), f"ids are {n.index.inferred_type} here but {o.index.inferred_type} in {old_path}: not the same study"
+        )
+    added = sorted(_id(i) for i in n.index.difference(o.index))
+    removed = sorted(_id(i) for i in o.index.difference(n.index))
     common = o.index.intersection(n.index).sort_values()
-    text_changed = sorted(int(i) for i in common if o.at[i, "text"] != n.at[i, "text"])
+    has_text = "text" in o.columns and "text" in n.columns
+    text_changed = sorted(_id(i) for i in common if has_text and o.at[i, "text"] != n.at[i, "text"])
+    has_bin = "bin" in o.columns and "bin" in n.columns
     before = o.loc[common, "score"].to_numpy(dtype=float)
     after = n.loc[common, "score"].to_numpy(dtype=float)
     change = after - before
@@ -143,23 +155,31 @@ def compare_builds(
     order = np.lexsort((common.to_numpy(), -np.abs(change)))[:LARGEST_MOVES]
     moves = [
         {
-            "id": int(common[k]),
+            "id": _id(common[k]),
             "old": float(before[k]),
             "new": float(after[k]),
             "change": float(change[k]),
-            "old_bin": str(o.at[common[k], "bin"]),
-            "new_bin": str(n.at[common[k], "bin"]),
+            "old_bin": str(o.at[common[k], "bin"]) if has_bin else None,
+            "new_bin": str(n.at[common[k], "bin"]) if has_bin else None,
         }
         for k in order
         if change[k] != 0
     ]
-    bins = Counter(f"{a}->{b}" for a, b in zip(o.loc[common, "bin"], n.loc[common, "bin"]) if a != b)
+    bins = Counter(f"{a}->{b}" for a, b in zip(o.loc[common, "bin"], n.loc[common, "bin"]) if a != b) if has_bin else Counter()
     j_old, j_new = _judgment_rows(old_t["annotations"]), _judgment_rows(new_t["annotations"])
     return {
         "old": _side(Path(old), old_label, old_stats, old_t),
         "new": _side(Path(new), new_label, new_stats, new_t),
         "same_build": old_stats.get("fingerprint") == new_stats.get("fingerprint"),
-        "sentences": {"added": added, "removed": removed, "common": int(common.size), "text_changed": text_changed},
+        "sentences": {
+            "added": added,  # ids (lists); the counts are n_added, n_removed, common
+            "removed": removed,
+            "n_added": len(added),
+            "n_removed": len(removed),
+            "common": int(common.size),
+            "text_changed": text_changed,
+            "n_text_changed": len(text_changed),
+        },
         "judgments": {"added": sum((j_new - j_old).values()), "removed": sum((j_old - j_new).values())},
         "scores": {
             "n": int(common.size),
@@ -179,6 +199,8 @@ def _ids(ids: list[int], limit: int = 10) -> str:
 
 
 def _bins(move: dict[str, Any]) -> str:
+    if move["old_bin"] is None:
+        return "no bins"
     return move["old_bin"] if move["old_bin"] == move["new_bin"] else f"{move['old_bin']}->{move['new_bin']}"
 
 
@@ -186,12 +208,25 @@ def _num(x: float | None, fmt: str = ".4f") -> str:
     return "undefined" if x is None else format(x, fmt)
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """`value` when stats.json holds a mapping there, else {} (stats.json is outside the fingerprint: a hand
+    edit must give "not recorded", never a traceback)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _shr(side: dict[str, Any], name: str) -> str:
-    shr = side.get("shr") or {}
-    m = shr.get(name) or {}
-    if "mean" not in m:
+    shr = _mapping(side.get("shr"))
+    m = _mapping(shr.get(name))
+    if not _number(m.get("mean")):
         return "not recorded"
-    return f"{m['mean']:.4f} ± {m.get('sd', float('nan')):.4f} ({shr.get('trials', '?')} trials, seed {shr.get('seed', '?')})"
+    sd = f"{m['sd']:.4f}" if _number(m.get("sd")) else "?"
+    trials = shr["trials"] if isinstance(shr.get("trials"), int) and not isinstance(shr.get("trials"), bool) else "?"
+    seed = shr["seed"] if isinstance(shr.get("seed"), int) and not isinstance(shr.get("seed"), bool) else "?"
+    return f"{m['mean']:.4f} ± {sd} ({trials} trials, seed {seed})"
 
 
 def format_diff(d: dict[str, Any]) -> str:
@@ -221,7 +256,7 @@ def format_diff(d: dict[str, Any]) -> str:
             f"(old vs new score; 1 = unchanged order); {sc['n_changed']} changed, "
             f"mean |change| {_num(sc['mean_abs_change'])} on the 0..1 scale"
         )
-        moved = ", ".join(f"{k} {v}" for k, v in sc["bin_changes"].items()) or "none"
+        moved = ", ".join(f"{k}: {v} sentences" for k, v in sc["bin_changes"].items()) or "none"
         lines.append(f"  bin changes among them ({sc['n_bin_changed']} of {sc['n']}): {moved}")
         if sc["largest_moves"]:
             lines.append(

@@ -1,5 +1,8 @@
 """Publish a built dataset folder to the Hugging Face Hub as a versioned release (git tag vX.Y.Z).
 
+(size: about 580 lines, the plan and the commit-and-tag with every failure path, which read best together;
+the local checks are in `fsb.data.localbuild`, the Hub client's pieces in `fsb.data.hub`.)
+
 `publish` checks everything it can before it writes anything: the folder is a complete `fsb build`
 (the card parses with datasets' own metadata parsing, every data file the card lists exists and
 nothing else is there, stats.json's fingerprint matches the files), the version is X.Y.Z and greater
@@ -30,7 +33,6 @@ printed, logged or written; messages pass through `redact` all the same.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
 import json
 import os
@@ -38,12 +40,23 @@ import re
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TypeVar
 
 from fsb.core.errors import FsbError
-from fsb.core.files import SEAL_FILE, InputError, content_fingerprint
+from fsb.core.files import InputError
+from fsb.data import hub
+from fsb.data.localbuild import (
+    LocalBuild,
+    LocalCheck,
+    LocalFile,
+    card_warnings,
+    check_folder,
+    check_repo_id,
+    data_file_paths,
+    parse_version,
+)
+from fsb.data.publish_plan import BRANCH, PublishPlan, PublishResult
 
 __all__ = [
     "LocalBuild",
@@ -64,7 +77,6 @@ __all__ = [
 ]
 
 REPO_TYPE = "dataset"
-BRANCH = "main"
 # Remote files a publish never deletes: the Hub's own .gitattributes (it routes large files to LFS/Xet).
 KEEP_REMOTE = frozenset({".gitattributes"})
 # Matched with fullmatch (a `$` would accept a trailing newline) and ASCII digits only (`\d` takes any
@@ -90,274 +102,10 @@ class PublishError(FsbError, RuntimeError):
         self.commit_oid = commit_oid
 
 
-@dataclass(frozen=True)
-class LocalFile:
-    """One file to upload: its path in the repo, and the exact bytes that were checked (and will be sent)."""
-
-    path: str
-    data: bytes = field(repr=False)
-    sha256: str
-    git_oid: str
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
-
-
-@dataclass(frozen=True)
-class LocalBuild:
-    """A checked dataset folder: the files to publish and the build's fingerprint."""
-
-    folder: Path
-    files: tuple[LocalFile, ...]
-    fingerprint: str
-    configs: dict[str, tuple[str, ...]]
-
-    @property
-    def paths(self) -> tuple[str, ...]:
-        return tuple(f.path for f in self.files)
-
-
-@dataclass(frozen=True)
-class PublishPlan:
-    """What a publish will do; computed from local checks and remote reads only."""
-
-    repo_id: str
-    version: str
-    tag: str
-    endpoint: str
-    build: LocalBuild
-    create_repo: bool
-    private: bool
-    parent_commit: str | None
-    add: tuple[str, ...]
-    unchanged: tuple[str, ...]
-    delete: tuple[str, ...]
-    latest_tag: str | None
-    has_token: bool
-    warnings: tuple[str, ...] = ()
-    changes: str | None = None  # `format_diff` of the latest release against this build, if there is one
-
-    @property
-    def needs_commit(self) -> bool:
-        return bool(self.add or self.delete)
-
-    def lines(self) -> list[str]:
-        """The plan as printable lines (no secrets in it: the endpoint is printed without its credentials).
-
-        Returns
-        -------
-        list of str
-            The lines, without newlines.
-        """
-        from fsb.core.secrets import safe_url
-
-        where = f"{safe_url(self.endpoint)}/datasets/{self.repo_id}"
-        out = [f"plan: publish {self.build.folder} to {where} as {self.tag}"]
-        if self.create_repo:
-            out.append(f"  create dataset repo {self.repo_id} ({'private' if self.private else 'public'})")
-        else:
-            out.append(f"  repo exists ({'private' if self.private else 'public'}), main at {self.parent_commit}")
-        out.append(f"  latest release: {self.latest_tag or 'none'}; new tag {self.tag}")
-        if self.needs_commit:
-            out.append(f"  one commit on {BRANCH}" + (f" with parent {self.parent_commit}" if self.parent_commit else ""))
-        else:
-            out.append(f"  no commit: {BRANCH} already holds exactly this build; only the tag is created")
-        out += [f"    add     {p}" for p in self.add]
-        out += [f"    delete  {p}" for p in self.delete]
-        out += [f"    same    {p}" for p in self.unchanged]
-        out.append(f"  fingerprint {self.build.fingerprint}")
-        if self.changes:
-            out += ["  " + line for line in self.changes.splitlines()]
-        if not self.has_token:
-            out.append("  no token (HF_TOKEN): a real publish would be refused")
-        return out
-
-
-@dataclass(frozen=True)
-class LocalCheck:
-    """The outcome of the local checks alone (no network): the checked build, the tag, and warnings."""
-
-    repo_id: str
-    tag: str
-    build: LocalBuild
-    has_token: bool
-    warnings: tuple[str, ...]
-
-    def lines(self) -> list[str]:
-        out = [f"local checks passed: {self.build.folder} as {self.repo_id} {self.tag}"]
-        out += [f"    file    {f.path} ({f.size} bytes)" for f in self.build.files]
-        out.append(f"  fingerprint {self.build.fingerprint}")
-        out.append(
-            "  token: "
-            + (
-                "HF_TOKEN is set (its rights are checked by a dry run with the network)"
-                if self.has_token
-                else "none (HF_TOKEN): a real publish would be refused"
-            )
-        )
-        out.append("  not checked without the network: the token's rights, the repo's tags and files, the version order")
-        return out
-
-
-@dataclass(frozen=True)
-class PublishResult:
-    """The outcome: the plan, and (unless a dry run) the tagged commit."""
-
-    plan: PublishPlan
-    dry_run: bool
-    commit_oid: str | None = None
-    commit_url: str | None = None
-    committed: bool = False
-    created_repo: bool = False
-
-    @property
-    def tag(self) -> str:
-        return self.plan.tag
-
-    def lines(self) -> list[str]:
-        """The result as printable lines (URLs without credentials).
-
-        Returns
-        -------
-        list of str
-            The lines, without newlines.
-        """
-        from fsb.core.secrets import safe_url
-
-        if self.dry_run:
-            return [*self.plan.lines(), "dry run: nothing was written to the Hub"]
-        p = self.plan
-        return [
-            f"published {p.repo_id} {p.tag}",
-            f"  commit {self.commit_oid} {safe_url(self.commit_url or '')}" + ("" if self.committed else " (already on main; tag only)"),
-            f"  tag {p.tag} -> {self.commit_oid}",
-            f'  load it with: datasets.load_dataset("{p.repo_id}", revision="{p.tag}")',
-        ]
-
-
-# --- local checks (no network) ------------------------------------------------------------------
-
-
-def parse_version(version: str) -> tuple[int, int, int]:
-    """X.Y.Z (no leading zeros, no prefix or suffix) as a tuple of ints; InputError otherwise."""
-    m = _VERSION.fullmatch(version or "")
-    if m is None:
-        raise InputError("--version", f"{version!r} is not a semantic version X.Y.Z (for example 1.2.0; no 'v' prefix, no suffix)")
-    return int(m[1]), int(m[2]), int(m[3])
-
-
-def _check_repo_id(repo_id: str) -> None:
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    if repo_id.count("/") != 1 or not all(repo_id.split("/")):
-        raise InputError("--repo-id", f"{repo_id!r} must be ORG/NAME: the Hub needs a namespace (a user or an organization)")
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as e:
-        raise InputError("--repo-id", str(e)) from None
-
-
-def _git_oid(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-
-
-def _local_file(folder: Path, rel: str) -> LocalFile:
-    data = (folder / rel).read_bytes()
-    return LocalFile(rel, data, hashlib.sha256(data).hexdigest(), _git_oid(data))
-
-
-def _data_file_paths(readme: Path, name: str, paths: list[Any]) -> list[str]:
-    """The exact paths a config's `data_files` lists (`CardMeta.data_files`); globs are refused: a publish needs exact files."""
-    for p in paths:
-        if not isinstance(p, str) or not p or _GLOB.search(p) or p.startswith("/") or ".." in PurePosixPath(p).parts:
-            raise InputError(readme, f"config {name!r} lists {p!r}: expected exact relative file paths", field="configs")
-    return paths
-
-
-def check_folder(folder: str | os.PathLike[str]) -> LocalBuild:
-    """Check that `folder` is a complete `fsb build` and read the exact bytes to publish.
-
-    Complete means: README.md parses as a dataset card with datasets' own metadata parsing, every data
-    file its configs list exists (and no other file is in the folder), each config's Parquet row count
-    matches the card's `dataset_info`, and stats.json's fingerprint is that of the data files.
-    """
-    import pyarrow.parquet as pq
-
-    from fsb.data.cardmeta import read_card
-
-    root = Path(folder)
-    if not root.is_dir():
-        raise InputError(root, "not a folder (expected a dataset folder written by `fsb build`)")
-    readme, stats_path = root / "README.md", root / "stats.json"
-    for p in (readme, stats_path):
-        if not p.is_file():
-            raise InputError(p, "file not found: not a complete dataset folder written by `fsb build`")
-    card = read_card(readme)
-    configs = card.configs
-    if not configs:
-        raise InputError(readme, "the card's YAML has no `configs:` (data files per config)", field="configs")
-    files: dict[str, tuple[str, ...]] = {}
-    for name, cfg in configs.items():
-        if "data_files" not in cfg:
-            raise InputError(readme, f"config {name!r} has no data_files", field="configs")
-        paths = _data_file_paths(readme, name, card.data_files(name))
-        for rel in paths:
-            if not (root / rel).is_file():
-                raise InputError(root / rel, f"listed by the card's config {name!r} but not in the folder", field="configs")
-        files[name] = tuple(paths)
-        expected = card.num_examples(name)
-        if expected:
-            try:
-                rows = sum(pq.read_metadata(root / rel).num_rows for rel in paths)
-            except Exception as e:  # a truncated or non-Parquet file
-                raise InputError(root, f"config {name!r}: a data file is not readable Parquet ({' '.join(str(e).split())})") from None
-            if rows != expected:
-                raise InputError(
-                    readme, f"config {name!r}: the data files hold {rows} rows, the card says {expected}", field="dataset_info"
-                )
-    data_paths = list(dict.fromkeys(p for paths in files.values() for p in paths))
-    present = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink())
-    extra = sorted(set(present) - {"README.md", "stats.json", SEAL_FILE, *data_paths})  # the build's seal stays local
-    if extra:
-        shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
-        raise InputError(
-            root,
-            f"holds files that are not part of the build: {shown} "
-            "(a publish uploads exactly the card, stats.json and the card's data files)",
-        )
-    try:
-        stats = json.loads(stats_path.read_text(encoding="utf-8"))
-        recorded = stats["fingerprint"]
-    except (ValueError, KeyError, TypeError):
-        raise InputError(stats_path, "not a stats.json written by `fsb build` (no fingerprint)", field="fingerprint") from None
-    data = {rel: _local_file(root, rel) for rel in data_paths}
-    fingerprint = content_fingerprint([data[rel].sha256 for rel in data_paths])
-    if recorded != fingerprint:
-        raise InputError(
-            stats_path,
-            f"fingerprint {recorded} does not match the data files ({fingerprint}): the folder was changed after `fsb build`",
-            field="fingerprint",
-        )
-    ordered = [_local_file(root, "README.md"), _local_file(root, "stats.json"), *data.values()]
-    return LocalBuild(root.resolve(), tuple(ordered), fingerprint, files)
-
-
-def card_warnings(build: LocalBuild, repo_id: str) -> list[str]:
-    """What the card says that will be wrong once it is on the Hub as `repo_id` (its loading examples)."""
-    card = (build.folder / "README.md").read_text(encoding="utf-8")
-    if f'load_dataset("{repo_id}"' not in card:
-        return [
-            f"the card's loading examples do not name {repo_id}; for a card that does, rebuild with "
-            f"`fsb build --hub-id {repo_id}` (same data files)"
-        ]
-    return []
-
-
 def check_local(folder: str | os.PathLike[str], repo_id: str, version: str, *, token: str | None = None) -> LocalCheck:
     """Every check that needs no network: the repo id, the version, the folder (see `check_folder`), the
     card's Hub id; whether a token is set. Sends nothing. Raises InputError for bad input."""
-    _check_repo_id(repo_id)
+    check_repo_id(repo_id)
     parse_version(version)
     build = check_folder(folder)
     return LocalCheck(repo_id, f"v{version}", build, _resolve_token(token) is not None, tuple(card_warnings(build, repo_id)))
@@ -435,24 +183,6 @@ def _offline_hint(e: BaseException) -> str:
     return " (the local checks alone need no network: `fsb publish --local`, or fsb.data.publish.check_local)"
 
 
-def _remote_tree(api: Any, repo_id: str, revision: str) -> dict[str, Any]:
-    from huggingface_hub.hf_api import RepoFile
-
-    entries = api.list_repo_tree(repo_id, repo_type=REPO_TYPE, revision=revision, recursive=True)
-    return {e.path: e for e in entries if isinstance(e, RepoFile)}
-
-
-def _same(local: LocalFile, remote: Any) -> bool:
-    if getattr(remote, "lfs", None):
-        return remote.lfs.sha256 == local.sha256
-    return remote.blob_id == local.git_oid
-
-
-def _download(api: Any, repo_id: str, path: str, revision: str, folder: Path) -> Path:
-    """One remote file at `revision`, downloaded into `folder` (a temporary cache; nothing is kept)."""
-    return Path(api.hf_hub_download(repo_id, path, repo_type=REPO_TYPE, revision=revision, cache_dir=str(folder)))
-
-
 def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any], token: str | None) -> set[str] | None:
     """The files of the fsb release at `revision` (its card, stats.json and the data files the card's configs
     list), or None when the revision does not hold one: no README.md and stats.json, a stats.json without
@@ -462,8 +192,8 @@ def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any]
     if "README.md" not in remote or "stats.json" not in remote:
         return None
     with tempfile.TemporaryDirectory(prefix="fsb-publish-") as tmp:
-        stats_path = _read(f"reading stats.json of {repo_id}", lambda: _download(api, repo_id, "stats.json", revision, Path(tmp)), token)
-        card_path = _read(f"reading the card of {repo_id}", lambda: _download(api, repo_id, "README.md", revision, Path(tmp)), token)
+        stats_path = _read(f"reading stats.json of {repo_id}", lambda: hub.download(api, repo_id, "stats.json", revision, Path(tmp)), token)
+        card_path = _read(f"reading the card of {repo_id}", lambda: hub.download(api, repo_id, "README.md", revision, Path(tmp)), token)
         try:
             stats = json.loads(stats_path.read_text(encoding="utf-8"))
             card_text = card_path.read_text(encoding="utf-8")
@@ -473,7 +203,7 @@ def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any]
         return None
     try:
         card = parse_card(card_text, "README.md")
-        listed = {p for name in card.configs for p in _data_file_paths(Path("README.md"), name, card.data_files(name))}
+        listed = {p for name in card.configs for p in data_file_paths(Path("README.md"), name, card.data_files(name))}
     except InputError:  # a card that does not parse, or lists globs: not one fsb wrote
         return None
     return {"README.md", "stats.json", *listed} if card.configs else None
@@ -482,7 +212,7 @@ def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any]
 def _fetch_build(api: Any, repo_id: str, revision: str, dest: Path, token: str | None) -> Path:
     """Download the fsb build at `revision` (card, stats.json, the card's data files) into the new folder
     `dest`; PublishError when the revision does not hold one."""
-    tree = _read(f"listing the files of {repo_id} at {revision}", lambda: _remote_tree(api, repo_id, revision), token)
+    tree = _read(f"listing the files of {repo_id} at {revision}", lambda: hub.remote_tree(api, repo_id, revision), token)
     files = _release_files(api, repo_id, revision, tree, token)
     if files is None:
         raise PublishError(f"{repo_id} at {revision} is not an fsb build (no card and stats.json written by `fsb build`)")
@@ -493,7 +223,9 @@ def _fetch_build(api: Any, repo_id: str, revision: str, dest: Path, token: str |
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             source = _read(
-                f"downloading {rel} of {repo_id} at {revision}", lambda rel=rel: _download(api, repo_id, rel, revision, Path(cache)), token
+                f"downloading {rel} of {repo_id} at {revision}",
+                lambda rel=rel: hub.download(api, repo_id, rel, revision, Path(cache)),
+                token,
             )
             target.write_bytes(source.read_bytes())
     return dest
@@ -506,12 +238,13 @@ def download_build(
     into the folder `dest` (created; it must not exist), e.g. to `fsb diff` it. Reads only."""
     from huggingface_hub import HfApi
 
-    _check_repo_id(repo_id)
+    check_repo_id(repo_id)
     target = Path(dest)
     if target.exists():
         raise InputError(target, "already exists: give a new folder to download the build into")
     token = _resolve_token(token)
-    return _fetch_build(HfApi(endpoint=endpoint, token=token if token else False), repo_id, revision, target, token)
+    with hub.quiet_retries():
+        return _fetch_build(HfApi(endpoint=endpoint, token=token if token else False), repo_id, revision, target, token)
 
 
 def _changes_since(api: Any, repo_id: str, tag: str, build: LocalBuild, token: str | None) -> str:
@@ -603,6 +336,18 @@ def _write_scope(api: Any, repo_id: str, token: str) -> str:
     return "namespace"
 
 
+def _latest_release(refs: Any, repo_id: str, tag: str, version: str) -> str | None:
+    """The repo's latest release tag; refuses a tag that is taken or a version not greater than the latest."""
+    taken = {t.name for t in refs.tags} | {b.name for b in refs.branches}
+    if tag in taken:
+        raise PublishError(f"{repo_id} already has {tag}; releases are immutable, publish a greater version; nothing was changed")
+    released = sorted((v, t.name) for t in refs.tags if (v := _version_of_tag(t.name)) is not None)
+    latest = released[-1][1] if released else None
+    if released and (*parse_version(version), 1) <= released[-1][0]:
+        raise PublishError(f"{tag} is not greater than the latest release {latest} of {repo_id}; nothing was changed")
+    return latest
+
+
 def plan_publish(
     folder: str | os.PathLike[str],
     repo_id: str,
@@ -643,20 +388,7 @@ def plan_publish(
                 "(create it on the Hub, or grant repo.write on the namespace); nothing was changed"
             )
         return PublishPlan(
-            repo_id=repo_id,
-            version=version,
-            tag=tag,
-            endpoint=api.endpoint,
-            build=build,
-            create_repo=True,
-            private=private,
-            parent_commit=None,
-            add=build.paths,
-            unchanged=(),
-            delete=(),
-            latest_tag=None,
-            has_token=token is not None,
-            warnings=local.warnings,
+            repo_id, version, tag, api.endpoint, build, True, private, None, build.paths, (), (), None, token is not None, local.warnings
         )
     if private and not info.private:
         raise PublishError(
@@ -664,16 +396,10 @@ def plan_publish(
             "(change its visibility on the Hub first); nothing was changed"
         )
     refs = _read(f"listing the refs of {repo_id}", lambda: api.list_repo_refs(repo_id, repo_type=REPO_TYPE), token)
-    taken = {t.name for t in refs.tags} | {b.name for b in refs.branches}
-    if tag in taken:
-        raise PublishError(f"{repo_id} already has {tag}; releases are immutable, publish a greater version; nothing was changed")
-    released = sorted((v, t.name) for t in refs.tags if (v := _version_of_tag(t.name)) is not None)
-    latest = released[-1][1] if released else None
-    if released and (*parse_version(version), 1) <= released[-1][0]:
-        raise PublishError(f"{tag} is not greater than the latest release {latest} of {repo_id}; nothing was changed")
+    latest = _latest_release(refs, repo_id, tag, version)
     head = info.sha
-    remote = _read(f"listing the files of {repo_id}", lambda: _remote_tree(api, repo_id, head), token)
-    add = tuple(f.path for f in build.files if f.path not in remote or not _same(f, remote[f.path]))
+    remote = _read(f"listing the files of {repo_id}", lambda: hub.remote_tree(api, repo_id, head), token)
+    add = tuple(f.path for f in build.files if f.path not in remote or not hub.same(f, remote[f.path]))
     unchanged = tuple(f.path for f in build.files if f.path not in add)
     delete = tuple(sorted(p for p in remote if p not in build.paths and p not in KEEP_REMOTE))
     _refuse_foreign_files(api, repo_id, head, remote, build, delete, token)
@@ -699,10 +425,20 @@ def plan_publish(
 # --- the publish --------------------------------------------------------------------------------
 
 
+def _title(plan: PublishPlan) -> str:
+    """The dataset's name for the commit and the tag: a study build's pretty name (stats.json), else FSB's."""
+    stats = next((f.data for f in plan.build.files if f.path == "stats.json"), b"{}")
+    try:
+        name = (json.loads(stats).get("study") or {}).get("pretty_name")
+    except (ValueError, AttributeError):
+        name = None
+    return " ".join(name.split())[:100] if isinstance(name, str) and name.strip() else "Fifty Shades of Bias"
+
+
 def _description(plan: PublishPlan) -> str:
     from fsb import __version__
 
-    lines = [f"Fifty Shades of Bias {plan.tag}, published by fsb {__version__}.", "", f"Build fingerprint: {plan.build.fingerprint}", ""]
+    lines = [f"{_title(plan)} {plan.tag}, published by fsb {__version__}.", "", f"Build fingerprint: {plan.build.fingerprint}", ""]
     if plan.changes:
         lines += [plan.changes, ""]
     lines += [f"- add {p}" for p in plan.add] + [f"- delete {p}" for p in plan.delete]
@@ -710,7 +446,7 @@ def _description(plan: PublishPlan) -> str:
 
 
 def _tag_message(plan: PublishPlan) -> str:
-    head = f"Fifty Shades of Bias {plan.tag} (fingerprint {plan.build.fingerprint[:16]})"
+    head = f"{_title(plan)} {plan.tag} (fingerprint {plan.build.fingerprint[:16]})"
     return f"{head}\n\n{plan.changes}" if plan.changes else head
 
 
@@ -812,7 +548,7 @@ def execute(plan: PublishPlan, *, token: str | None = None, message: str | None 
         created = True
         try:
             parent = api.repo_info(plan.repo_id, repo_type=REPO_TYPE).sha
-            stray = sorted(set(_remote_tree(api, plan.repo_id, parent)) - KEEP_REMOTE)
+            stray = sorted(set(hub.remote_tree(api, plan.repo_id, parent)) - KEEP_REMOTE)
         except _remote_errors() as e:
             undo, changed = _rollback_created(api, plan.repo_id, token)
             raise PublishError(f"reading the new repo {plan.repo_id} failed: {_short(e, token)}; {undo}", remote_changed=changed) from None
@@ -866,9 +602,10 @@ def publish(
     message that says what changed on the Hub). The token is `token` or $HF_TOKEN, nothing else.
     `on_plan` is called with the plan before anything is written (the CLI prints it there).
     """
-    plan = plan_publish(folder, repo_id, version, token=token, private=private, endpoint=endpoint, require_token=not dry_run)
-    if on_plan is not None:
-        on_plan(plan)
-    if dry_run:
-        return PublishResult(plan, dry_run=True)
-    return execute(plan, token=token, message=message)
+    with hub.quiet_retries():  # the Hub client's retry warnings are held back: fsb's one-line error comes first and alone
+        plan = plan_publish(folder, repo_id, version, token=token, private=private, endpoint=endpoint, require_token=not dry_run)
+        if on_plan is not None:
+            on_plan(plan)
+        if dry_run:
+            return PublishResult(plan, dry_run=True)
+        return execute(plan, token=token, message=message)
