@@ -109,8 +109,7 @@ def build_from_entries(
             for key, groups in row["breakdowns"].items():
                 for g, b in groups.items():
                     if b["sentences"] >= agreement.MIN_GROUP:
-                        ids = e.ids[e.fields[key] == g]
-                        b["human_reference"] = _pearson_reference(judgments.reference(ids, trials=reference_trials))
+                        b["human_reference"] = group_reference(judgments, e.ids, e.fields[key] == g, key, g, reference_trials)
         if e.bws is not None:
             _omit_mse(row)
         rows.append(row)
@@ -214,6 +213,37 @@ def _reference(judgments: Any, ids: np.ndarray, trials: int) -> dict[str, Any]:
     if n < agreement.MIN_GROUP:
         return {"sentences": n, "note": f"not meaningful: n = {n} < {agreement.MIN_GROUP}"}
     return judgments.reference(ids, trials=trials)
+
+
+def group_reference(judgments: Any, ids: np.ndarray, member: np.ndarray, key: str, group: str, trials: int) -> dict[str, Any]:
+    """A breakdown group's human reference: its split-half r (on the group's sentences) and its ceiling,
+    the parametric-bootstrap one (`Judgments.group_ceiling`): a group cut on the human score (an analysis
+    bin) is re-cut on each simulated study, where the split-half formula sqrt(2r/(1+r)) fails (kept in
+    `noise_ceiling_split_half_formula` for comparison).
+
+    Parameters
+    ----------
+    judgments : fsb.data.reference.Judgments of the dataset scored.
+    ids : the row's sentences; member : boolean mask over `ids` for the group.
+    key, group : the breakdown ("seed_type", "prompt_type", "bin") and the group's name.
+    trials : split-half trials.
+
+    Returns
+    -------
+    dict: sentences, split_half, split_half_sd, full_panel_reliability, noise_ceiling, noise_ceiling_sd,
+    noise_ceiling_split_half_formula, ceiling_method.
+    """
+    out = _pearson_reference(judgments.reference(ids[member], trials=trials))
+    if key == "bin":
+        bounds = (0.0, *spec.ANALYSIS_BIN_EDGES, 1.0)
+        i = spec.BIN_NAMES.index(group)
+        sim = judgments.group_ceiling(ids, cut=(bounds[i], bounds[i + 1]))
+    else:
+        sim = judgments.group_ceiling(ids, group=member)
+    out["noise_ceiling_split_half_formula"] = out["noise_ceiling"]
+    out["noise_ceiling"], out["ceiling_method"] = sim["noise_ceiling"], sim["method"]
+    out["noise_ceiling_mean"], out["noise_ceiling_sd"] = sim["noise_ceiling_mean"], sim["noise_ceiling_sd"]
+    return out
 
 
 def _pearson_reference(h: dict[str, Any]) -> dict[str, Any]:
