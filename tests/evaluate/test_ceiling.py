@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 import subprocess
 import sys
@@ -81,7 +80,9 @@ def test_the_truth_never_beats_a_printed_group_ceiling_and_no_ceiling_is_far_abo
             if ceiling is None:
                 continue
             seen.append(kind)
-            assert b["pearson"] <= ceiling + 0.03, f"the truth beats the printed ceiling in {kind} {group}: {b['pearson']:.3f} > {ceiling:.3f}"
+            assert b["pearson"] <= ceiling + 0.03, (
+                f"the truth beats the printed ceiling in {kind} {group}: {b['pearson']:.3f} > {ceiling:.3f}"
+            )
             assert ceiling <= b["pearson"] + 0.2, f"{kind} {group}'s ceiling {ceiling:.3f} is far above the truth {b['pearson']:.3f}"
     assert set(seen) == {"seed_type", "prompt_type", "bin"}, "every breakdown was checked"
 
