@@ -195,11 +195,8 @@ def _compact_table(report: dict[str, Any]) -> list[str]:
         cells = [str(r.get("given", "")), r["label"], n, _compact_corr(r), mse, parse_cell(r), _ceiling_cell(r), " ".join(flags)]
         out.append("| " + " | ".join(cells) + " |")
     used = sorted({f for r in report["rows"] for f in row_flags(r)}, key=list(FLAG_KEY).index)
-    out += [
-        "",
-        "# = the row as given (the inputs in command-line order; --compare uses it). Flags: "
-        + "; ".join(f"{k}: {FLAG_KEY[k]}" for k in used),
-    ]
+    key = ("Flags: " + "; ".join(f"{k}: {FLAG_KEY[k]}" for k in used)) if used else "No flags: every row is on all the scored sentences."
+    out += ["", f"# = the row as given (the inputs in command-line order; --compare uses it). {key}"]
     out += [f"note {i}: {text}" for text, i in notes.items()]
     return out
 
