@@ -447,3 +447,19 @@ def test_the_human_reference_needs_ten_sentences_and_is_comparable_with_table_2_
     assert "| two half-size panels, uncorrected (comparable with the paper's Table 2) |" in sections[960]
     assert "not comparable with the paper's Table 2" in sections[30].splitlines()[0]
     assert "(comparable with the paper's Table 2)" not in sections[30], "the heading and the row agree"
+
+
+def test_the_main_jobs_results_folder_brings_its_baselines(release_dataset: Path, release_table, tmp_path: Path) -> None:
+    """`fsb report results/main` shows the baselines report.txt shows: a folder's baselines/ files with their provenance."""
+    from fsb.evaluate import report as compare
+
+    t = release_table
+    rows = [(int(i), float(g), float(g)) for i, g in zip(t.ids[t.scored][:30], t.scores[t.scored][:30])]
+    _write_run(tmp_path / "main" / "fsb", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=/m/Model")
+    (tmp_path / "main" / "baselines").mkdir()
+    for name in ("lexicon", "stray"):
+        (tmp_path / "main" / "baselines" / f"{name}.csv").write_text("id,score\n" + "".join(f"{int(i)},0.5\n" for i in t.ids))
+    (tmp_path / "main" / "baselines" / "lexicon.csv.json").write_text(json.dumps({"baseline": "lexicon"}))
+    page, _ = compare.build([tmp_path / "main"], dataset=str(release_dataset), n_boot=20, reference_trials=2)
+    assert [r["label"] for r in sorted(page["rows"], key=lambda r: r["given"])] == ["Model fsb_0shot", "baseline lexicon"]
+    assert "stray" not in json.dumps(page["rows"]), "only files fsb baseline wrote (with their provenance)"

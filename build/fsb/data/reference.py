@@ -269,13 +269,13 @@ def placed_split_half(shr: dict[str, Any], sentences: int | None = None, *, rele
     rel = {m: spearman_brown(shr[m]["mean"]) for m in ("pearson", "spearman")}
     lines = [
         f"split-half r (two half-size panels, uncorrected; {shr['trials']} trials, seed {shr['seed']}{on}): "
-        f"Pearson {p['mean']:.4f} ± {p['sd']:.4f}, Spearman {s['mean']:.4f} ± {s['sd']:.4f}"
+        f"Pearson {p['mean']:.4f} ± {p['sd']:.4f}, Spearman {s['mean']:.4f} ± {s['sd']:.4f} (mean ± sd over the trials)"
     ]
     if release:
         lines.append(
             f"  compare: the paper's Table 2 (on its {spec.PAPER['n_annotations']} judgments, all 1000 sentences): "
             f"Pearson {paper['pearson']['mean']:.4f} ± {paper['pearson']['sd']:.4f}, "
-            f"Spearman {paper['spearman']['mean']:.4f} ± {paper['spearman']['sd']:.4f}"
+            f"Spearman {paper['spearman']['mean']:.4f} ± {paper['spearman']['sd']:.4f} (mean ± sd over its trials)"
         )
     return [
         *lines,

@@ -60,6 +60,7 @@ __all__ = [  # the report's parts live in reportmd (Markdown), reportbws, report
     "scatter_plot",
     "scatter_title",
     "to_json",
+    "with_baselines",
     "write_outputs",
 ]
 
@@ -82,10 +83,34 @@ def build(
 ) -> tuple[dict[str, Any], list[Scored]]:
     """The whole comparison as a JSON-able dict (what every renderer reads), and the entries in its row order."""
     table, problem = _find(dataset)
-    entries = load_entries(paths, table)
+    entries = load_entries(with_baselines(paths) if table is not None else paths, table)
     report = build_from_entries(entries, table, problem, n_boot, compare or [], reference_trials, timings or {}, notes or {})
     by_label = {e.label: e for e in entries}
     return report, [by_label[r["label"]] for r in report["rows"]]
+
+
+def with_baselines(paths: list[str | Path]) -> list[str | Path]:
+    """`paths` with, right after each folder that holds a `baselines` folder (the main job's results), the
+    baseline prediction files in it that carry their provenance (`NAME.csv.json`, written by `fsb baseline`),
+    so `fsb report results/main` shows the baselines report.txt shows.
+
+    Parameters
+    ----------
+    paths : the inputs as given.
+
+    Returns
+    -------
+    The inputs, each such folder followed by its baseline files (sorted by name); a file given already is not repeated.
+    """
+    given = {Path(p).resolve() for p in paths}
+    out: list[str | Path] = []
+    for p in paths:
+        out.append(p)
+        folder = Path(p) / "baselines"
+        if Path(p).is_dir() and folder.is_dir():
+            found = sorted(f for f in folder.iterdir() if f.suffix in (".csv", ".jsonl") and f.with_name(f.name + ".json").is_file())
+            out += [f for f in found if f.resolve() not in given]
+    return out
 
 
 def build_from_entries(
