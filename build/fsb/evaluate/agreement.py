@@ -1,5 +1,7 @@
 """Agreement of a scorer with the human scores, with intervals: metrics, bootstrap intervals (over
 sentences, and over sentences and few-shot sets), paired differences, breakdowns and calibration.
+(size: 416 lines: the rating and best-worst figures share the interval helpers; the metric functions
+move out to fsb.evaluate.metrics with the harness helper's change, which brings it under 400.)
 
 Small functions on `TaskSamples` (one per few-shot set, all over the same sentences). The metric
 values are the harness's own functions (so they equal what lm-eval reported); the bootstrap redoes

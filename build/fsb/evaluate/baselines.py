@@ -84,9 +84,6 @@ def read_sentences(dataset: str | None = None) -> Sentences:
     return Sentences(table.where, table.ids, [text[int(i)] for i in table.ids], table.scores, table.scored, groups)
 
 
-# --- folds and models ---------------------------------------------------------------------------------
-
-
 def folds(n: int, k: int = N_FOLDS, seed: int = FOLD_SEED, groups: np.ndarray | None = None) -> np.ndarray:
     """Fold number (0..k-1) of each of n items.
 
@@ -201,15 +198,12 @@ def _grouping(groups: np.ndarray | None, f: np.ndarray) -> str:
     if groups is None:
         return "by sentence: a seeded permutation dealt round-robin"
     _, code, counts = np.unique(np.asarray(groups).astype(str), return_inverse=True, return_counts=True)
-    shared = int((counts[code] > 1).sum())
+    shared, sizes = int((counts[code] > 1).sum()), np.bincount(f)
     return (
         f"grouped by seed: the {counts.size} seeds dealt whole (seeded order, each to the smallest fold), so sentences of one "
         f"seed never straddle train and test ({shared} of {code.size} scored sentences share a seed with another; "
-        f"fold sizes {int(np.bincount(f).min())}-{int(np.bincount(f).max())}); inner penalty folds grouped the same way"
+        f"fold sizes {int(sizes.min())}-{int(sizes.max())}); inner penalty folds grouped the same way"
     )
-
-
-# --- lexicon --------------------------------------------------------------------------------------------
 
 
 def lexicon_scores(texts: Sequence[str], words: frozenset[str]) -> np.ndarray:

@@ -113,6 +113,50 @@ def with_baselines(paths: list[str | Path]) -> list[str | Path]:
     return out
 
 
+def _row(
+    e: Scored, number: int, judgments: Any, n_boot: int, reference_trials: int, timings: dict[str, float], notes: dict[str, str]
+) -> dict[str, Any]:
+    """One scorer's row: its figures with intervals, breakdowns (each group with its human reference) and calibration."""
+    s = agreement.summary(e.sets, n_boot=n_boot, has_parse_rate=e.has_parse_rate)
+    row = {
+        "given": number,
+        "label": e.label,
+        "kind": e.kind,
+        "task": e.task,
+        "source": e.source,
+        "model": e.model,
+        "model_name": e.model_name,
+        "flags": e.flags,
+        "correlation_meaningful": e.correlation_meaningful,
+        **s,
+        "calibration": agreement.calibration(e.sets),
+        "breakdowns": {},
+    }
+    if e.bws is not None:  # a best-worst task: its agreement and position figures
+        row["bws"] = agreement.bws_summary(e.bws, n_boot=n_boot)
+    if e.task in timings:
+        row["seconds"] = timings[e.task]
+    if e.task in notes or e.note:
+        row["note"] = notes.get(e.task) or e.note
+    for key, order in (("seed_type", spec.SEED_TYPES), ("prompt_type", spec.PROMPT_TYPES), ("bin", spec.BIN_NAMES)):
+        if key in e.fields:
+            row["breakdowns"][key] = agreement.breakdown(
+                e.sets, e.fields[key], order, n_boot=n_boot, correlation_meaningful=e.correlation_meaningful
+            )
+    if judgments is not None and e.matched:  # the human figures on exactly this row's (and group's) sentences
+        row["human_reference"] = _pearson_reference(_reference(judgments, e.ids, reference_trials))
+        for key, groups in row["breakdowns"].items():
+            for g, b in groups.items():
+                if b["sentences"] >= agreement.MIN_GROUP:
+                    b["human_reference"] = group_reference(judgments, e.ids, e.fields[key] == g, key, g, reference_trials)
+                else:  # the same keys, null: no ceiling is printed for a group this small
+                    why = f"not meaningful: n = {b['sentences']} < {agreement.MIN_GROUP}"
+                    b["human_reference"] = {"sentences": b["sentences"], "noise_ceiling": math.nan, "note": why}
+    if e.bws is not None:
+        _omit_mse(row)
+    return row
+
+
 def build_from_entries(
     entries: list[Scored],
     table: DatasetTable | None,
@@ -126,44 +170,11 @@ def build_from_entries(
     from fsb.data.reference import Judgments
 
     judgments = Judgments(table.where) if table is not None and any(e.matched for e in entries) else None
-    rows = []
     given = list(entries)  # --compare numbers rows in the order the user gave them, never the sorted order
-    for number, e in enumerate(entries, 1):
-        s = agreement.summary(e.sets, n_boot=n_boot, has_parse_rate=e.has_parse_rate)
-        row = {
-            "given": number,
-            "label": e.label,
-            "kind": e.kind,
-            "task": e.task,
-            "source": e.source,
-            "model": e.model,
-            "model_name": e.model_name,
-            "flags": e.flags,
-            "correlation_meaningful": e.correlation_meaningful,
-            **s,
-            "calibration": agreement.calibration(e.sets),
-            "breakdowns": {},
-        }
-        if e.bws is not None:  # a best-worst task: its agreement and position figures
-            row["bws"] = agreement.bws_summary(e.bws, n_boot=n_boot)
-        if e.task in timings:
-            row["seconds"] = timings[e.task]
-        if e.task in notes or e.note:
-            row["note"] = notes.get(e.task) or e.note
-        for key, order in (("seed_type", spec.SEED_TYPES), ("prompt_type", spec.PROMPT_TYPES), ("bin", spec.BIN_NAMES)):
-            if key in e.fields:
-                row["breakdowns"][key] = agreement.breakdown(
-                    e.sets, e.fields[key], order, n_boot=n_boot, correlation_meaningful=e.correlation_meaningful
-                )
-        if judgments is not None and e.matched:  # the human figures on exactly this row's (and group's) sentences
-            row["human_reference"] = _pearson_reference(_reference(judgments, e.ids, reference_trials))
-            for key, groups in row["breakdowns"].items():
-                for g, b in groups.items():
-                    if b["sentences"] >= agreement.MIN_GROUP:
-                        b["human_reference"] = group_reference(judgments, e.ids, e.fields[key] == g, key, g, reference_trials)
-        if e.bws is not None:
-            _omit_mse(row)
-        rows.append(row)
+    pairs = [(_pick(given, a), _pick(given, b)) for a, b in compare]
+    for ea, eb in pairs:  # refused before any figure is computed
+        _check_shared(ea, eb)
+    rows = [_row(e, number, judgments, n_boot, reference_trials, timings, notes) for number, e in enumerate(entries, 1)]
     order = sorted(range(len(rows)), key=lambda i: _sort_key(rows[i]))
     rows = [rows[i] for i in order]
     entries = [entries[i] for i in order]
@@ -174,7 +185,7 @@ def build_from_entries(
         other = [e.label for e in entries if not e.matched]
         if other:
             problem = f"the gold scores of {', '.join(other)} are not those of {table.where} (give --dataset): no human reference for them"
-    comparisons = [paired_comparison(_pick(given, a), _pick(given, b), n_boot=n_boot) for a, b in compare]
+    comparisons = [paired_comparison(ea, eb, n_boot=n_boot) for ea, eb in pairs]
     return {
         "dataset": None
         if table is None
@@ -229,10 +240,8 @@ def comparison_verdict(metric: str, ci: dict[str, Any], conditional_on: str = ""
     return f"{verdict}, for {conditional_on}" if conditional_on else verdict
 
 
-def paired_comparison(ea: Scored, eb: Scored, n_boot: int = 1000) -> dict[str, Any]:
-    """Row a minus row b on pearson, spearman and mse (paired bootstrap on the shared sentences), each with
-    its own verdict; a correlation difference is withheld (with the reason) when either side's correlation
-    is not meaningful or undefined, since a difference against it would read as a real gain."""
+def _check_shared(ea: Scored, eb: Scored) -> np.ndarray:
+    """The sentences two rows share; one line (FsbError, exit 2) when fewer than 3 (no paired comparison)."""
     from fsb.core.errors import FsbError
 
     common = np.intersect1d(ea.ids, eb.ids)
@@ -241,6 +250,14 @@ def paired_comparison(ea: Scored, eb: Scored, n_boot: int = 1000) -> dict[str, A
             f"--compare: {ea.label} and {eb.label} share {common.size} scored sentence{'s' if common.size != 1 else ''}; "
             "a paired comparison needs the same sentences (run both on the same sample or on all of them)"
         )
+    return common
+
+
+def paired_comparison(ea: Scored, eb: Scored, n_boot: int = 1000) -> dict[str, Any]:
+    """Row a minus row b on pearson, spearman and mse (paired bootstrap on the shared sentences), each with
+    its own verdict; a correlation difference is withheld (with the reason) when either side's correlation
+    is not meaningful or undefined, since a difference against it would read as a real gain."""
+    common = _check_shared(ea, eb)
     out: dict[str, Any] = {"a": ea.label, "b": eb.label}
     for m in COMPARED:
         why = None
@@ -306,6 +323,8 @@ def group_reference(judgments: Any, ids: np.ndarray, member: np.ndarray, key: st
     out["noise_ceiling_split_half_formula"] = out["noise_ceiling"]
     out["noise_ceiling"], out["ceiling_method"] = sim["noise_ceiling"], sim["method"]
     out["noise_ceiling_mean"], out["noise_ceiling_sd"] = sim["noise_ceiling_mean"], sim["noise_ceiling_sd"]
+    if math.isnan(sim["noise_ceiling"]):
+        out["note"] = "no ceiling: in most simulated studies fewer than 3 sentences fall in this group"
     return out
 
 

@@ -379,7 +379,7 @@ def _breakdown_table(r: dict[str, Any]) -> list[str]:
         for g, b in groups.items():
             pearson = b["pearson_note"] if b.get("pearson_note") else fmt(b["pearson"], b["ci95"]["pearson"])
             h = b.get("human_reference")
-            human = (fmt(h["split_half"]), fmt(h["noise_ceiling"])) if h else ("n/a", "n/a")
+            human = (fmt(h.get("split_half")), fmt(h["noise_ceiling"])) if h else ("n/a", "n/a")
             out.append(
                 f"| {key} | {g} | {b['sentences']} | {b['human_mean']:.3f} | {fmt(b['model_mean'])} | "
                 f"{pearson} | {human[0]} | {human[1]} | {fmt(b['mse'], b['ci95']['mse'])} |"
