@@ -107,7 +107,7 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert all(c[8].split()[0] in ("S", "B") for c in rating), "flagged a sample"
     assert "flags: sample: 4 of 960 sentences, not comparable with the 960-sentence figures" in out
     (bws,) = [c for c in smol if "bws" in c[2]]
-    assert "W" in bws[8] and "| n/a (W) |" in "|".join(bws)
+    assert "W" in bws[8] and "| not given (best-worst) |" in "|".join(bws)
     assert "sample: 4 of 2000 judged tuples covering " in out
     assert out.count("NOT a result") == 1, "the model note once, referenced by number"
     pairs = out.split("### Rating vs best-worst, per model")[1].split("\n\n")[1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fsb.evaluate.reportmd import BWS_MSE, corr_cell, fmt
+from fsb.evaluate.reportcells import BWS_MSE, corr_cell, fmt
 
 __all__ = ["bws_sentence", "counted", "render_bws"]
 

@@ -10,6 +10,8 @@ import math
 from typing import Any
 
 from fsb.evaluate import agreement
+from fsb.evaluate.reportbws import render_bws
+from fsb.evaluate.reportcells import BWS_MSE, corr_cell, fmt, parse_cell
 
 __all__ = ["BREAKDOWN_RULES", "BWS_MSE", "COMPARED", "INTERVALS", "corr_cell", "fmt", "parse_cell", "render_markdown", "row_flags"]
 
@@ -37,11 +39,6 @@ BREAKDOWN_RULES = (
     "correlation against its own ceiling, not the headline's."
 )
 
-BWS_MSE = (
-    "not given (best-worst): the counting scores share the human scores' [0, 1] scale, but they count the model's "
-    "choices within tuples, not ratings, so their squared difference from the human scores is no rating error"
-)
-
 CHAT_TEMPLATE = (
     'lm-eval prints "chat template is not applied" once per task: expected. The fsb tasks send the paper\'s plain '
     "prompt (no chat template) so that every model reads the same text; pass --apply_chat_template to lm_eval to "
@@ -55,78 +52,6 @@ FLAG_KEY = {
     "C": "constant by design: its correlation is not meaningful (read its mse)",
     "W": "best-worst: counting scores of the model's choices (no mse; see the best-worst section)",
 }
-
-
-def fmt(value: float | None, ci: dict[str, Any] | None = None) -> str:
-    """A figure to 3 decimals, with its interval "[low, high]" (and * when over defined draws only).
-
-    Parameters
-    ----------
-    value : the figure (None or NaN: "n/a").
-    ci : its interval {low, high, defined}, or None.
-
-    Returns
-    -------
-    The text; a figure that rounds to zero never reads "-0.000".
-    """
-    if value is None or math.isnan(value):
-        return "n/a"
-
-    def f(x: float) -> str:
-        text = f"{x:.3f}"
-        return "0.000" if text == "-0.000" else text
-
-    if ci is None or ci.get("low") is None or math.isnan(ci["low"]):
-        return f(value)
-    mark = "" if ci["defined"] == 1.0 else "*"
-    return f"{f(value)} [{f(ci['low'])}, {f(ci['high'])}]{mark}"
-
-
-def parse_cell(row: dict[str, Any]) -> str:
-    """The parse rate with its count, "0.969 (31/32)"; a best-worst row's is per presentation; "none" only
-    for a row with nothing to parse (a prediction file, a log-likelihood task).
-
-    Parameters
-    ----------
-    row : a report row.
-
-    Returns
-    -------
-    The cell's text.
-    """
-    if "bws" in row and not math.isnan(row["bws"]["values"]["parse_rate"]):
-        b = row["bws"]
-        rate, total = b["values"]["parse_rate"], b["presentations"]
-    elif math.isnan(row["values"]["parse_rate"]):
-        return "none"
-    else:
-        rate, total = row["values"]["parse_rate"], row["sentences"] * row["variants"]
-    return f"{fmt(rate)} ({round(rate * total)}/{total})"
-
-
-def corr_cell(row: dict[str, Any], m: str) -> str:
-    """A correlation's cell in full (the details): the value and interval, or why it is undefined with the
-    mean over the defined sets, or "not meaningful" for a scorer constant by design.
-
-    Parameters
-    ----------
-    row : a report row; m : "pearson" or "spearman".
-
-    Returns
-    -------
-    The cell's text.
-    """
-    v = row["values"][m]
-    if not row.get("correlation_meaningful", True):
-        return f"not meaningful ({v:.3f}: constant by design, see the note; read mse)"
-    if math.isnan(v):
-        why = f"undefined: {row.get('undefined') or 'no spread'}"
-        if row["variants"] == 1:
-            return why
-        d = row["defined_sets"][m]
-        mean = "none defined" if math.isnan(d["mean"]) else fmt(d["mean"], d.get("ci95"))
-        return f"{why}; mean over the {d['sets']} defined sets of {d['of']} (not the protocol's figure): {mean}"
-    return fmt(v, row["ci95"][m])
 
 
 def _compact_corr(row: dict[str, Any]) -> str:
@@ -190,7 +115,7 @@ def _compact_table(report: dict[str, Any]) -> list[str]:
     ]
     for r in report["rows"]:
         n = f"{r['sentences']}" + (f" x {r['variants']} sets" if r["variants"] > 1 else "")
-        mse = "n/a (W)" if "mse_note" in r else fmt(r["values"]["mse"], r["ci95"]["mse"])
+        mse = "not given (best-worst)" if "mse_note" in r else fmt(r["values"]["mse"], r["ci95"]["mse"])
         flags = row_flags(r) + ([f"note {notes[r['note']]}"] if r.get("note") else [])
         cells = [str(r.get("given", "")), r["label"], n, _compact_corr(r), mse, parse_cell(r), _ceiling_cell(r), " ".join(flags)]
         out.append("| " + " | ".join(cells) + " |")
@@ -250,8 +175,6 @@ def render_markdown(report: dict[str, Any], forest: str | None = None) -> str:
     out += ["", *_compact_table(report), *_reference_points(report)]
     if forest:
         out += ["", f"![Pearson r of every row with its 95% interval, the human ceilings and the paper's rows]({forest})"]
-    from fsb.evaluate.reportbws import render_bws  # it formats with this module's helpers
-
     out += render_bws(report["rows"], report.get("annotator_agreement"))
     out += _comparisons(report["comparisons"])
     out += ["", "## Notes", "", INTERVALS.replace("1000", str(report["bootstrap_draws"])), ""]
