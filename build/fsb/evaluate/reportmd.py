@@ -110,7 +110,7 @@ def _ceiling_cell(row: dict[str, Any]) -> str:
 def _compact_table(report: dict[str, Any]) -> list[str]:
     notes = _notes(report["rows"])
     out = [
-        "| # | scorer | n | Pearson [95% CI] | MSE [95% CI] | parse rate | human ceiling | flags |",
+        "| # | scorer | n | Pearson [95% CI] | MSE [95% CI] | parse rate | noise ceiling (its sentences) | flags |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in report["rows"]:
