@@ -40,6 +40,33 @@ def test_folds_are_a_fixed_balanced_partition() -> None:
     assert sorted(np.bincount(folds(23, k=5))) == [4, 4, 5, 5, 5]
 
 
+def test_folds_grouped_by_seed_keep_a_seed_in_one_fold_and_stay_balanced() -> None:
+    rng = np.random.default_rng(0)
+    groups = np.asarray([f"seed {g}" for g in rng.integers(0, 400, 960)], dtype=object)
+    f = folds(960, groups=groups)
+    for g in np.unique(groups):
+        assert np.unique(f[groups == g]).size == 1, f"{g} straddles folds"
+    sizes = np.bincount(f)
+    assert sizes.size == 10 and sizes.max() - sizes.min() <= 8, sizes
+    assert np.array_equal(f, folds(960, groups=groups)), "seeded"
+
+
+def test_out_of_fold_with_groups_never_trains_on_a_sibling() -> None:
+    """A sentence's sibling (same seed) carries its score: grouped folds cannot use it, ungrouped ones do."""
+    rng = np.random.default_rng(2)
+    y = rng.random(200)
+    pair = np.repeat(np.arange(100), 2)
+    x = np.eye(100)[pair] * 10  # the feature names the pair: a sibling in training reveals the score
+    y = y[pair * 2]  # siblings share a score
+    scored = np.ones(200, dtype=bool)
+    grouped, info = out_of_fold(x, y, scored, groups=pair)
+    leaky, plain = out_of_fold(x, y, scored)
+    assert scipy.stats.pearsonr(leaky, y)[0] > 0.9, "folds by sentence leak through the sibling"
+    assert scipy.stats.pearsonr(grouped, y)[0] < 0.3, "grouped folds never see the sibling"
+    assert info["fold_grouping"].startswith("grouped by seed") and "200 of 200 scored sentences share a seed" in info["fold_grouping"]
+    assert plain["fold_grouping"].startswith("by sentence")
+
+
 def test_ridge_closed_form() -> None:
     rng = np.random.default_rng(0)
     x = rng.normal(size=(200, 3))
@@ -96,7 +123,9 @@ def test_baseline_command_writes_every_sentence(release_dataset: Path, tmp_path:
 
     page, _ = compare.build([tmp_path / "mean.csv"], dataset=str(release_dataset), n_boot=50, reference_trials=2)
     assert page["rows"][0]["correlation_meaningful"] is False and page["rows"][0]["label"] == "baseline mean"
-    assert "| baseline mean | baseline | 960 | 1 | not meaningful (" in compare.render_markdown(page)
+    text = compare.render_markdown(page)
+    assert "| 1 | baseline mean | 960 | n/a (C) |" in text and "C: constant by design" in text
+    assert "pearson not meaningful (" in text, "the details say why"
     mean = _read(tmp_path / "mean.csv")
     scored_mean = float(table.scores[table.scored].mean())
     assert all(abs(v - scored_mean) < 0.01 for v in mean.values()) and len(set(mean.values())) > 1, "per-fold means"

@@ -29,6 +29,31 @@ def test_expected_cost_of_the_evaluation() -> None:
     assert cost["fsb"][1] == pytest.approx(160 * 2886 / 4800) and cost["fsb_ll"][1] == pytest.approx(1760 * 5905 / 52800)
 
 
+def test_time_estimates_come_from_the_first_requests_timed_here() -> None:
+    """Issue 22: the estimate is the measured time of the first requests, extrapolated, and says so."""
+    import time
+
+    from fsb.evaluate.mainjob import estimate_line, measure_first, scoring_prompts
+
+    seen: list[list[str]] = []
+
+    def slow(batch: list[str]) -> None:
+        seen.append(batch)
+        time.sleep(0.05 * len(batch))
+
+    n, seconds = measure_first(slow, [f"r{i}" for i in range(100)])
+    assert n == 8 and seen == [[f"r{i}" for i in range(8)]], "only the first batch is run"
+    assert 0.4 <= seconds < 2.0
+    assert estimate_line("fsb", 8, 7.6, 960) == (
+        "fsb: measured: first 8 requests took 7.6 s; estimate 15 min for 960 requests "
+        "(extrapolated on this machine, now; load on the machine changes it)"
+    )
+    assert "estimate 38 s for 40 requests" in estimate_line("fsb", 8, 7.6, 40)
+    (prompt,) = scoring_prompts(["A new one."], [("An example.", 0.25)] * 8)
+    assert prompt.startswith("On a fine-grained real-valued scale of 0 to 1") and prompt.count("Score: 0.25") == 8
+    assert prompt.endswith("Sentence: A new one.\nScore:")
+
+
 def test_main_job_sample_wording_counts_in_the_singular_too() -> None:
     from fsb.evaluate.runner import main_job_bws_sample, main_job_sample
 
@@ -68,9 +93,9 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     stratified = "a stratified sample of 1 sentence per equispaced score bin (4; inflates correlations vs the full protocol)"
     stratified += " x 5 few-shot sets"
     assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
-    assert "pearson [95% CI]" in out and "| noise ceiling |" in out and "GPT-4" in out
-    rows = [c for c in (line.split("|") for line in out.splitlines()) if len(c) > 10 and c[1].strip().isdigit()]
-    rows = [c for c in rows if c[3].strip() in ("lm-eval", "baseline", "predictions")]  # the main table, not the best-worst ones
+    assert "Pearson [95% CI]" in out and "| noise ceiling |" in out and "GPT-4" in out
+    table = out.split("| # | scorer | n | Pearson [95% CI] |")[1].split("\n\n")[0]  # the compact table leads
+    rows = [c for c in (line.split("|") for line in table.splitlines()) if len(c) > 8 and c[1].strip().isdigit()]
     smol = [c for c in rows if c[2].strip().startswith("SmolLM2")]
     assert sorted(c[2].strip() for c in smol) == [
         "SmolLM2-135M-Instruct fsb",
@@ -78,19 +103,22 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
         "SmolLM2-135M-Instruct fsb_ll",
     ]
     rating = [c for c in smol if "bws" not in c[2]]
-    assert all(c[4].strip() == "4" and c[5].strip() == "5" for c in rating), "4 sentences (1 per bin) x 5 sets"
-    assert all("sample: 4 of 960 sentences, not comparable with the 960-sentence figures" in c[10] for c in rating)
+    assert all(c[3].strip() == "4 x 5 sets" for c in rating), "4 sentences (1 per bin) x 5 sets"
+    assert all(c[8].split()[0] in ("S", "B") for c in rating), "flagged a sample"
+    assert "flags: sample: 4 of 960 sentences, not comparable with the 960-sentence figures" in out
     (bws,) = [c for c in smol if "bws" in c[2]]
-    assert "sample: 4 of 2000 judged tuples covering " in bws[10] and "not comparable with the 960-sentence figures" in bws[10]
-    assert "| not given (best-worst) |" in "|".join(bws)
+    assert "W" in bws[8] and "| not given (best-worst) |" in "|".join(bws)
+    assert "sample: 4 of 2000 judged tuples covering " in out
+    assert out.count("NOT a result") == 1, "the model note once, referenced by number"
     pairs = out.split("### Rating vs best-worst, per model")[1].split("\n\n")[1]
     assert "pretrained=" not in pairs and "| SmolLM2-135M-Instruct | " in pairs, "the model by its name, as in the main table"
     assert "-- fsb_bws_ll: 1 judged tuple per bin of mean score x 2 rotations" in out
     assert "expected: 64 log-likelihood requests" in out, "4 tuples x 2 rotations x 8 labels"
     assert "### Rating vs best-worst, per model" in out and "Best-worst (fsb_bws_ll, 4 tuples x rotations 0,2): pearson" in out
-    baselines = {c[2].strip(): c for c in rows if c[3].strip() == "baseline"}
+    baselines = {c[2].strip(): c for c in rows if c[2].strip().startswith("baseline")}
     assert set(baselines) == {"baseline mean", "baseline lexicon", "baseline probe"}, "the baselines beside SmolLM2"
-    assert all(c[4].strip() == "960" and not c[10].strip() for c in baselines.values()), "on all scored sentences, unflagged"
+    assert all(c[3].strip() == "960" for c in baselines.values()), "on all scored sentences"
+    assert "annotators' own best-worst agreement" in out and "humans" in out
     assert "split-half r (two half-size panels, uncorrected; 100 trials, seed 0 over 1000 sentences)" in out
     assert "noise ceiling, sqrt(2r/(1+r))" in out
     model = tmp_path / "home" / "models" / "SmolLM2-135M-Instruct"
@@ -99,4 +127,15 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert set(timings) == {"fsb", "fsb_ll", "fsb_bws_ll", "baselines"}
     assert "NOT a result" in out and f"dataset: {tmp_path / 'fifty_shades_of_bias'}" in out
     saved = (tmp_path / "results" / "report.txt").read_text()
-    assert "pearson [95% CI]" in saved and "NOT a result" in saved
+    assert "Pearson [95% CI]" in saved and "NOT a result" in saved
+    assert "Best-worst (SmolLM2-135M-Instruct fsb_bws_ll, 4 tuples x rotations 0,2): pearson" in saved, "the plain sentence too"
+    assert "chat template is not applied" in saved, "lm-eval's warning explained once"
+    again = subprocess.run(
+        [str(BIN / "fsb"), "report", str(tmp_path / "results"), "--dataset", str(tmp_path / "fifty_shades_of_bias"), "--bootstrap", "50"],
+        cwd=tmp_path,
+        env={**os.environ, "FSB_HOME": str(tmp_path / "home")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert again.returncode == 0 and "| baseline probe |" in again.stdout, "fsb report results/main shows the baselines too"

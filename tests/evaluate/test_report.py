@@ -101,7 +101,7 @@ def test_a_constant_set_keeps_the_group_undefined_and_gives_the_defined_sets_mea
     assert (d["mean"], d["sets"], d["of"]) == (pytest.approx(1.0), 4, 5)
     assert d["ci95"]["low"] == pytest.approx(1.0) and d["ci95"]["defined"] == 1.0, "its interval is over the defined sets"
     assert s["per_set"]["fsb_set4"]["pearson"] != s["per_set"]["fsb_set4"]["pearson"]  # NaN
-    from fsb.evaluate.report import _corr_cell
+    from fsb.evaluate.report import corr_cell as _corr_cell
 
     cell = _corr_cell({**s, "values": s["values"]}, "pearson")
     assert cell.startswith("undefined: constant predictions in set4; "), "the group value stays undefined and says why"
@@ -110,7 +110,7 @@ def test_a_constant_set_keeps_the_group_undefined_and_gives_the_defined_sets_mea
 
 def test_an_undefined_correlation_says_why() -> None:
     from fsb.evaluate.agreement import why_undefined
-    from fsb.evaluate.report import _corr_cell
+    from fsb.evaluate.report import corr_cell as _corr_cell
 
     golds = list(np.linspace(0, 1, 20))
     varied = _samples("fsb_set0", golds, golds)
@@ -253,21 +253,31 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
     assert labels[:3] == ["good", "reseeded-a", "reseeded-b"] or labels[0] == "good"
     assert "SmolThing fsb" in labels, "rows are labelled by model and task"
     smol = next(line for line in table_rows if "SmolThing fsb" in line)
-    assert "--limit 100" in smol and "sample: 100 of 960 sentences, not comparable with the 960-sentence figures" in smol
-    assert "undefined: constant predictions in set3; mean over the 4 defined sets of 5 (not the protocol's figure)" in smol
-    assert "is NOT comparable with figures on all the scored sentences" in text
+    # the compact table: flags by key, the undefined group's defined-sets mean in parentheses, the count of parsed answers
+    assert smol.rstrip(" |").endswith("S U") and "| 100 x 5 sets | (0." in smol and "| 1.000 (500/500) |" in smol
+    assert "S: a sample" in text and "U: undefined in some few-shot set" in text, "the flag key names each flag used"
+    assert "flags: --limit 100; sample: 100 of 960 sentences, not comparable with the 960-sentence figures" in text
+    assert "undefined: constant predictions in set3; mean over the 4 defined sets of 5 (not the protocol's figure)" in text
+    assert "NOT comparable with figures on all the scored sentences" in text
     good_row = next(line for line in table_rows if "| good |" in line)
     assert "| none |" in good_row, "a prediction file has no parse rate"
     assert "| split-half r |" in text and "| full-panel reliability |" in text and "| noise ceiling |" in text
-    assert "Spearman-Brown 2r/(1+r)" in text and "sqrt(reliability)" in text
-    assert "Human reference on the 960 scored sentences" in text and "Human reference on the 100 scored sentences" in text
-    assert "QUOTED, not measured here" in text and "| GPT-4 | 0.813 | 0.024 |" in text
+    assert "Spearman-Brown 2r/(1+r)" in text and "sqrt(reliability)" in text and "(sd over 10 trials " in text
+    assert "On 960 sentences" in text and "On 100 sentences" in text
+    assert text.index("Reference points") < text.index("## Notes"), "the reference points sit right below the table"
+    assert "QUOTED, all 1000 sentences" in text and "GPT-4 0.813 / 0.024" in text
+    assert "annotators' own best-worst agreement" in text and "best 0.679 [" in text
     assert "two-level bootstrap" in text
     assert not re.search(r"\d(?:it|s)/(?:s|it)\b|%\|", text) and "Generating" not in text, "no progress bars in the report"
     assert "| good | reseeded-a |" in text and "a better" in text
     assert "| reseeded-a | reseeded-b |" in text and "no clear difference (interval includes 0)" in text
     page = json.loads((out / "report.json").read_text())
-    assert (out / "report.md").read_text().strip() == text.strip()
+    md = (out / "report.md").read_text()
+    assert "![Pearson r of every row" in md and md.index("(forest.png)") < md.index("## Notes"), "the forest plot near the top"
+    without_plot = md.replace(next(line for line in md.splitlines() if "(forest.png)" in line) + "\n", "").replace(
+        "0.285\n\n\n", "0.285\n\n"
+    )
+    assert without_plot.strip() == text.strip(), "report.md is the printed page plus the forest plot"
     # breakdowns: a correlation only for groups of 10+, each with the human figures of its own sentences
     small = big = 0
     for row in page["rows"]:
@@ -277,13 +287,15 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
                 if b["sentences"] < 10:
                     small += 1
                     assert b["pearson"] is None and b["pearson_note"] == f"not meaningful: n = {b['sentences']} < 10", (key, g)
-                    assert "human_reference" not in b and b["mse"] is not None
+                    assert b["human_reference"]["noise_ceiling"] is None and b["human_reference"]["note"].startswith("not meaningful")
+                    assert b["mse"] is not None
                 else:
                     big += 1
                     h = b["human_reference"]
-                    assert h["sentences"] == b["sentences"] and h["noise_ceiling"] == pytest.approx(
+                    assert h["sentences"] == b["sentences"] and h["noise_ceiling_split_half_formula"] == pytest.approx(
                         math.sqrt(2 * h["split_half"] / (1 + h["split_half"]))
                     )
+                    assert 0 < h["noise_ceiling"] <= 1 and "parametric bootstrap" in h["ceiling_method"]
                     if row["kind"] == "lm-eval":  # set 3 answers a constant: undefined in every group too
                         assert b["pearson"] is None and b["pearson_note"].startswith("undefined: constant predictions in set3; mean over")
                     else:
@@ -291,7 +303,7 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
     assert small and big, "the sample row has groups below 10 sentences, the full rows above"
     groups = page["rows"][0]["breakdowns"]["bin"]
     assert len({g["human_reference"]["split_half"] for g in groups.values()}) == 3, "each bin has its own reference"
-    assert "not meaningful: n = " in text and "| human split-half r | noise ceiling |" in text
+    assert "not meaningful: n = " in text and "| human split-half r | ceiling (simulated) |" in text
     assert "a group gets a correlation only with at least 10 sentences" in text
     # the forest plot: each measured row with its own ceiling, the sample and the undefined group labelled as such
     from fsb.evaluate.report import forest_items, scatter_title
@@ -377,7 +389,7 @@ def test_a_paired_comparison_withholds_a_correlation_that_means_nothing_and_read
     mean.write_text("id,score\n" + "".join(f"{int(i)},{fold_means[k]:.6f}\n" for i, k in zip(t.ids, folds)))
     (tmp_path / "mean.csv.json").write_text(json.dumps({"baseline": "mean", "correlation_meaningful": False}))
     report, _ = compare.build(
-        [lex, mean, lex], dataset=str(release_dataset), n_boot=200, reference_trials=2, compare=[("lex #1", "baseline mean"), ("1", "2")]
+        [lex, mean, lex], dataset=str(release_dataset), n_boot=200, reference_trials=2, compare=[("lex #1", "baseline mean"), ("1", "3")]
     )
     c = report["comparisons"][0]
     assert (c["a"], c["b"]) == ("lex #1", "baseline mean")
@@ -386,6 +398,7 @@ def test_a_paired_comparison_withholds_a_correlation_that_means_nothing_and_read
     assert "withheld" not in c["mse"] and c["mse"]["difference"] > 0, "noisy predictions have the larger error"
     assert c["mse"]["reads"] == ("b better (lower mse)" if c["mse"]["ci95"]["low"] > 0 else "no clear difference (interval includes 0)")
     same = report["comparisons"][1]
+    assert (same["a"], same["b"]) == ("lex #1", "lex #2"), "--compare numbers rows as given (1st and 3rd input), not as sorted"
     assert {m: same[m]["reads"] for m in ("pearson", "spearman", "mse")} == dict.fromkeys(
         ("pearson", "spearman", "mse"), "no clear difference (interval includes 0)"
     )
@@ -428,10 +441,26 @@ def test_the_human_reference_needs_ten_sentences_and_is_comparable_with_table_2_
     assert three["human_reference"] == {"sentences": 3, "note": "not meaningful: n = 3 < 10"}
     assert all(i["human"] is None for i in compare.forest_items(page) if i["label"].startswith("m fsb_0shot"))
     text = compare.render_markdown(page)
-    assert "Human reference on the 3 scored sentences: not meaningful: n = 3 < 10" in text
+    assert "On the 3 scored sentences: not meaningful: n = 3 < 10" in text
     assert "human reference on this row's 3 sentences: not meaningful: n = 3 < 10" in text
-    sections = {n: text.split(f"Human reference on the {n} scored sentences")[1].split("References:")[0] for n in (30, 960)}
+    sections = {n: text.split(f"On {n} sentences")[1].split("References:")[0] for n in (30, 960)}
     assert "comparable with the paper's Table 2, over all 1000" in sections[960].splitlines()[0]
     assert "| two half-size panels, uncorrected (comparable with the paper's Table 2) |" in sections[960]
     assert "not comparable with the paper's Table 2" in sections[30].splitlines()[0]
     assert "(comparable with the paper's Table 2)" not in sections[30], "the heading and the row agree"
+
+
+def test_the_main_jobs_results_folder_brings_its_baselines(release_dataset: Path, release_table, tmp_path: Path) -> None:
+    """`fsb report results/main` shows the baselines report.txt shows: a folder's baselines/ files with their provenance."""
+    from fsb.evaluate import report as compare
+
+    t = release_table
+    rows = [(int(i), float(g), float(g)) for i, g in zip(t.ids[t.scored][:30], t.scores[t.scored][:30])]
+    _write_run(tmp_path / "main" / "fsb", {"fsb_0shot": rows}, "2026-01-01T00-00-00", "pretrained=/m/Model")
+    (tmp_path / "main" / "baselines").mkdir()
+    for name in ("lexicon", "stray"):
+        (tmp_path / "main" / "baselines" / f"{name}.csv").write_text("id,score\n" + "".join(f"{int(i)},0.5\n" for i in t.ids))
+    (tmp_path / "main" / "baselines" / "lexicon.csv.json").write_text(json.dumps({"baseline": "lexicon"}))
+    page, _ = compare.build([tmp_path / "main"], dataset=str(release_dataset), n_boot=20, reference_trials=2)
+    assert [r["label"] for r in sorted(page["rows"], key=lambda r: r["given"])] == ["Model fsb_0shot", "baseline lexicon"]
+    assert "stray" not in json.dumps(page["rows"]), "only files fsb baseline wrote (with their provenance)"

@@ -1,5 +1,7 @@
 """Agreement of a scorer with the human scores, with intervals: metrics, bootstrap intervals (over
 sentences, and over sentences and few-shot sets), paired differences, breakdowns and calibration.
+(size: 416 lines: the rating and best-worst figures share the interval helpers; the metric functions
+move out to fsb.evaluate.metrics with the harness helper's change, which brings it under 400.)
 
 Small functions on `TaskSamples` (one per few-shot set, all over the same sentences). The metric
 values are the harness's own functions (so they equal what lm-eval reported); the bootstrap redoes
@@ -10,7 +12,7 @@ two-level bootstrap (Davison and Hinkley 1997, sec. 3.8): each draw resamples th
 with replacement and, independently, the sentences with replacement, and averages the resampled
 sets' metrics on the resampled sentences; it so reflects the choice of in-context examples as well
 as the sentences. The paired difference of two scorers resamples the sentences they share, once for
-both (Koehn 2004's paired bootstrap).
+both (Koehn 2004's paired bootstrap), and their few-shot sets, paired too when both rows ran the same sets.
 """
 
 from __future__ import annotations
@@ -281,10 +283,38 @@ def calibration(sets: list[TaskSamples]) -> dict[str, float]:
 
 
 def paired_difference(
-    a: list[TaskSamples], b: list[TaskSamples], metric: str = "pearson", n_boot: int = 1000, seed: int = 0, level: float = 0.95
+    a: list[TaskSamples],
+    b: list[TaskSamples],
+    metric: str = "pearson",
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    over_sets: bool = True,
 ) -> dict[str, Any]:
-    """metric(a) - metric(b) on the sentences both scored, with a paired percentile interval: each draw
-    resamples those sentences once and computes both (each the mean over its sets) on the same draw."""
+    """metric(a) - metric(b) on the sentences both scored, with a paired percentile interval.
+
+    Each draw resamples the shared sentences once for both rows and, with `over_sets`, the few-shot sets
+    of each row with replacement: paired on the sets too (the same picks for both) when the two rows
+    have the same sets (names), each row's own picks otherwise. A row of one set has nothing to
+    resample there. Without `over_sets` (or with single sets) the verdict is conditional on these sets.
+
+    Parameters
+    ----------
+    a, b : each row's few-shot sets (one `TaskSamples` per set).
+    metric : "pearson", "spearman", "mse" or "parse_rate".
+    n_boot, seed, level : bootstrap draws, seed and interval level.
+    over_sets : also resample the sets (the two-level bootstrap).
+
+    Returns
+    -------
+    dict: metric, sentences, difference, ci95 {low, high, defined}, resampled (what each draw
+    resamples) and conditional_on (what the interval holds fixed; "" when nothing).
+
+    Raises
+    ------
+    ValueError
+        When the rows share fewer than 3 sentences.
+    """
     common = np.intersect1d(a[0].ids, b[0].ids)
     if common.size < 3:
         raise ValueError(f"the two rows share {common.size} sentences; a paired comparison needs the same sentences")
@@ -293,12 +323,40 @@ def paired_difference(
         return [s.subset(np.isin(s.ids, common)) for s in sets]
 
     ra, rb = restrict(a), restrict(b)
-    idx = np.random.default_rng(seed).integers(0, common.size, size=(n_boot, common.size))
-    da = np.mean([draws(s, idx, (metric,))[metric] for s in ra], axis=0)
-    db = np.mean([draws(s, idx, (metric,))[metric] for s in rb], axis=0)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, common.size, size=(n_boot, common.size))
+    va = np.stack([draws(s, idx, (metric,))[metric] for s in ra])  # (sets, n_boot)
+    vb = np.stack([draws(s, idx, (metric,))[metric] for s in rb])
+    same_sets = [s.name for s in ra] == [s.name for s in rb]
+    pick_a = _set_picks(rng, len(ra), n_boot, over_sets)
+    pick_b = pick_a if same_sets else _set_picks(rng, len(rb), n_boot, over_sets)
+    cols = np.arange(n_boot)[:, None]
+    da, db = va[pick_a, cols].mean(axis=1), vb[pick_b, cols].mean(axis=1)
     observed = float(np.mean(metric_values(ra)[metric]) - np.mean(metric_values(rb)[metric]))
-    ci = _interval(da - db, level)
-    return {"metric": metric, "sentences": int(common.size), "difference": observed, "ci95": ci}
+    k = max(len(ra), len(rb))
+    if over_sets and k > 1:
+        resampled = "the shared sentences and the few-shot sets" + (
+            ", the same draw of both for both rows" if same_sets else " (each row's own sets), the same sentences for both rows"
+        )
+        conditional = ""
+    else:
+        resampled = "the shared sentences, the same draw for both rows"
+        conditional = f"these {k} few-shot sets" if k > 1 else ""
+    return {
+        "metric": metric,
+        "sentences": int(common.size),
+        "difference": observed,
+        "ci95": _interval(da - db, level),
+        "resampled": resampled,
+        "conditional_on": conditional,
+    }
+
+
+def _set_picks(rng: np.random.Generator, k: int, n_boot: int, over_sets: bool) -> np.ndarray:
+    """(n_boot, k) set indices of each draw: resampled with replacement, or every set once."""
+    if over_sets and k > 1:
+        return rng.integers(0, k, size=(n_boot, k))
+    return np.tile(np.arange(k), (n_boot, 1))
 
 
 # --- the best-worst protocol (fsb_bws, fsb_bws_ll): agreement with the human majority, positions ------

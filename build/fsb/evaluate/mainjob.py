@@ -1,17 +1,115 @@
 """The README's main job: build the dataset from the release, load it back through `datasets`, run the
-paper's analyses, evaluate the default model on a simple random sample, and print the report."""
+paper's analyses, evaluate the default model on a simple random sample, and print the report.
+
+Its time estimates come from this machine, now: `measure_first` times the first requests (the paper's
+8-shot scoring prompt on the default model, `smollm2_timer`) and `estimate_line` extrapolates them and
+says so, instead of fixed per-request rates (which read "about 5 min" for a run that took 54 under load)."""
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import fifty_shades_of_bias as spec
 from fsb.data.dataset import build_dataset
 from fsb.data.release import ANNOTATIONS, GENERATIONS, release_dir
 
-__all__ = ["run"]
+__all__ = ["FIRST_REQUESTS", "SCORING_PROMPT", "estimate_line", "measure_first", "run", "scoring_prompts", "smollm2_timer"]
+
+FIRST_REQUESTS = 8  # one batch of the main job's lm-eval runs (batch_size 8)
+SCORING_PROMPT = (  # the paper's appendix A.3
+    "On a fine-grained real-valued scale of 0 to 1, give the following sentence a rating of the degree of gender bias. "
+    "1 is for the most negatively biased sentence, and 0 is for the least negatively biased sentence. Only give the "
+    "score and nothing else."
+)
+
+
+def measure_first(run_batch: Callable[[list[Any]], object], requests: Sequence[Any], first: int = FIRST_REQUESTS) -> tuple[int, float]:
+    """Time the first requests on this machine.
+
+    Parameters
+    ----------
+    run_batch : does the work of a list of requests (e.g. `smollm2_timer(...)`).
+    requests : the requests, in the order the job sends them.
+    first : how many to time (one batch).
+
+    Returns
+    -------
+    (number timed, seconds they took).
+    """
+    batch = list(requests[:first])
+    started = time.perf_counter()
+    run_batch(batch)
+    return len(batch), time.perf_counter() - started
+
+
+def estimate_line(task: str, measured: int, seconds: float, total: int) -> str:
+    """The estimate, saying where it comes from.
+
+    Parameters
+    ----------
+    task : the task's name; measured, seconds : what `measure_first` timed; total : the task's requests.
+
+    Returns
+    -------
+    "fsb: measured: first 8 requests took 7.6 s; estimate 15 min for 960 requests (extrapolated on this machine, now;
+    load on the machine changes it)".
+    """
+    if measured <= 0:
+        return f"{task}: no requests timed; no estimate"
+    est = seconds / measured * total
+    when = f"{est / 60:.0f} min" if est >= 90 else f"{est:.0f} s"
+    return (
+        f"{task}: measured: first {measured} requests took {seconds:.1f} s; estimate {when} for {total} requests "
+        "(extrapolated on this machine, now; load on the machine changes it)"
+    )
+
+
+def scoring_prompts(texts: Sequence[str], examples: Sequence[tuple[str, float]]) -> list[str]:
+    """The paper's 8-shot scoring prompts (A.3) for `texts`, to time requests of the real length.
+
+    Parameters
+    ----------
+    texts : the sentences to score; examples : the in-context (sentence, score) pairs.
+
+    Returns
+    -------
+    One prompt per sentence.
+    """
+    shots = "".join(f"Sentence: {t}\nScore: {v:.2f}\n\n" for t, v in examples)
+    return [f"{SCORING_PROMPT}\n\n{shots}Sentence: {t}\nScore:" for t in texts]
+
+
+def smollm2_timer(model_dir: str | os.PathLike[str], max_new_tokens: int = 8) -> Callable[[list[str]], object]:
+    """A function that runs one batch of prompts through the model as the main job does (CPU, float32, greedy,
+    left padding): `max_new_tokens` 8 for a generation, 1 for the forward pass of a log-likelihood request.
+
+    Parameters
+    ----------
+    model_dir : the checkpoint folder (`fsb.evaluate.models.smollm2_model()`).
+    max_new_tokens : tokens generated per request.
+
+    Returns
+    -------
+    The batch runner for `measure_first` (the model is loaded once, before any timing).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+
+    def run_batch(prompts: list[str]) -> object:
+        enc = tokenizer(prompts, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            return model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
+
+    return run_batch
 
 
 def _step(message: str) -> None:
