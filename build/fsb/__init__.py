@@ -21,7 +21,8 @@ generate/   seeds, prompts, generations, explain, keys, marks: graded biased tex
 engine/     the request engine every paid request goes through: endpoint, plan, responses, journal,
             outputs, runner, batch, console
 evaluate/   runner (lm-eval), metrics (parsing and the task metrics), fewshot (the rating tasks' data),
-            runfiles (lm-eval run folders), results, agreement, baselines, report,
+            runfiles (lm-eval run folders), results, agreement, baselines, report (its numbers), reportmd,
+            reportbws, reportcells (its Markdown), reportfig (its figures), reportout (its files),
             models (the default real model), mainjob (the README's main job)
 analyse/    the paper's analyses: sentences, terms, analysis, figures
 cli/        the `fsb` command: app (parser, dispatch), registry, argtypes, engine_args, and the commands of

@@ -17,10 +17,10 @@ import pytest
 import scipy.stats
 
 from fsb.evaluate import agreement
+from fsb.evaluate import metrics as task_utils
 from fsb.evaluate.agreement import bootstrap, draws, paired_difference, summary
-from fsb.evaluate.results import TaskSamples, dataset_table, harness_utils, load_runs, read_predictions
+from fsb.evaluate.results import TaskSamples, dataset_table, load_runs, read_predictions
 
-task_utils = harness_utils()
 FSB = Path(sys.executable).parent / "fsb"
 
 
