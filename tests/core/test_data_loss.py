@@ -927,7 +927,7 @@ real, seen = os.replace, []
 def replace(src, dst):
     if os.path.basename(dst) != ".fsb-scratch.json":  # the register of temporaries, rewritten around each write
         seen.append(os.path.basename(dst))
-    if {stage!r} == "before the rename" and seen[-1] == "s.csv":
+    if {stage!r} == "before the rename" and seen[-1:] == ["s.csv"]:
         os.kill(os.getpid(), signal.SIGKILL)
     if {stage!r} == "after the rename" and seen[-2:] == ["s.csv", ".fsb-files.json"]:
         os.kill(os.getpid(), signal.SIGKILL)
