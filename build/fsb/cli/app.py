@@ -43,11 +43,19 @@ def _print_json(obj: object) -> None:
 
 
 def _output_file(path: str, header: str, kind: str, *, force: bool, inputs: Sequence[str | None] = ()) -> Path:
-    """Refuse, before any work, an --out that is a folder, one of `inputs`, or a file that is not an earlier
-    `kind` output unchanged since fsb wrote it (unless `force`)."""
+    """Refuse, before any work, an --out that is a folder, a device or FIFO, one of `inputs` (by path or inode,
+    even with --force), or a file that its folder's record does not know as an earlier `kind` output,
+    unchanged (unless `force`), through the output layer (`fsb.core.output.OutputPlan`); the header is an
+    extra refusal (plainly a user's file), never a reason to accept one."""
     from fsb.core.files import check_recorded_file
+    from fsb.core.output import OutputPlan
 
-    return check_recorded_file(path, force=force, kind=kind, header=header, inputs=inputs)
+    plan = OutputPlan("fsb", force=force)
+    for item in inputs:
+        plan.input(item, "an input")
+    plan.output(path, "--out", kind=kind)
+    plan.check()
+    return check_recorded_file(path, force=force, kind=kind, header=header)
 
 
 def _force(p: argparse.ArgumentParser) -> None:
@@ -348,6 +356,15 @@ def _annotate(args: argparse.Namespace) -> int:
     if args.action in args.annotate_handlers:
         return args.annotate_handlers[args.action](args)
     if args.action == "export" and args.format == "label-studio":
+        from fsb.annotate.labelstudio import CONFIG_FILE, TASKS_FILE
+        from fsb.core.output import OutputPlan
+
+        plan = OutputPlan("fsb annotate export", force=args.force)
+        for path in (args.design, *args.generations):
+            plan.input(path, "an input")
+        plan.output(Path(args.out) / TASKS_FILE, "--out", kind=annotate.LABEL_STUDIO_KIND)
+        plan.output(Path(args.out) / CONFIG_FILE, "--out", kind=annotate.LABEL_STUDIO_KIND)
+        plan.check()
         result = annotate.export_label_studio(
             design_csv=args.design, items=args.generations, out_dir=args.out, seed=args.seed, force=args.force
         )

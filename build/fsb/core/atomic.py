@@ -31,6 +31,7 @@ __all__ = [
     "atomic_write",
     "check_replaceable_dir",
     "check_replaceable_file",
+    "durable_rename",
     "exchange",
     "first_line_matches",
     "folder_lock",
@@ -38,6 +39,7 @@ __all__ = [
     "fsync_dir",
     "give_ordinary_modes",
     "is_special",
+    "locked_temporary",
     "named_error",
     "new_file",
     "register_scratch",
@@ -252,7 +254,7 @@ def atomic_write(
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         sweep_stale_temporaries(p)
-        tmp, fd = _locked_temporary(p)
+        tmp, fd = locked_temporary(p)
     except OSError as e:
         raise named_error(e, p, always=True) from e
     try:
@@ -272,10 +274,10 @@ def atomic_write(
         unregister_scratch(tmp)
         raise
     unregister_scratch(tmp)
-    _durable_rename(p.parent)
+    durable_rename(p.parent)
 
 
-def _locked_temporary(p: Path) -> tuple[Path, int]:
+def locked_temporary(p: Path) -> tuple[Path, int]:
     """A new `.NAME.XXXX.tmp` beside `p`, open for writing and exclusively locked (flock) while this process
     lives, so a later write of the same target can tell a temporary left by a kill from one being written."""
     while True:
@@ -298,6 +300,9 @@ def sweep_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
     process holds (a write killed before its rename); a temporary another process is writing is locked and
     kept, and a file fsb did not register is never touched. Returns what was removed."""
     target = Path(path).absolute()
+    from fsb.core.output import recover_units  # a committed unit's temporaries are finished, never swept
+
+    recover_units(target.parent)
     pattern = re.compile(rf"\.{re.escape(target.name)}\.{_HEX}\.tmp")
     removed = []
     for tmp in _registered_candidates(target, pattern):
@@ -319,7 +324,7 @@ def sweep_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
     return removed
 
 
-def _durable_rename(folder: Path) -> None:
+def durable_rename(folder: Path) -> None:
     """Best-effort fsync of the folder after a rename: the change is made, so a failure here must not
     turn a completed write into a reported failure (the file itself was fsync'd before the rename)."""
     with contextlib.suppress(OSError):
@@ -556,7 +561,7 @@ def atomic_dir(
         os.close(lock)
         if not stage.exists():
             unregister_scratch(stage)
-    _durable_rename(target.parent)
+    durable_rename(target.parent)
 
 
 def _swap_in(stage: Path, target: Path) -> None:
