@@ -265,7 +265,7 @@ def test_a_failed_swap_is_one_line_and_leaks_no_stage(release: Path, a_build: Pa
     before = snapshot(out)
     code = f"""
 import errno, os, sys
-import fsb.core.atomic as io
+import fsb.core.folders as io
 def refuse(a, b):
     raise OSError({err}, os.strerror({err}), str(b))
 io.exchange = refuse
@@ -279,7 +279,7 @@ sys.exit(main(["build", "--raw-dir", {str(release)!r}, "--out", {str(out)!r}, "-
 
 
 def test_staged_files_and_folders_are_fsynced_before_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fsb.core.atomic as io
+    import fsb.core.folders as io
 
     synced: list[str] = []
     real_fsync = os.fsync

@@ -1,23 +1,21 @@
 """File plumbing shared by every stage, under its historical name: this module re-exports the readers
-(`fsb.core.readers`), the atomic writes and folder swaps (`fsb.core.atomic`) and the seals and records
+(`fsb.core.readers`), the atomic writes (`fsb.core.atomic`), the folder swaps (`fsb.core.folders`) and the seals and records
 (`fsb.core.seals`), so code that calls `fsb.core.files.X` keeps working. New code declares its outputs to
 the output layer, `fsb.core.output`, which decides and writes."""
 
 from __future__ import annotations
 
 from fsb.core.atomic import (
-    atomic_dir,
     atomic_write,
-    check_replaceable_dir,
     check_replaceable_file,
     first_line_matches,
     give_ordinary_modes,
     is_special,
-    sweep_stale_stages,
     sweep_stale_temporaries,
     write_file,
 )
-from fsb.core.atomic import exchange as _exchange  # noqa: F401  (the name tests and older callers use)
+from fsb.core.folders import atomic_dir, check_replaceable_dir, sweep_stale_stages
+from fsb.core.folders import exchange as _exchange  # noqa: F401  (the name tests and older callers use)
 from fsb.core.readers import (
     SHOWN_CHARS,
     InputError,

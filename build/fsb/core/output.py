@@ -31,7 +31,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,8 +43,8 @@ from fsb.core.atomic import (
     locked_temporary,
     named_error,
     new_file,
+    recover_units,
     register_scratch,
-    registered_scratch,
     sweep_stale_temporaries,
     try_lock,
     unregister_scratch,
@@ -54,8 +53,6 @@ from fsb.core.readers import InputError, sha256_file
 from fsb.core.seals import check_recorded_file, file_difference, record_digests
 
 __all__ = ["Output", "OutputPlan", "identity", "recover_units", "write_unit"]
-
-_UNIT = re.compile(r"\.fsb-unit-[0-9a-f]{12}\.json")
 
 
 def identity(path: str | os.PathLike[str]) -> tuple[str, tuple[int, int] | None]:
@@ -262,40 +259,3 @@ def _abandon(staged: list[tuple[Path, Path, int]]) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         unregister_scratch(tmp)
-
-
-def recover_units(folder: str | os.PathLike[str]) -> int:
-    """Finish the units a kill interrupted after their commit (rename what their intent records name) and drop
-    intents that were never completed; only registered intents that no live process holds are touched.
-    Returns the number of units rolled forward."""
-    root = Path(folder)
-    done = 0
-    for name in sorted(registered_scratch(root)):
-        if not _UNIT.fullmatch(name):
-            continue
-        intent = root / name
-        try:
-            fd = os.open(intent, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except FileNotFoundError:
-            unregister_scratch(intent)
-            continue
-        except OSError:
-            continue
-        try:
-            if not try_lock(fd, block=False):
-                continue  # a live unit
-            try:
-                moves = json.loads(os.read(fd, 1 << 20).decode("utf-8"))["moves"]
-            except (ValueError, KeyError, TypeError):
-                moves = []  # killed while writing the intent: never committed, the old files stand
-            for tmp, target in moves:
-                if os.path.exists(tmp) and Path(tmp).name in registered_scratch(Path(tmp).parent):
-                    os.replace(tmp, target)
-                    unregister_scratch(tmp)
-            done += bool(moves)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(intent)
-            unregister_scratch(intent)
-        finally:
-            os.close(fd)
-    return done
