@@ -56,7 +56,10 @@ def seed_file(path: Path) -> Path:
 
 
 def generate(tmp: Path, *extra: str | Path) -> subprocess.CompletedProcess[str]:
-    return fsb("generate", "--seeds", tmp / "seeds.jsonl", "--model", "m", *extra)
+    from fsb.data.release import find_local_release
+
+    ic = ["--ic-dir", find_local_release()] if find_local_release() else []  # the release's in-context examples
+    return fsb("generate", "--seeds", tmp / "seeds.jsonl", "--model", "m", *ic, *extra)
 
 
 def batch_answers(batch: Path, out: Path) -> Path:
@@ -129,7 +132,7 @@ def test_annotate_llm_never_takes_a_human_judgments_file_for_its_own(release_dat
     `annotate llm --judgments human.csv` refuses it instead of overwriting the human judgments."""
     assert fsb("tuples", "8", "--appearances", "4", "--out", tmp_path / "design.csv").returncode == 0
     rows = [line.split(",") for line in (tmp_path / "design.csv").read_text().splitlines()[1:]]
-    (tmp_path / "answers.csv").write_text("tuple_id,best,worst\n" + "".join(f"{r[0]},{r[1]},{r[2]}\n" for r in rows))
+    (tmp_path / "answers.csv").write_text("tuple_id,best,worst,annotator\n" + "".join(f"{r[0]},{r[1]},{r[2]},ann1\n" for r in rows))
     human = tmp_path / "human.csv"
     proc = fsb("annotate", "import", tmp_path / "answers.csv", "--tuples", tmp_path / "design.csv", "--out", human)
     assert proc.returncode == 0, proc.stderr
