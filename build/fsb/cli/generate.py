@@ -12,17 +12,17 @@ import argparse
 import os
 import sys
 
-from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
 from fsb.cli.argtypes import nonneg_int, pos_int, seed
 from fsb.cli.engine_args import add_endpoint_options
 from fsb.cli.registry import Commands
-from fsb.generate.seeds import DEFAULT_COUNTS  # stdlib-only module: cheap to import
 
 commands = Commands()
 
 
 def _formats(text: str) -> list[str]:
     names = [t.strip() for t in text.split(",") if t.strip()]
+    from fifty_shades_of_bias import PROMPT_TYPES  # on use: the spec module costs 85 ms at every start
+
     bad = [n for n in names if n not in PROMPT_TYPES]
     if bad or not names:
         raise argparse.ArgumentTypeError(f"unknown format {', '.join(map(repr, bad)) or repr(text)}; choose from {', '.join(PROMPT_TYPES)}")
@@ -32,6 +32,8 @@ def _formats(text: str) -> list[str]:
 def _ic(text: str) -> tuple[str, str]:
     key, sep, path = text.partition("=")
     seed_type, _, fmt = key.rpartition(":")
+    from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
+
     if not sep or not path or fmt not in PROMPT_TYPES or (seed_type and seed_type not in SEED_TYPES):
         kinds = f"formats: {', '.join(PROMPT_TYPES)}; seed types: {', '.join(SEED_TYPES)}"
         raise argparse.ArgumentTypeError(f"{text!r}: expected FORMAT=FILE or SEED_TYPE:FORMAT=FILE ({kinds})")
@@ -68,6 +70,9 @@ def declare_run_outputs(command: str, args: argparse.Namespace, inputs: dict[str
 
 
 def _seeds_arguments(s: argparse.ArgumentParser) -> None:
+    from fifty_shades_of_bias import SEED_TYPES
+    from fsb.generate.seeds import DEFAULT_COUNTS  # built only for `fsb seeds`: the stage module is not free
+
     s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
     s.add_argument(
         "--force",
@@ -175,6 +180,8 @@ def _seeds(args: argparse.Namespace) -> int:
         write_seeds(args.out, marked, force=args.force)
         written = None
     else:
+        from fifty_shades_of_bias import SEED_TYPES
+
         counts = {t: getattr(args, t) for t in SEED_TYPES}
         marked, manifest = curate(args.copa, args.stereoset, counts, seed=args.seed, marker=marker)
         written = write_seeds(args.out, marked, manifest, force=args.force)

@@ -6,7 +6,6 @@ sweep never touches a user's folder that merely looks like one."""
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import os
 import re
@@ -39,6 +38,8 @@ def exchange(a: Path, b: Path) -> bool:
     """Swap two paths in one atomic step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
     if sys.platform != "linux":
         return False
+    import ctypes  # on use: 30 ms at import, and only a folder swap needs it
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         renameat2 = libc.renameat2
