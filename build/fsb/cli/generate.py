@@ -92,6 +92,7 @@ def _seeds_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
     s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
     s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON (out, manifest, seeds, types: per type seeds, gendered, person)")
 
 
 def _generate_arguments(g: argparse.ArgumentParser) -> None:
@@ -185,6 +186,12 @@ def _seeds(args: argparse.Namespace) -> int:
         counts = {t: getattr(args, t) for t in SEED_TYPES}
         marked, manifest = curate(args.copa, args.stereoset, counts, seed=args.seed, marker=marker)
         written = write_seeds(args.out, marked, manifest, force=args.force)
+    if args.json:
+        from fsb.cli.common import print_json
+
+        types = summarize(marked, marker)
+        print_json({"out": args.out, "manifest": str(written) if written else None, "seeds": len(marked), "types": types})
+        return 0
     print(f"wrote {len(marked)} seeds -> {args.out}" + (f" (manifest {written})" if written else ""))
     print(f"  {'type':10s} {'seeds':>6s} {'gendered':>9s} {'person':>7s}")
     for seed_type, row in summarize(marked, marker).items():
