@@ -92,7 +92,7 @@ def _seeds_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
     s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
     s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
-    s.add_argument("--json", action="store_true", help="print the summary as JSON (out, manifest, seeds, types: per type seeds, gendered, person)")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON (out, manifest, seeds, counts per type)")
 
 
 def _generate_arguments(g: argparse.ArgumentParser) -> None:
