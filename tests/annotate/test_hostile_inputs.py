@@ -187,3 +187,21 @@ def test_fuzzed_stereoset_files_raise_only_fsb_errors(tmp_path: Path, doc: Any) 
     src.write_text(json.dumps({"data": {"intrasentence": doc}} if isinstance(doc, list) else doc))
     with contextlib.suppress(FsbError):
         read_stereoset(src)
+
+
+CSV_CELLS = st.one_of(st.sampled_from(["", "0", "1", "2", "-1", "1.5", "²", "٣", "9" * 25, '"', "a,b", "x\ny", "NA"]), st.text(max_size=5))
+
+
+@SETTINGS
+@given(rows=st.lists(st.lists(CSV_CELLS, min_size=0, max_size=5), max_size=6), header=st.sampled_from(["tuple_id,best,worst", "", "a"]))
+def test_fuzzed_answers_csv_raise_only_fsb_errors(tmp_path: Path, rows: list[list[str]], header: str) -> None:
+    from fsb.annotate.forms import import_judgments
+    from fsb.bws.tuples import make_tuples
+
+    design = tmp_path / "design.csv"
+    if not design.exists():
+        make_tuples(items=8, out=design, tuple_size=4, appearances=4, seed=0, force=True)
+    answers = tmp_path / "answers.csv"
+    answers.write_text(header + "\n" + "".join(",".join(r) + "\n" for r in rows))
+    with contextlib.suppress(FsbError):
+        import_judgments(responses_csv=answers, design_csv=design, out=tmp_path / "j.csv", force=True)
