@@ -267,6 +267,7 @@ def _random_kills(args: list[str], folder: Path, states: list[dict[str, bytes]],
         assert now in states
 
 
+@pytest.mark.slow
 def test_kill_between_seeds_and_manifest_leaves_both_old_or_both_new(tmp_path: Path) -> None:
     folder = tmp_path / "s"
     folder.mkdir()
@@ -289,6 +290,7 @@ def test_kill_between_seeds_and_manifest_leaves_both_old_or_both_new(tmp_path: P
     _random_kills(new_args, folder, [old, new], files, times=6)
 
 
+@pytest.mark.slow
 def test_kill_between_label_studio_tasks_and_config_leaves_both_old_or_both_new(tmp_path: Path) -> None:
     for k in (4, 5):
         assert fsb("tuples", "20", "--size", str(k), "--appearances", "4", "--out", tmp_path / f"d{k}.csv").returncode == 0
@@ -308,3 +310,34 @@ def test_kill_between_label_studio_tasks_and_config_leaves_both_old_or_both_new(
     assert kills > 5
     assert {f: (ls / f).read_bytes() for f in files} == new
     _random_kills([*export(4), "--format", "label-studio", "--out", str(ls)], ls, [old, new], files, times=6)
+
+
+@pytest.mark.slow
+def test_kill_between_generate_output_and_csv_leaves_both_old_or_both_new(tmp_path: Path) -> None:
+    """`generate --collect` rewrites OUT.jsonl and the --csv from the journal as one unit."""
+    from fsb.data.release import find_local_release
+
+    def setup(folder: Path) -> tuple[list[str], list[str]]:
+        folder.mkdir()
+        seed_file(folder / "seeds.jsonl")
+        ic = ["--ic-dir", str(find_local_release())]
+        base = ["generate", "--seeds", str(folder / "seeds.jsonl"), "--model", "m", *ic, "--out", str(folder / "g.jsonl")]
+        assert fsb(*base, "--batch-file", folder / "b.jsonl").returncode == 0
+        answers = batch_answers(folder / "b.jsonl", folder / "all.jsonl").read_text().splitlines(keepends=True)
+        (folder / "half.jsonl").write_text("".join(answers[: len(answers) // 2]))
+        half = [*base, "--csv", str(folder / "g.csv"), "--collect", str(folder / "half.jsonl")]
+        return half, [*half[:-1], str(folder / "all.jsonl")]
+
+    files = ["g.jsonl", "g.csv"]
+    ref_half, ref_all = setup(tmp_path / "ref")
+    assert fsb(*ref_half).returncode == 0  # collects half the answers; the rest stay pending
+    old = {f: (tmp_path / "ref" / f).read_bytes() for f in files}
+    assert fsb(*ref_all).returncode == 0
+    new = {f: (tmp_path / "ref" / f).read_bytes() for f in files}
+    assert old != new
+    half, everything = setup(tmp_path / "run")
+    assert fsb(*half).returncode == 0
+    assert {f: (tmp_path / "run" / f).read_bytes() for f in files} == old
+    kills = _kill_at_every_step(everything, tmp_path / "run", [old, new], files)
+    assert kills > 5
+    assert {f: (tmp_path / "run" / f).read_bytes() for f in files} == new
