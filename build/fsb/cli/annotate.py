@@ -56,7 +56,7 @@ def _export(args: argparse.Namespace) -> int:
 
         plan = OutputPlan("fsb annotate export", force=args.force)
         for path in (args.design, *args.generations):
-            plan.input(path, "an input")
+            plan.input(path, str(path))
         plan.output(Path(args.out) / TASKS_FILE, "--out", kind=annotate.LABEL_STUDIO_KIND)
         plan.output(Path(args.out) / CONFIG_FILE, "--out", kind=annotate.LABEL_STUDIO_KIND)
         plan.check()

@@ -85,7 +85,7 @@ def output_file(path: str, header: str, kind: str, *, force: bool, inputs: Seque
 
     plan = OutputPlan("fsb", force=force)
     for item in inputs:
-        plan.input(item, "an input")
+        plan.input(item, str(item))
     plan.output(path, "--out", kind=kind)
     plan.check()
     return check_recorded_file(path, force=force, kind=kind, header=header)

@@ -111,7 +111,9 @@ class OutputPlan:
             for path, option in self.inputs:
                 if _same(here, identity(path)):
                     raise InputError(
-                        out.path, f"{out.option} names the input {option} ({path}); refusing to replace it (even with --force)"
+                        out.path,
+                        f"is an input of this command ({option}); refusing to replace it, even with --force: "
+                        f"choose another path for {out.option}",
                     )
             for other in self.outputs[:i]:
                 if _same(here, identity(other.path)):
