@@ -1,4 +1,5 @@
 """Seeds: the sentences an LLM turns into graded gender-biased text, with where each one came from.
+(size: 440 lines; the source readers, the draw and the seed-file reader share one Seed record and format.)
 
 Four seed types, as in the paper: *explicit* seeds are StereoSet gender stereotype sentences; *implicit*
 seeds are COPA premises about people that name no gender (the model may fill one in); *neutral* seeds
