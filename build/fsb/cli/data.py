@@ -49,6 +49,7 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
         "'Changes since' section from `fsb diff`",
     )
     b.add_argument("--previous-label", metavar="LABEL", help="how the card names the previous version (default: REV, or the folder's name)")
+    b.add_argument("--json", action="store_true", help="print the build's stats.json figures as JSON on stdout (warnings stay on stderr)")
 
 
 @commands.add("build", arguments=_build_arguments, help="build the Hugging Face dataset folder from raw generations and judgments")
@@ -82,6 +83,13 @@ def _build(args: argparse.Namespace) -> int:
             previous_label=args.previous_label or label,
         )
     s = result.stats
+    if args.json:
+        import json
+
+        print(json.dumps({"out": str(result.out), "stats": s}, indent=2, sort_keys=True, default=str))
+        for warning in (*result.notes, *result.warnings):
+            print(f"fsb build: warning: {warning}", file=sys.stderr)
+        return 0
     shr = s["shr"]
     if "invalid" in s:
         kinds = ", ".join(f"{v['rows']} with {k} (first on line {v['first_line']})" for k, v in s["invalid"]["irregular"].items())
