@@ -107,6 +107,9 @@ def test_engine_options_refuse_absurd_counts(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "at most 256 requests in flight" in proc.stderr
     proc = fsb("explain", "--out", tmp_path / "e.jsonl", "--model", "m", "--per-bin", "0", "--dry-run")
     assert proc.returncode == 2 and "--per-bin" in proc.stderr
+    proc = fsb("explain", "--out", tmp_path / "e.txt", "--model", "m", "--dry-run")  # the hint is explain's, not build's
+    one_line(proc, "e.txt", "must be a .jsonl file")
+    assert "fsb build" not in proc.stderr
 
 
 # --- fuzzing: only fsb's own error escapes ----------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from fsb.cli.argtypes import nonneg_int, pos_int, seed
 from fsb.cli.engine_args import add_endpoint_options
@@ -53,6 +54,10 @@ def declare_run_outputs(command: str, args: argparse.Namespace, inputs: dict[str
     from fsb.engine.journal import failures_path, journal_path
     from fsb.engine.outputs import SIDE_OUTPUT_KIND
 
+    if Path(args.out).suffix != ".jsonl":  # before any other work, dry runs included
+        from fsb.core.files import InputError
+
+        raise InputError(args.out, "--out must be a .jsonl file (JSON lines, one row per finished request), e.g. --out runs/out.jsonl")
     plan = OutputPlan(command, force=args.force)
     for option, paths in inputs.items():
         for path in paths:
