@@ -214,16 +214,28 @@ def held_stage(parent: Path, name: str) -> Iterator[Path]:
 
 
 def test_stale_stages_of_the_target_are_swept_and_a_live_one_is_kept(release: Path, tmp_path: Path) -> None:
+    from fsb.core.atomic import register_scratch
+
     for name in (".ds.staging-aaaaaaaaaaaa", ".ds.old-bbbbbbbbbbbb"):
         (tmp_path / name / "data").mkdir(parents=True)  # left by a kill: nothing holds them
+        register_scratch(tmp_path / name)  # fsb registers every stage it creates
     (tmp_path / ".other.staging-cccccccccccc").mkdir()  # another target's: not ours to sweep
+    register_scratch(tmp_path / ".other.staging-cccccccccccc")
     (tmp_path / ".ds.staging-notmine").mkdir()  # not a name we generate
+    (tmp_path / ".ds.old-20261201abcd").mkdir()  # a user's folder that looks like a stage: never registered
     with held_stage(tmp_path, "ds") as live:
+        register_scratch(live)
         proc = build(release, tmp_path / "ds", "--no-record")
         assert proc.returncode == 0, proc.stderr
         assert live.is_dir(), "a stage another process holds is never swept"
-    assert stages(tmp_path) == [".ds.staging-0123456789ab", ".ds.staging-notmine", ".other.staging-cccccccccccc"]
+    assert stages(tmp_path) == [
+        ".ds.old-20261201abcd",
+        ".ds.staging-0123456789ab",
+        ".ds.staging-notmine",
+        ".other.staging-cccccccccccc",
+    ]
     assert sweep_stale_stages(tmp_path / "ds") == [live]
+    assert (tmp_path / ".ds.old-20261201abcd").is_dir(), "a folder fsb did not register is never swept"
 
 
 def test_every_error_path_removes_its_own_stage(tmp_path: Path) -> None:
@@ -253,10 +265,10 @@ def test_a_failed_swap_is_one_line_and_leaks_no_stage(release: Path, a_build: Pa
     before = snapshot(out)
     code = f"""
 import errno, os, sys
-import fsb.core.files as io
+import fsb.core.folders as io
 def refuse(a, b):
     raise OSError({err}, os.strerror({err}), str(b))
-io._exchange = refuse
+io.exchange = refuse
 from fsb.cli.app import main
 sys.exit(main(["build", "--raw-dir", {str(release)!r}, "--out", {str(out)!r}, "--trials", "2", "--no-record"]))
 """
@@ -267,7 +279,7 @@ sys.exit(main(["build", "--raw-dir", {str(release)!r}, "--out", {str(out)!r}, "-
 
 
 def test_staged_files_and_folders_are_fsynced_before_the_swap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import fsb.core.files as io
+    import fsb.core.folders as io
 
     synced: list[str] = []
     real_fsync = os.fsync
@@ -690,16 +702,23 @@ def test_zero_padded_ids_stay_distinct_on_the_large_file_path(tmp_path: Path) ->
 def test_a_temporary_left_by_a_killed_write_is_swept_and_a_live_one_kept(tmp_path: Path) -> None:
     import fcntl
 
+    from fsb.core.atomic import SCRATCH_RECORD, register_scratch
+
     out = tmp_path / "scores.csv"
     stale = tmp_path / ".scores.csv.aaaaaaaaaaaa.tmp"
     stale.write_bytes(b"half")
+    register_scratch(stale)  # what a killed write left: registered when it was created
+    users = tmp_path / ".scores.csv.deadbeef0000.tmp"  # a user's file with a temporary's name: never registered
+    users.write_bytes(b"mine")
     live = tmp_path / ".scores.csv.bbbbbbbbbbbb.tmp"
     fd = os.open(live, os.O_CREAT | os.O_WRONLY)
+    register_scratch(live)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # another process's write in progress
         atomic_write(out, "item,score\n")
         assert not stale.exists() and live.exists() and out.read_text() == "item,score\n"
-        assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, out.name]
+        assert users.read_bytes() == b"mine", "a file fsb did not register is never swept"
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted([SCRATCH_RECORD, live.name, users.name, out.name])
     finally:
         os.close(fd)
 
@@ -906,8 +925,9 @@ import os, signal
 from fsb.core import files as _io
 real, seen = os.replace, []
 def replace(src, dst):
-    seen.append(os.path.basename(dst))
-    if {stage!r} == "before the rename" and seen[-1] == "s.csv":
+    if os.path.basename(dst) != ".fsb-scratch.json":  # the register of temporaries, rewritten around each write
+        seen.append(os.path.basename(dst))
+    if {stage!r} == "before the rename" and seen[-1:] == ["s.csv"]:
         os.kill(os.getpid(), signal.SIGKILL)
     if {stage!r} == "after the rename" and seen[-2:] == ["s.csv", ".fsb-files.json"]:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -922,7 +942,8 @@ _io.recorded_write({str(out)!r}, "item,score\\n1,0.75\\n", kind="k")
     assert file_difference(out) is None, "the record still recognises what the killed write left"
     recorded_write(out, "item,score\n1,0.9\n", kind="k")  # no --force needed
     assert out.read_text() == "item,score\n1,0.9\n" and [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
-    assert json.loads((tmp_path / ".fsb-files.json").read_text()) == {"s.csv": [hashlib.sha256(b"item,score\n1,0.9\n").hexdigest()]}
+    want = {"s.csv": {"kind": "k", "digests": [hashlib.sha256(b"item,score\n1,0.9\n").hexdigest()]}}
+    assert json.loads((tmp_path / ".fsb-files.json").read_text()) == want
 
 
 def test_the_pieces_of_a_recorded_write(tmp_path: Path) -> None:

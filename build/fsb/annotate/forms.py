@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from fsb.bws.tuples import balance_positions, read_design
-from fsb.core.files import InputError, check_recorded_file, recorded_write
+from fsb.core.files import InputError, recorded_write
+from fsb.core.output import write_unit
 
 ItemFiles: TypeAlias = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]  # one item file, or several joined
 
@@ -96,6 +97,9 @@ def _csv_cell(value: object) -> str:
     return text
 
 
+LABEL_STUDIO_KIND = "a Label Studio export from fsb"
+
+
 def export_label_studio(
     design_csv: str | os.PathLike[str],
     items: ItemFiles,
@@ -114,14 +118,10 @@ def export_label_studio(
     out = Path(out_dir)
     config, tasks = out / labelstudio.CONFIG_FILE, out / labelstudio.TASKS_FILE
     # Other files in the folder are left alone. These two are replaced only if they are earlier exports nobody
-    # edited (their sha256 is recorded in the folder's .fsb-files.json), or with force: a first-line check
-    # would take a hand-edited labeling config for ours. Both are checked before either is written.
-    kind = "a Label Studio export from fsb"
-    for path in (tasks, config):
-        check_recorded_file(path, force=force, kind=kind)
+    # edited (recorded in the folder's .fsb-files.json), or with force: a first-line check would take a
+    # hand-edited labeling config for ours. They are written as one unit: a kill leaves both old or both new.
     body = labelstudio.tasks_json(design["tuple_id"].tolist(), shown.tolist(), texts)
-    recorded_write(tasks, body, force=force, kind=kind)
-    recorded_write(config, labelstudio.labeling_config(k), force=force, kind=kind)
+    write_unit({tasks: body, config: labelstudio.labeling_config(k)}, kinds=LABEL_STUDIO_KIND, force=force)
     return {"tasks": len(design), "tuple_size": k, "config": str(config), "tasks_file": str(tasks)}
 
 

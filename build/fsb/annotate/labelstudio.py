@@ -86,16 +86,35 @@ def _annotator(value: Any) -> str:
 
 
 def _choice(path: Path, where: str, result: list[Any], name: str, k: int) -> int:
-    picks = [r.get("value", {}).get("choices") for r in result if isinstance(r, dict) and r.get("from_name") == name]
+    picks = []
+    for r in result:
+        if not isinstance(r, dict) or r.get("from_name") != name:
+            continue
+        value = r.get("value")
+        choices = value.get("choices") if isinstance(value, dict) else None
+        if not isinstance(choices, list):
+            raise InputError(path, f"{where}: {name!r} result has no list of choices (its value is {quoted(value)})")
+        picks.append(choices)
     if not picks or not picks[0]:
         raise InputError(path, f"{where}: no {name!r} choice (was the project made with `fsb annotate export --format label-studio`?)")
     values = picks[0]
     if len(picks) > 1 or len(values) != 1:
         raise InputError(path, f"{where}: {name!r} must be one choice, got {[v for p in picks for v in (p or [])]}")
     text = str(values[0]).strip()
-    if not text.isdigit() or not 1 <= int(text) <= k:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= k:  # "²".isdigit() is True
         raise InputError(path, f"{where}: {name!r} choice {quoted(text)} is not a position 1..{k}")
     return int(text)
+
+
+def _check_items(path: Path, task_id: int, items: list[Any]) -> None:
+    """Each item of a task is an id (an integer or a non-empty string), and no id is repeated in the task."""
+    for j, item in enumerate(items, start=1):
+        if isinstance(item, bool) or not isinstance(item, (int, str)) or not str(item).strip():
+            raise InputError(path, f"task {task_id}: item{j} is {quoted(item)}, not an item id (an integer or a non-empty string)")
+    keys = [str(i).strip() for i in items]
+    if len(set(keys)) < len(keys):
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise InputError(path, f"task {task_id}: item {quoted(twice)} appears twice in one tuple")
 
 
 def read_export(path: str | os.PathLike[str]) -> Export:
@@ -107,6 +126,8 @@ def read_export(path: str | os.PathLike[str]) -> Export:
         data = json.loads(read_utf8(p))
     except json.JSONDecodeError as e:
         raise InputError(p, f"not valid JSON: {e.msg}", line=e.lineno) from None
+    except RecursionError:  # json's parser recurses once per level of [ or {
+        raise InputError(p, "not valid JSON: nested too deeply") from None
     if not isinstance(data, list):
         raise InputError(p, "expected Label Studio's JSON export: a list of tasks")
     judgments: list[LsJudgment] = []
@@ -117,6 +138,8 @@ def read_export(path: str | os.PathLike[str]) -> Export:
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
             raise InputError(p, f"task #{n + 1}: not a Label Studio task (no 'data' object)")
         task_id = task.get("id", n + 1)
+        if isinstance(task_id, bool) or not isinstance(task_id, int):
+            raise InputError(p, f"task #{n + 1}: its id {quoted(task_id)} is not an integer (Label Studio numbers its tasks)")
         d = task["data"]
         k = 0
         while f"item{k + 1}" in d:
@@ -130,12 +153,22 @@ def read_export(path: str | os.PathLike[str]) -> Export:
             raise InputError(p, f"task {task_id}: tuple_id {d['tuple_id']!r}: {problem}")
         tuple_id = int(str(d["tuple_id"]).strip())
         items = [d[f"item{j + 1}"] for j in range(k)]
-        for ann in task.get("annotations") or []:
+        _check_items(p, task_id, items)
+        annotations = task.get("annotations")
+        if annotations is None:
+            annotations = []
+        if not isinstance(annotations, list):
+            raise InputError(p, f"task {task_id}: 'annotations' is {type(annotations).__name__}, expected a list of annotations")
+        for ann in annotations:
+            if not isinstance(ann, dict):
+                raise InputError(p, f"task {task_id}: an annotation is {quoted(ann)}, expected an object")
             where = f"task {task_id}, annotation {ann.get('id')}"
             if ann.get("was_cancelled"):
                 cancelled += 1
                 continue
             result = ann.get("result") or []
+            if not isinstance(result, list):
+                raise InputError(p, f"{where}: 'result' is {type(result).__name__}, expected a list")
             best = _choice(p, where, result, BEST, k)
             worst = _choice(p, where, result, WORST, k)
             if best == worst:

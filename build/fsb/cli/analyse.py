@@ -6,13 +6,12 @@ Import nothing heavy at module level: this module is imported for every `fsb` in
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 from fsb.cli.argtypes import pos_float, pos_int
 from fsb.cli.registry import Commands
 from fsb.core.errors import FsbError
 
-__all__ = ["DEFAULT_OUT", "add_commands", "commands"]
+__all__ = ["DEFAULT_OUT", "commands"]
 
 DEFAULT_OUT = "results/analysis"
 
@@ -78,8 +77,3 @@ def _analyse(args: argparse.Namespace) -> int:
         print("  " + analysis.marking_line(b, result["distinctive"]["unigrams"][b]))
     print(f"  figures: {', '.join(analysis.FIGURES)}; tables: report.md; numbers: analysis.json")
     return 0
-
-
-def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
-    """The old entry point, kept for callers not yet converted: `commands.install(sub, handlers)`."""
-    commands.install(sub, handlers)

@@ -58,8 +58,8 @@ def _llm_arguments(p: argparse.ArgumentParser) -> None:
 )
 def _llm(args: argparse.Namespace) -> int:
     from fsb import engine
-    from fsb.annotate.llm import JUDGMENTS_LINE, build_bws_plan, judgments_csv, parse_rows, select_tuples
-    from fsb.core.files import check_replaceable_file, first_line_matches
+    from fsb.annotate.llm import build_bws_plan, judgments_csv, parse_rows, select_tuples
+    from fsb.cli.generate import declare_run_outputs
     from fsb.engine import console
 
     modes = [m for m in ("dry_run", "batch_file", "collect") if getattr(args, m)]
@@ -71,12 +71,8 @@ def _llm(args: argparse.Namespace) -> int:
         raise engine.EngineError("give --sample (a simple random sample) or --per-bin (a stratified one), not both")
     endpoint = None if modes else engine.resolve_endpoint(args.base_url)  # a missing key is the first thing to know
     judgments = args.judgments or str(Path(args.out).with_suffix(".csv"))
-    if not args.dry_run:
-        ours = None if args.force else first_line_matches(JUDGMENTS_LINE)
-        check_replaceable_file(judgments, replace_if=ours, kind="a judgments file from `fsb annotate llm`", hint=", or pass --force")
-    if args.batch_file:
-        ours = None if args.force else first_line_matches(engine.BATCH_LINE)
-        check_replaceable_file(args.batch_file, replace_if=ours, kind="a Batch API input file", hint=", or pass --force")
+    inputs = {"--dataset": [args.dataset] if args.dataset and os.path.exists(args.dataset) else [], "--collect": [args.collect or ""]}
+    declare_run_outputs("fsb annotate llm", args, inputs, {"--judgments": judgments})
     docs, source = select_tuples(args.dataset, sample=args.sample, per_bin=args.per_bin, seed=args.seed, rotations=args.rotations)
     plan = build_bws_plan(docs, args.model, console.sampling_from_args(args), source)
     todo = engine.pending(plan, engine.finished_ids(plan, args.out), args.limit)
@@ -99,7 +95,9 @@ def _llm(args: argparse.Namespace) -> int:
         return 0
     if args.collect:
         key = os.environ.get("OPENAI_API_KEY") or None  # only to scrub it, should a batch output quote it
-        result = engine.collect_batch(plan, args.out, args.collect, side_outputs=side, base_url=args.base_url, api_key=key)
+        result = engine.collect_batch(
+            plan, args.out, args.collect, side_outputs=side, base_url=args.base_url, api_key=key, force=args.force
+        )
         code = console.report_run(result, args.out)
     else:
         code = console.run_plan(args, plan, endpoint, side)

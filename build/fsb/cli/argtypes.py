@@ -8,9 +8,11 @@ import math
 from typing import NoReturn
 
 __all__ = [
+    "MAX_CONCURRENCY",
     "MAX_RESAMPLES",
     "MAX_TRIALS",
     "batch_size",
+    "concurrency",
     "nonneg_int",
     "penalty",
     "pos_float",
@@ -77,6 +79,22 @@ def resamples(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"at most {MAX_RESAMPLES} bootstrap resamples (each holds a score per item in memory, and more do not move "
             f"a 95% interval's printed digits), got {value}"
+        )
+    return value
+
+
+MAX_CONCURRENCY = 256
+
+
+def concurrency(text: str) -> int:
+    """Requests in flight at once: an integer from 1 to MAX_CONCURRENCY. Each one is a worker task and an open
+    connection; the engine starts every worker up front, so a huge count stalls the start (100000000 hung)
+    and would exhaust file descriptors long before any server accepts that many connections."""
+    value = pos_int(text)
+    if value > MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_CONCURRENCY} requests in flight (each is a worker and an open connection; servers rate-limit "
+            f"far below that), got {value}"
         )
     return value
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from fsb.cli.argtypes import nonneg_int, penalty, pos_float, pos_int, temperature, top_p
+from fsb.cli.argtypes import concurrency, nonneg_int, penalty, pos_float, pos_int, temperature, top_p
 
 __all__ = ["add_endpoint_options"]
 
@@ -28,7 +28,7 @@ def add_endpoint_options(p: argparse.ArgumentParser, max_tokens_help: str) -> No
     g.add_argument("--api-seed", type=int, help="the request's `seed` field, for servers that honour it")
     g.add_argument("--stop", action="append", default=[], help="a stop sequence (repeatable)")
     r = p.add_argument_group("running")
-    r.add_argument("--concurrency", type=pos_int, default=8, help="requests in flight at once (default 8)")
+    r.add_argument("--concurrency", type=concurrency, default=8, help="requests in flight at once, 1 to 256 (default 8)")
     r.add_argument("--retries", type=nonneg_int, default=5, help="retries per request on 429, 5xx, timeouts and bad answers (default 5)")
     r.add_argument("--timeout", type=pos_float, default=60.0, help="seconds an attempt may take, sending to last byte (default 60)")
     r.add_argument("--backoff", type=pos_float, default=1.0, help="first retry delay in seconds, doubled each retry up to 60 (default 1)")

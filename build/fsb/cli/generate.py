@@ -11,19 +11,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
+from pathlib import Path
 
-from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
-from fsb.cli.argtypes import nonneg_int, seed
+from fsb.cli.argtypes import nonneg_int, pos_int, seed
 from fsb.cli.engine_args import add_endpoint_options
 from fsb.cli.registry import Commands
-from fsb.generate.seeds import DEFAULT_COUNTS  # stdlib-only module: cheap to import
 
 commands = Commands()
 
 
 def _formats(text: str) -> list[str]:
     names = [t.strip() for t in text.split(",") if t.strip()]
+    from fifty_shades_of_bias import PROMPT_TYPES  # on use: the spec module costs 85 ms at every start
+
     bad = [n for n in names if n not in PROMPT_TYPES]
     if bad or not names:
         raise argparse.ArgumentTypeError(f"unknown format {', '.join(map(repr, bad)) or repr(text)}; choose from {', '.join(PROMPT_TYPES)}")
@@ -33,6 +33,8 @@ def _formats(text: str) -> list[str]:
 def _ic(text: str) -> tuple[str, str]:
     key, sep, path = text.partition("=")
     seed_type, _, fmt = key.rpartition(":")
+    from fifty_shades_of_bias import PROMPT_TYPES, SEED_TYPES
+
     if not sep or not path or fmt not in PROMPT_TYPES or (seed_type and seed_type not in SEED_TYPES):
         kinds = f"formats: {', '.join(PROMPT_TYPES)}; seed types: {', '.join(SEED_TYPES)}"
         raise argparse.ArgumentTypeError(f"{text!r}: expected FORMAT=FILE or SEED_TYPE:FORMAT=FILE ({kinds})")
@@ -42,19 +44,40 @@ def _ic(text: str) -> tuple[str, str]:
 SEEDS_LINE = r'\{"seed": .*'  # the first line of a seeds file `fsb seeds` wrote
 
 
-def _output_file(path: str, pattern: str, kind: str, *, force: bool) -> None:
-    """Refuse, before any request, a --csv or --batch-file path that is a folder or an existing file whose first
-    line is not what this command writes. These files are rewritten on every run of a resumable job (from its
-    journal), so they keep the first-line rule; one-shot outputs use `_io.check_recorded_file`."""
-    from fsb.core.files import check_replaceable_file, first_line_matches
+def declare_run_outputs(command: str, args: argparse.Namespace, inputs: dict[str, list[str]], side: dict[str, str | None]) -> None:
+    """Declare a resumable run's inputs and outputs to the output layer and refuse, before any request, every
+    collision (an output naming an input, the journal or another output, by path or inode, even with --force),
+    a device or FIFO, and an existing side output or batch file that fsb did not record as such, unchanged
+    (unless --force). `side` maps an option (--csv, --judgments) to its path."""
+    from fsb.core.output import OutputPlan
+    from fsb.engine.batch import BATCH_KIND
+    from fsb.engine.journal import failures_path, journal_path
+    from fsb.engine.outputs import SIDE_OUTPUT_KIND
 
-    check_replaceable_file(path, replace_if=None if force else first_line_matches(pattern), kind=kind, hint=", or pass --force")
+    if Path(args.out).suffix != ".jsonl":  # before any other work, dry runs included
+        from fsb.core.files import InputError
+
+        raise InputError(args.out, "--out must be a .jsonl file (JSON lines, one row per finished request), e.g. --out runs/out.jsonl")
+    plan = OutputPlan(command, force=args.force)
+    for option, paths in inputs.items():
+        for path in paths:
+            plan.input(path, option)
+    plan.output(args.out, "--out", kind=None)
+    plan.output(journal_path(args.out), "the journal", kind=None)
+    plan.output(failures_path(args.out), "the failures file", kind=None)
+    for option, path in side.items():
+        plan.output(path, option, kind=SIDE_OUTPUT_KIND)
+    plan.output(getattr(args, "batch_file", None), "--batch-file", kind=BATCH_KIND)
+    plan.check()
 
 
 # --- arguments ---------------------------------------------------------------------------------------------
 
 
 def _seeds_arguments(s: argparse.ArgumentParser) -> None:
+    from fifty_shades_of_bias import SEED_TYPES
+    from fsb.generate.seeds import DEFAULT_COUNTS  # built only for `fsb seeds`: the stage module is not free
+
     s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
     s.add_argument(
         "--force",
@@ -74,6 +97,7 @@ def _seeds_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
     s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
     s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON (out, manifest, seeds, counts per type)")
 
 
 def _generate_arguments(g: argparse.ArgumentParser) -> None:
@@ -113,7 +137,7 @@ def _explain_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--generations", help="sentences: the release's FSB_text.csv or `fsb generate` output (with --scores)")
     e.add_argument("--scores", help="CSV with id (or uid/item) and a score in [0, 1], e.g. a model's scores (with --generations)")
     e.add_argument("--score-column", help="the score column (default: score_normalized if present, else score)")
-    e.add_argument("--per-bin", type=nonneg_int, default=10, help="sentences per bin (default 10)")
+    e.add_argument("--per-bin", type=pos_int, default=10, help="sentences per bin, at least 1 (default 10)")
     e.add_argument(
         "--bins", choices=("analysis", "equispaced"), default="analysis", help="the paper's 3 analysis bins or 4 equispaced bins"
     )
@@ -133,13 +157,20 @@ def _explain_arguments(e: argparse.ArgumentParser) -> None:
 )
 def _seeds(args: argparse.Namespace) -> int:
     from fsb.core.files import check_recorded_file
+    from fsb.core.output import OutputPlan
     from fsb.generate.marks import Marker, load_wordlist
     from fsb.generate.seeds import MANIFEST_KIND, SEEDS_KIND, Seed, curate, manifest_path, read_seeds, summarize, write_seeds
 
-    inputs = [args.copa, args.stereoset, args.gendered_words, args.person_words, *(m.partition("=")[2] or m for m in args.mark or [])]
-    check_recorded_file(args.out, force=args.force, kind=SEEDS_KIND, header=SEEDS_LINE, inputs=inputs)
+    plan = OutputPlan("fsb seeds", force=args.force)
+    for option in ("copa", "stereoset", "gendered_words", "person_words"):
+        plan.input(getattr(args, option), "--" + option.replace("_", "-"))
+    for m in args.mark or []:
+        plan.input(m.partition("=")[2] if "=" in m and not os.path.exists(m) else m, "--mark")
+    plan.output(args.out, "--out", kind=SEEDS_KIND)
     if not args.mark:
-        check_recorded_file(manifest_path(args.out), force=args.force, kind=MANIFEST_KIND, inputs=inputs)
+        plan.output(manifest_path(args.out), "the manifest", kind=MANIFEST_KIND)
+    plan.check()
+    check_recorded_file(args.out, force=args.force, kind=SEEDS_KIND, header=SEEDS_LINE)
     marker = Marker(
         load_wordlist(args.gendered_words, name="gendered") if args.gendered_words else None,
         load_wordlist(args.person_words, name="person") if args.person_words else None,
@@ -155,9 +186,17 @@ def _seeds(args: argparse.Namespace) -> int:
         write_seeds(args.out, marked, force=args.force)
         written = None
     else:
+        from fifty_shades_of_bias import SEED_TYPES
+
         counts = {t: getattr(args, t) for t in SEED_TYPES}
         marked, manifest = curate(args.copa, args.stereoset, counts, seed=args.seed, marker=marker)
         written = write_seeds(args.out, marked, manifest, force=args.force)
+    if args.json:
+        from fsb.cli.common import print_json
+
+        types = summarize(marked, marker)
+        print_json({"out": args.out, "manifest": str(written) if written else None, "seeds": len(marked), "types": types})
+        return 0
     print(f"wrote {len(marked)} seeds -> {args.out}" + (f" (manifest {written})" if written else ""))
     print(f"  {'type':10s} {'seeds':>6s} {'gendered':>9s} {'person':>7s}")
     for seed_type, row in summarize(marked, marker).items():
@@ -178,7 +217,6 @@ def _seeds(args: argparse.Namespace) -> int:
 )
 def _generate(args: argparse.Namespace) -> int:
     from fsb import engine
-    from fsb.core.tables import GENERATION_COLUMNS
     from fsb.data.release import find_local_release
     from fsb.engine import console
     from fsb.generate.generations import build_generation_plan, release_csv
@@ -189,6 +227,10 @@ def _generate(args: argparse.Namespace) -> int:
     if len(modes) > 1:
         got = ", ".join("--" + m.replace("_", "-") for m in modes)
         raise engine.EngineError(f"choose one of --dry-run, --batch-file and --collect (got {got})")
+    seed_files = [spec.partition("=")[2] if "=" in spec and not os.path.exists(spec) else spec for spec in args.seeds]
+    ic_files = [path for _key, path in args.ic] + ([args.ic_dir] if args.ic_dir else [])
+    inputs = {"--seeds": seed_files, "--ic": ic_files, "--collect": [args.collect] if args.collect else []}
+    declare_run_outputs("fsb generate", args, inputs, {"--csv": args.csv})
     endpoint = None
     if not (args.dry_run or args.batch_file or args.collect):
         endpoint = engine.resolve_endpoint(args.base_url)  # before any file work: a missing key is the first thing to know
@@ -203,10 +245,6 @@ def _generate(args: argparse.Namespace) -> int:
         plan = build_generation_plan(seeds, prompts, args.formats, args.model, console.sampling_from_args(args), first_uid=args.first_uid)
     except ValueError as e:
         raise engine.EngineError(str(e)) from None
-    if args.csv:
-        _output_file(args.csv, ",".join(GENERATION_COLUMNS), "a generations CSV from `fsb generate --csv`", force=args.force)
-    if args.batch_file:
-        _output_file(args.batch_file, engine.BATCH_LINE, "a Batch API input file from `fsb generate --batch-file`", force=args.force)
     side_outputs = [(args.csv, release_csv)] if args.csv else []
     if args.dry_run:
         console.print_dry_run(plan, args.out, args.limit)
@@ -219,7 +257,9 @@ def _generate(args: argparse.Namespace) -> int:
         return 0
     if args.collect:
         key = os.environ.get("OPENAI_API_KEY") or None  # only to scrub it, should a batch output quote it
-        result = engine.collect_batch(plan, args.out, args.collect, side_outputs=side_outputs, base_url=args.base_url, api_key=key)
+        result = engine.collect_batch(
+            plan, args.out, args.collect, side_outputs=side_outputs, base_url=args.base_url, api_key=key, force=args.force
+        )
         return console.report_run(result, args.out)
     print(f"plan: {len(plan.requests)} requests ({len(seeds)} seeds x {', '.join(args.formats)}) -> {args.out}", file=sys.stderr)
     return console.run_plan(args, plan, endpoint, side_outputs)
@@ -240,6 +280,13 @@ def _explain(args: argparse.Namespace) -> int:
     from fsb.generate.explain import build_explain_plan, load_items, sample_by_bin
 
     endpoint = None if args.dry_run else engine.resolve_endpoint(args.base_url)
+    args.force = False  # explain writes no side output
+    declare_run_outputs(
+        "fsb explain",
+        args,
+        {"--dataset": [args.dataset or ""], "--generations": [args.generations or ""], "--scores": [args.scores or ""]},
+        {},
+    )
     items = load_items(dataset=args.dataset, generations=args.generations, scores=args.scores, score_column=args.score_column)
     sample = sample_by_bin(items, args.per_bin, seed=args.seed, scheme=args.bins)
     plan = build_explain_plan(sample, args.model, console.sampling_from_args(args), seed=args.seed, scheme=args.bins)
@@ -249,8 +296,3 @@ def _explain(args: argparse.Namespace) -> int:
         console.print_dry_run(plan, args.out, args.limit)
         return 0
     return console.run_plan(args, plan, endpoint, [])
-
-
-def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
-    """The old entry point, kept for callers not yet converted."""
-    commands.install(sub, handlers)

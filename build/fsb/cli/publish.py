@@ -11,15 +11,15 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from fsb.cli.common import hub_revision
 from fsb.cli.registry import Commands
 
 if TYPE_CHECKING:
     from fsb.data.publish import PublishPlan
 
-__all__ = ["add_commands", "commands"]
+__all__ = ["commands"]
 
 _TRUE = {"1", "on", "yes", "true"}
 
@@ -108,14 +108,6 @@ def _diff_arguments(d: argparse.ArgumentParser) -> None:
     )
 
 
-def _hub_revision(arg: str) -> tuple[str, str] | None:
-    """(repo_id, revision) of ORG/NAME@REVISION when `arg` names no local path; None for a folder."""
-    if os.path.exists(arg) or arg.count("@") != 1:
-        return None
-    repo_id, revision = arg.split("@")
-    return (repo_id, revision) if repo_id.count("/") == 1 and revision else None
-
-
 @commands.add(
     "diff",
     arguments=_diff_arguments,
@@ -138,13 +130,8 @@ def _diff(args: argparse.Namespace) -> int:
         folders = []
         for side in ("old", "new"):
             arg = getattr(args, side)
-            hub = _hub_revision(arg)
+            hub = hub_revision(arg)
             folders.append(arg if hub is None else download_build(*hub, os.path.join(tmp, side), endpoint=args.endpoint))
         d = diff_builds(*folders, old_label=args.old, new_label=args.new)
     print(json.dumps(d, indent=2, sort_keys=True) if args.json else format_diff(d))
     return 0
-
-
-def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
-    """The old entry point, kept for callers not yet converted."""
-    commands.install(sub, handlers)

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from fsb.cli.argtypes import resamples, trials
 from fsb.cli.registry import Commands
 
-__all__ = ["add_commands", "commands"]
+__all__ = ["commands"]
 
 commands = Commands()
 
@@ -93,8 +92,3 @@ def _report(args: argparse.Namespace) -> int:
         print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     print(compare.to_json(report) if args.json else compare.render_markdown(report))
     return 0
-
-
-def add_commands(sub: argparse._SubParsersAction, handlers: dict[str, Callable[[argparse.Namespace], int]]) -> None:
-    """The old entry point, kept for callers not yet converted."""
-    commands.install(sub, handlers)

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fsb.core.files import InputError, atomic_write, first_line_matches, iter_jsonl, sha256_file
+from fsb.core.files import InputError, iter_jsonl, recorded_write, sha256_file
 from fsb.engine.endpoint import Endpoint
 from fsb.engine.journal import Journal, journal_path
-from fsb.engine.outputs import SideOutput, check_out, pending, recover_rows, write_outputs
+from fsb.engine.outputs import SideOutput, check_out, check_side_outputs, pending, recover_rows, write_outputs
 from fsb.engine.plan import Request, RequestPlan
 from fsb.engine.responses import Failure, Malformed, NoText, build_row, classify, extract, first_line, now_iso
 from fsb.engine.runner import RunResult
@@ -30,14 +30,15 @@ BATCH_MAX_BYTES = 190_000_000
 
 
 BATCH_LINE = r'\{"custom_id": .*'  # the first line of a Batch API input file that write_batch wrote
+BATCH_KIND = "a Batch API input file from fsb (--batch-file)"
 
 
 def write_batch(
     plan: RequestPlan, out: str | os.PathLike[str], batch_file: str | os.PathLike[str], limit: int | None = None, force: bool = False
 ) -> list[tuple[Path, int]]:
     """Write the unfinished requests as OpenAI Batch API input (JSON lines, custom_id = request id), split at the
-    API's limits; the files written and how many requests each holds. An existing file is replaced only if it is
-    an earlier Batch API input (its first line starts `{"custom_id": `), or with `force`."""
+    API's limits; the files written and how many requests each holds. An existing file is replaced only if its
+    folder's record says fsb wrote it as a Batch API input, unchanged, or with `force`."""
     out = check_out(out)
     with Journal(journal_path(out)).open(plan) as journal:
         recover_rows(plan, journal, out)
@@ -57,8 +58,7 @@ def write_batch(
             if not chunk:
                 continue
             p = target if len(chunks) == 1 else target.with_name(f"{target.name.removesuffix('.jsonl')}-{i:03d}.jsonl")
-            ours = None if force else first_line_matches(BATCH_LINE)
-            atomic_write(p, b"".join(chunk), replace_if=ours, kind="a Batch API input file", hint=", or pass --force")
+            recorded_write(p, b"".join(chunk), force=force, kind=BATCH_KIND)
             journal.append({"event": "batch", "file": p.name, "requests": len(chunk), "sha256": sha256_file(p), "created": now_iso()})
             written.append((p, len(chunk)))
         return written
@@ -72,6 +72,7 @@ def collect_batch(
     side_outputs: Sequence[SideOutput] = (),
     base_url: str | None = None,
     api_key: str | None = None,
+    force: bool = False,
 ) -> RunResult:
     """Merge an OpenAI Batch API output (or error) file into the journal and rewrite the output files.
 
@@ -81,6 +82,7 @@ def collect_batch(
     endpoint = Endpoint(base_url or "http://batch.invalid", api_key)
     recorded_url = endpoint.public_url if base_url else None
     out = check_out(out)
+    check_side_outputs(side_outputs, force=force)
     src = Path(batch_output)
     by_id = {r.request_id: r for r in plan.requests}
     result = RunResult(planned=len(plan.requests))

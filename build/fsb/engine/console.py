@@ -128,5 +128,13 @@ def run_plan(args: argparse.Namespace, plan: Any, endpoint: Any, side_outputs: l
 
     terminate_as_interrupt()
     progress = None if args.no_progress else ProgressBar()
-    result = runner.run(plan, args.out, endpoint, run_options_from_args(args), side_outputs=side_outputs, progress=progress)
+    result = runner.run(
+        plan,
+        args.out,
+        endpoint,
+        run_options_from_args(args),
+        side_outputs=side_outputs,
+        progress=progress,
+        force=getattr(args, "force", False),
+    )
     return report_run(result, args.out)

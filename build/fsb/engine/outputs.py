@@ -16,12 +16,27 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fsb.core.files import InputError, atomic_write, iter_jsonl
+from fsb.core.files import InputError, check_recorded_file, file_difference, iter_jsonl, sweep_stale_temporaries
+from fsb.core.output import write_unit
 from fsb.engine.endpoint import EngineError
 from fsb.engine.journal import Journal, failures_path, journal_path
 from fsb.engine.plan import Request, RequestPlan
 
-__all__ = ["SideOutput", "check_out", "finished_ids", "pending", "recover_rows", "remove_stale_temporaries", "write_outputs"]
+__all__ = [
+    "RUN_OUTPUT_KIND",
+    "SIDE_OUTPUT_KIND",
+    "SideOutput",
+    "check_out",
+    "check_side_outputs",
+    "finished_ids",
+    "pending",
+    "recover_rows",
+    "remove_stale_temporaries",
+    "write_outputs",
+]
+
+RUN_OUTPUT_KIND = "the output of an fsb request run (generate, explain, annotate llm)"
+SIDE_OUTPUT_KIND = "a file an fsb request run writes beside its output (generate --csv, annotate llm --judgments)"
 
 # A file written beside the output from the finished rows, e.g. (path, release_csv).
 SideOutput = tuple["str | os.PathLike[str]", Callable[[Sequence[Mapping[str, Any]]], str]]
@@ -31,14 +46,30 @@ def check_out(out: str | os.PathLike[str]) -> Path:
     """The output path, refused when it is not .jsonl or when it holds a file this tool cannot vouch for."""
     p = Path(out)
     if p.suffix != ".jsonl":
-        raise InputError(p, "the output must be a .jsonl file (JSON lines, which `fsb build --generations` reads)")
+        raise InputError(p, "the output must be a .jsonl file (JSON lines, one row per finished request), e.g. --out runs/out.jsonl")
     if p.is_dir():
         raise InputError(p, "is a folder; give a file name ending in .jsonl")
     if p.exists() and not journal_path(p).exists():
         raise EngineError(
             f"{p} exists but has no journal ({journal_path(p).name}) beside it; refusing to overwrite it: move it or choose another --out"
         )
+    if p.exists() or p.is_symlink():  # rewritten from the journal at the end: a hand edit would be lost
+        why = file_difference(p, RUN_OUTPUT_KIND)
+        if why is not None:
+            raise InputError(
+                p,
+                f"exists and is not this run's output unchanged: {why}; refusing to rewrite it from "
+                f"{journal_path(p).name}: move it aside (the journal keeps every finished row) or choose another --out",
+            )
     return p
+
+
+def check_side_outputs(side_outputs: Sequence[SideOutput], *, force: bool = False) -> None:
+    """Refuse, before any request, a side output (generate --csv, annotate llm --judgments) that exists and is
+    not one fsb recorded as such, unchanged (a hand edit, or another command's file: a judgments file from
+    `fsb annotate import` is never taken for ours), unless `force`."""
+    for path, _writer in side_outputs:
+        check_recorded_file(path, force=force, kind=SIDE_OUTPUT_KIND)
 
 
 def _output_rows(out: Path) -> list[tuple[int, dict[str, Any]]]:
@@ -86,14 +117,11 @@ def pending(plan: RequestPlan, finished: Iterable[str], limit: int | None = None
 
 
 def remove_stale_temporaries(out: Path, side_outputs: Sequence[SideOutput] = ()) -> None:
-    """Delete half-written temporaries of our outputs that a killed run left behind.
-
-    Only a run holding the journal's lock writes these files, so while we hold it any of them is stale.
-    """
+    """Delete half-written temporaries of our outputs that a killed run left behind: only those fsb registered
+    when it created them (a user's file that merely looks like one is never touched)."""
     for target in (out, failures_path(out), *(Path(p) for p, _ in side_outputs)):
-        for stale in target.parent.glob(f".{target.name}.*.tmp"):
-            with contextlib.suppress(OSError):
-                stale.unlink()
+        with contextlib.suppress(OSError):
+            sweep_stale_temporaries(target)
 
 
 def _jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
@@ -110,14 +138,15 @@ def _row_count(path: Path) -> int:
 def write_outputs(
     plan: RequestPlan, journal: Journal, out: str | os.PathLike[str], side_outputs: Sequence[SideOutput] = ()
 ) -> dict[str, Any]:
-    """Rewrite the output (finished rows in uid order), the failures file and the side outputs from the journal."""
+    """Rewrite the output (finished rows in uid order), the failures file and the side outputs from the journal.
+    The output and its side outputs are one unit (`write_unit`): a kill leaves all old or all new, each
+    recorded as fsb's (`check_out` and `check_side_outputs` refused anything else before the run)."""
     out = Path(out)
     rows = [journal.done[r.request_id] for r in plan.requests if r.request_id in journal.done]
     if rows:
         had = _row_count(out)
         if len(rows) < had:  # recover_rows makes this impossible; the check keeps it so
             raise EngineError(f"{out} holds {had} rows and {journal.path.name} only {len(rows)}; refusing to replace it with fewer")
-        atomic_write(out, _jsonl(rows))
     failures = []
     for r in plan.requests:
         if r.request_id in journal.done or r.request_id not in journal.failed:
@@ -133,11 +162,14 @@ def write_outputs(
         failures.append({**r.fields, "request_id": r.request_id, **last})
     fpath = failures_path(out)
     if failures:
-        atomic_write(fpath, _jsonl(failures))
+        write_unit({fpath: _jsonl(failures)}, kinds=RUN_OUTPUT_KIND, force=True)
     else:
         with contextlib.suppress(FileNotFoundError):
             fpath.unlink()
     if rows:
+        unit: dict[str | os.PathLike[str], str] = {out: _jsonl(rows)}
+        kinds: dict[str | os.PathLike[str], str] = {out: RUN_OUTPUT_KIND}
         for path, writer in side_outputs:
-            atomic_write(path, writer(rows))
+            unit[path], kinds[path] = writer(rows), SIDE_OUTPUT_KIND
+        write_unit(unit, kinds=kinds, force=True)  # checked before the run (check_out, check_side_outputs)
     return {"rows": len(rows), "failures": len(failures), "out": out if rows else None, "failures_file": fpath if failures else None}

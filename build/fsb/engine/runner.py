@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from fsb.engine.endpoint import Endpoint
 from fsb.engine.journal import Journal, journal_path
-from fsb.engine.outputs import SideOutput, check_out, pending, recover_rows, remove_stale_temporaries, write_outputs
+from fsb.engine.outputs import SideOutput, check_out, check_side_outputs, pending, recover_rows, remove_stale_temporaries, write_outputs
 from fsb.engine.plan import Request, RequestPlan
 from fsb.engine.responses import Failure, NoText, TooLarge, backoff_delay, build_row, classify, extract, first_line, now_iso
 
@@ -124,16 +124,19 @@ def run(
     *,
     side_outputs: Sequence[SideOutput] = (),
     progress: Progress | None = None,
+    force: bool = False,
 ) -> RunResult:
     """Send the plan's unfinished requests, journaling each result; then rewrite the output files.
 
     Safe to kill at any moment and to rerun with the same arguments: finished requests are never sent
     again, failed ones are retried. Raises KeyboardInterrupt after writing the outputs if interrupted.
-    The key is scrubbed from everything written, even where a server echoes it in an answer.
+    The key is scrubbed from everything written, even where a server echoes it in an answer. A side output
+    that exists and is not fsb's unchanged is refused before anything is sent, unless `force`.
     """
     options = options or RunOptions()
     progress = progress or _Silent()
     out = check_out(out)
+    check_side_outputs(side_outputs, force=force)
     result = RunResult(planned=len(plan.requests))
     started = time.monotonic()
     with Journal(journal_path(out), redact=endpoint.redact).open(plan) as journal:

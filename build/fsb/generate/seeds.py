@@ -1,4 +1,5 @@
 """Seeds: the sentences an LLM turns into graded gender-biased text, with where each one came from.
+(size: 440 lines; the source readers, the draw and the seed-file reader share one Seed record and format.)
 
 Four seed types, as in the paper: *explicit* seeds are StereoSet gender stereotype sentences; *implicit*
 seeds are COPA premises about people that name no gender (the model may fill one in); *neutral* seeds
@@ -16,6 +17,7 @@ from `TYPE=FILE` or the file name) or a folder of them (the release's seeds/ fol
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, check_recorded_file, iter_jsonl, quoted, read_utf8, recorded_write, sha256_file
+from fsb.core.files import InputError, iter_jsonl, quoted, read_utf8, sha256_file
+from fsb.core.output import recover_units, write_unit
 from fsb.generate.keys import normalize, rank_key
 from fsb.generate.marks import Marker
 
@@ -146,6 +149,8 @@ def read_stereoset(path: str | os.PathLike[str]) -> list[SourceSentence]:
         doc = json.loads(read_utf8(p))
     except json.JSONDecodeError as e:
         raise InputError(p, f"not valid JSON: {e.msg}", line=e.lineno) from None
+    except RecursionError:  # json's parser recurses once per level of [ or {
+        raise InputError(p, "not valid JSON: nested too deeply") from None
     out: list[SourceSentence] = []
     if isinstance(doc, list):
         out.extend(_stereotypes(p, doc, "intrasentence"))
@@ -269,18 +274,35 @@ def manifest_path(path: str | os.PathLike[str]) -> Path:
 def write_seeds(
     path: str | os.PathLike[str], seeds: Sequence[Seed], manifest: dict[str, Any] | None = None, *, force: bool = False
 ) -> Path | None:
-    """Write seeds as JSON lines (atomically) and the manifest beside them as `<name>.manifest.json`. Either
-    file, if it exists, is replaced only if it is unchanged since fsb wrote it (both are checked before
-    either is written), or with `force`."""
+    """Write seeds as JSON lines and the manifest beside them as `<name>.manifest.json`, as one unit
+    (`fsb.core.output.write_unit`: a kill at any instant leaves both old or both new). Either file, if it
+    exists, is replaced only if its record says fsb wrote it as that kind, unchanged (both are checked
+    before either is written), or with `force`.
+
+    Parameters
+    ----------
+    path
+        the seeds file (JSON lines).
+    seeds
+        the seeds, in order.
+    manifest
+        what was drawn and how; None writes no manifest (``--mark``).
+    force
+        replace files that are not fsb's unchanged outputs (never a folder, device or FIFO).
+
+    Returns
+    -------
+    Path | None
+        the manifest's path, or None.
+    """
     p = Path(path)
+    files: dict[Path, str] = {p: "".join(json.dumps(s.to_json(), ensure_ascii=True) + "\n" for s in seeds)}
+    kinds = {p: SEEDS_KIND}
     side = manifest_path(p) if manifest is not None else None
-    check_recorded_file(p, force=force, kind=SEEDS_KIND)
     if side is not None:
-        check_recorded_file(side, force=force, kind=MANIFEST_KIND)
-    recorded_write(p, "".join(json.dumps(s.to_json(), ensure_ascii=True) + "\n" for s in seeds), force=force, kind=SEEDS_KIND)
-    if side is None:
-        return None
-    recorded_write(side, json.dumps(manifest, indent=2, sort_keys=True) + "\n", force=force, kind=MANIFEST_KIND)
+        files[side] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
+        kinds[side] = MANIFEST_KIND
+    write_unit(files, kinds=kinds, force=force)
     return side
 
 
@@ -390,6 +412,8 @@ def read_seeds(specs: Sequence[str]) -> tuple[list[Seed], list[str]]:
     notes: list[str] = []
     for text in specs:
         for p, forced in _expand(text):
+            with contextlib.suppress(OSError):  # a seeds file and its manifest written by a killed run: all new
+                recover_units(p.parent)
             if p.suffix == ".jsonl":
                 seeds.extend(_read_jsonl_seeds(p, forced))
                 continue

@@ -1,0 +1,124 @@
+"""CLI subcommands of the annotation stage: `fsb annotate export` (forms or a Label Studio project), `fsb
+annotate import` (answers into judgments) and `fsb annotate llm` (a model as annotator, fsb.cli.annotate_llm),
+all three in one registry (`actions`) dispatched like every other command. Import nothing heavy at module level."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fsb.cli.argtypes import seed
+from fsb.cli.common import FORMS_HEADER, JUDGMENTS_HEADER, add_force, output_file, print_json
+from fsb.cli.registry import Commands, Handler
+from fsb.core.errors import FsbError
+
+__all__ = ["actions", "commands"]
+
+commands = Commands()
+
+
+FORMATS = ("csv", "label-studio")  # the answers' and forms' formats, defined once
+
+# `fsb annotate ACTION`: export, import and llm, one registry, each action a Command like any other.
+actions = Commands()
+
+
+def _export_arguments(ex: argparse.ArgumentParser) -> None:
+    ex.add_argument("design", help="design CSV from `fsb tuples`")
+    ex.add_argument(
+        "--generations",
+        "--items",
+        dest="generations",
+        action="append",
+        required=True,
+        help="the texts: a CSV with id and text columns, or generations; repeat to join several files (an extended design "
+        "shows existing and new items: --items FSB/FSB_text.csv --items round2/generations.jsonl); ids unique across files",
+    )
+    ex.add_argument("--out", required=True, help="CSV forms; with --format label-studio a folder (labeling_config.xml, tasks.json)")
+    ex.add_argument("--format", choices=FORMATS, default="csv")
+    ex.add_argument("--seed", type=seed, help="re-order each tuple (seeded, position-balanced); default: the design's order")
+    add_force(ex)
+
+
+@actions.add(
+    "export",
+    arguments=_export_arguments,
+    help="one form per tuple (CSV: tuple_id, Item1..K ids, Text1..K texts), or a Label Studio project",
+    description="Write the design's tuples for human annotators: a CSV form per tuple, or a Label Studio project "
+    "(labeling_config.xml and tasks.json, written as one unit: a kill leaves both old or both new).",
+)
+def _export(args: argparse.Namespace) -> int:
+    from fsb.annotate import forms as annotate
+
+    if args.format == "label-studio":
+        from fsb.annotate.labelstudio import CONFIG_FILE, TASKS_FILE
+        from fsb.core.output import OutputPlan
+
+        plan = OutputPlan("fsb annotate export", force=args.force)
+        for path in (args.design, *args.generations):
+            plan.input(path, str(path))
+        plan.output(Path(args.out) / TASKS_FILE, "--out", kind=annotate.LABEL_STUDIO_KIND)
+        plan.output(Path(args.out) / CONFIG_FILE, "--out", kind=annotate.LABEL_STUDIO_KIND)
+        plan.check()
+        result = annotate.export_label_studio(
+            design_csv=args.design, items=args.generations, out_dir=args.out, seed=args.seed, force=args.force
+        )
+        print_json(result)
+        return 0
+    output_file(args.out, FORMS_HEADER, annotate.FORMS_KIND, force=args.force, inputs=[args.design, *args.generations])
+    n = annotate.export_forms(design_csv=args.design, items=args.generations, out=args.out, seed=args.seed, force=args.force)
+    print(f"wrote {n} annotation forms -> {args.out}")
+    return 0
+
+
+def _import_arguments(im: argparse.ArgumentParser) -> None:
+    im.add_argument("responses", help="CSV of answers (tuple_id,best,worst[,annotator][,timestamp]) or Label Studio's JSON export")
+    im.add_argument("--format", choices=FORMATS, default="csv")
+    im.add_argument("--tuples", help="the exported forms or the design CSV (required for CSV; checks a Label Studio export)")
+    im.add_argument("--out", required=True, help="the judgments CSV (Item1..K,BestItem,WorstItem[,Annotator,Timestamp])")
+    im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
+    add_force(im)
+
+
+@actions.add(
+    "import",
+    arguments=_import_arguments,
+    help="answers (CSV or Label Studio JSON export) -> Item1..K,BestItem,WorstItem[,Annotator,Timestamp]",
+    description="Turn annotators' answers into the judgments file that fsb score, fsb reliability and fsb build read; "
+    "every answer is checked against its tuple. Prints a JSON summary on stdout.",
+)
+def _import(args: argparse.Namespace) -> int:
+    from fsb.annotate import forms as annotate
+
+    output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[args.responses, args.tuples])
+    if args.format == "label-studio":
+        result = annotate.import_label_studio(export_json=args.responses, out=args.out, design_csv=args.tuples, force=args.force)
+    elif not args.tuples:
+        raise FsbError("--tuples is required for CSV answers (the exported forms or the design)")
+    else:
+        result = annotate.import_judgments(
+            responses_csv=args.responses, design_csv=args.tuples, out=args.out, positions=args.positions, force=args.force
+        )
+    print_json(result)
+    return 0
+
+
+def _annotate_arguments(a: argparse.ArgumentParser) -> None:
+    from fsb.cli import annotate_llm as cli_llm  # `fsb annotate llm`: registered in its own module, installed here
+
+    asub = a.add_subparsers(dest="action", required=True, metavar="ACTION")
+    handlers: dict[str, Handler] = {}
+    actions.install(asub, handlers)
+    cli_llm.commands.install(asub, handlers)
+    a.set_defaults(annotate_handlers=handlers)
+
+
+@commands.add(
+    "annotate",
+    arguments=_annotate_arguments,
+    help="export tuples for annotators; import their best/worst answers as judgments; or let a model annotate (llm)",
+    description="The annotation stage: `export` writes forms or a Label Studio project, `import` turns answers into "
+    "judgments, `llm` lets a model answer the same best-worst questions.",
+)
+def _annotate(args: argparse.Namespace) -> int:
+    return int(args.annotate_handlers[args.action](args))

@@ -1,0 +1,155 @@
+"""CLI subcommands of the best-worst scaling stage: `fsb tuples` (a design), `fsb score`, `fsb reliability`.
+Import nothing heavy at module level: handlers import the stage modules they call."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fsb.cli.argtypes import pos_int, resamples, seed, trials
+from fsb.cli.common import DESIGN_HEADER, SCORES_HEADER, SCORES_KIND, add_force, add_invalid, output_file, print_json
+from fsb.cli.registry import Commands
+
+__all__ = ["commands"]
+
+commands = Commands()
+
+
+def _score_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque; all-digit labels are integer ids)")
+    s.add_argument(
+        "--out",
+        help="output CSV, most biased first: counting item,score_raw,score,n,best,worst; maxdiff item,score,se,n,best,worst; "
+        "--ci adds ci_low,ci_high (default: standard output)",
+    )
+    s.add_argument(
+        "--method",
+        choices=("counting", "maxdiff"),
+        default="counting",
+        help="counting: score = ((B - W) / n + 1) / 2 in [0, 1]; maxdiff: score = the fitted best-worst multinomial logit "
+        "utility (logit scale, centred to mean 0), plus its standard error se",
+    )
+    s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% intervals of score by bootstrap over tuples")
+    s.add_argument("--bootstrap", type=resamples, default=200, help="bootstrap resamples for --ci (default 200)")
+    s.add_argument("--seed", type=seed, default=0, help="bootstrap seed (default 0)")
+    add_invalid(s)
+    add_force(s)
+
+
+@commands.add(
+    "score", arguments=_score_arguments, help="score a best-worst judgments file (counting, or a MaxDiff fit), optionally with intervals"
+)
+def _score(args: argparse.Namespace) -> int:
+    from fsb.bws.scoring import format_csv, score_columns
+    from fsb.core.files import recorded_write
+    from fsb.core.tables import describe_irregular, read_annotations
+
+    to_file = args.out not in (None, "-")
+    if to_file:
+        output_file(args.out, SCORES_HEADER, SCORES_KIND, force=args.force, inputs=[args.annotations])
+    ann = read_annotations(path=args.annotations, invalid=args.invalid)
+    if note := describe_irregular(ann):
+        print(note, file=sys.stderr)
+    notes: list[str] = []
+    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed, notes=notes)
+    for note in notes:  # items left without an interval (ci_low, ci_high empty), and why
+        print(f"note: {note}", file=sys.stderr)
+    text = format_csv(cols)
+    if not to_file:
+        sys.stdout.write(text)
+    else:
+        recorded_write(args.out, text, force=args.force, kind=SCORES_KIND, header=SCORES_HEADER)
+        print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
+    return 0
+
+
+def _reliability_arguments(r: argparse.ArgumentParser) -> None:
+    r.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem[,Annotator] (as for fsb score)")
+    r.add_argument("--trials", type=trials, default=100, help="random splits of each tuple's judgments into two halves (default 100)")
+    r.add_argument("--seed", type=seed, default=0, help="seed of the random splits (default 0; the same seed gives the same figures)")
+    r.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: {pearson: {mean, sd}, spearman: {...}, trials, seed[, spearman_brown, noise_ceiling, annotators]}",
+    )
+    r.add_argument(
+        "--spearman-brown",
+        action="store_true",
+        help="with --json, also give the full-panel reliability 2r/(1+r) and the noise ceiling sqrt of it (always printed as text)",
+    )
+    add_invalid(r)
+
+
+@commands.add("reliability", arguments=_reliability_arguments, help="split-half reliability of a judgments file")
+def _reliability(args: argparse.Namespace) -> int:
+    from fsb.bws.scoring import annotator_agreement, reliability
+    from fsb.core.tables import describe_irregular, read_annotations
+
+    ann = read_annotations(path=args.annotations, invalid=args.invalid)
+    if note := describe_irregular(ann):
+        print(note, file=sys.stderr)
+    result = reliability(ann=ann, trials=args.trials, seed=args.seed).summary()
+    if args.spearman_brown:  # the full panel's reliability from the half-panel correlation: 2r / (1 + r)
+        from fsb.data.reference import noise_ceiling, spearman_brown
+
+        result["spearman_brown"] = {k: spearman_brown(result[k]["mean"]) for k in ("pearson", "spearman")}
+        result["noise_ceiling"] = {k: noise_ceiling(v) for k, v in result["spearman_brown"].items()}
+    agreement = annotator_agreement(ann)
+    if agreement is not None:
+        result["annotators"] = agreement
+    if args.json:
+        print_json(result)
+        return 0
+    from fsb.data.reference import is_release_judgments, placed_split_half
+
+    print("split-half reliability, mean ± sd over trials:")
+    for line in placed_split_half(result, release=is_release_judgments(args.annotations) and ann.dropped == 0):
+        print(f"  {line}")
+    if result["pearson"]["mean"] != result["pearson"]["mean"]:  # NaN
+        print("  undefined: too few items were scored in both halves (each half needs judgments of 2+ distinct items)")
+    if agreement is not None:
+        print("annotators: agreement with the leave-one-out consensus of the others (best, worst, mean); * = outlier")
+        for r in agreement:
+            flag = " *" if r["outlier"] else ""
+            print(
+                f"  {r['annotator']!s:>16} {r['judgments']:>7} judgments  "
+                f"{r['best_agreement']:.3f} {r['worst_agreement']:.3f} {r['agreement']:.3f}{flag}"
+            )
+    return 0
+
+
+def _tuples_arguments(t: argparse.ArgumentParser) -> None:
+    t.add_argument("items", help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file")
+    t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
+    t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
+    t.add_argument("--appearances", "--k", type=pos_int, default=8, help="tuples per (new) item (default 8, giving 2N 4-tuples)")
+    t.add_argument("--seed", type=seed, default=0)
+    t.add_argument(
+        "--extend",
+        metavar="EXISTING",
+        help="tie ITEMS (new items) to an existing study, a judgments or design file: writes only the new tuples, each holding "
+        ">= 1 existing item spread over the existing scores; the tuple size is EXISTING's",
+    )
+    add_force(t)
+
+
+@commands.add(
+    "tuples",
+    arguments=_tuples_arguments,
+    help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items (--extend: new items tied to a study)",
+)
+def _tuples(args: argparse.Namespace) -> int:
+    from fsb.bws import tuples
+
+    output_file(args.out, DESIGN_HEADER, tuples.DESIGN_KIND, force=args.force, inputs=[args.items, args.extend])
+    if args.extend:
+        from fsb.bws.extend import make_extension
+
+        result = make_extension(items=args.items, existing=args.extend, out=args.out, k=args.appearances, seed=args.seed, force=args.force)
+        print_json(result)
+        return 0
+    design = tuples.make_tuples(
+        items=args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed, force=args.force
+    )
+    print_json(design)
+    return 0

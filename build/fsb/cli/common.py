@@ -1,0 +1,111 @@
+"""What the command modules share: the kinds and headers of the files they write, the `--force` and
+`--invalid` options (each option's choices defined once), JSON printing, the output check, and the one
+parser for "a folder or ORG/NAME@REV". Nothing heavy is imported here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = [
+    "DESIGN_HEADER",
+    "FORMS_HEADER",
+    "INVALID_CHOICES",
+    "INVALID_HELP",
+    "JUDGMENTS_HEADER",
+    "SCORES_HEADER",
+    "SCORES_KIND",
+    "add_force",
+    "add_invalid",
+    "hub_revision",
+    "output_file",
+    "print_json",
+]
+
+# The first line of each CSV a command writes: an extra refusal of a file plainly not fsb's (a file is only ever
+# recognised as fsb's by its record, .fsb-files.json; see fsb.core.output).
+SCORES_HEADER = r"item,score(_raw)?,.*"
+DESIGN_HEADER = r"tuple_id(,Item\d+)+"
+FORMS_HEADER = r"tuple_id(,Item\d+)+(,Text\d+)+"
+JUDGMENTS_HEADER = r"Item\d+(,Item\d+)*,BestItem,WorstItem(,Annotator)?(,Timestamp)?"
+SCORES_KIND = "a scores file from `fsb score`"
+
+INVALID_CHOICES = ("refuse", "count", "drop")
+INVALID_HELP = (
+    "rows whose tuple repeats an item or whose best = worst (quality-control rows): refuse (default) stops at the first; "
+    "count scores them as the NRC Perl counting script does (an item counts once per slot, best = worst counts both ways); "
+    "drop leaves them out. Either way the number of such rows is printed, by kind, with the first line of each"
+)
+
+
+def print_json(obj: object) -> None:
+    """Print `obj` as indented, key-sorted JSON on stdout (the data; commentary goes to stderr)."""
+    print(json.dumps(obj, indent=2, sort_keys=True))
+
+
+def add_force(p: argparse.ArgumentParser) -> None:
+    """The --force option of a command writing one file."""
+    p.add_argument("--force", action="store_true", help="replace --out even if it is not this command's earlier output, unchanged")
+
+
+def add_invalid(p: argparse.ArgumentParser) -> None:
+    """The --invalid option of every command reading judgments (its choices defined once: INVALID_CHOICES)."""
+    p.add_argument("--invalid", choices=INVALID_CHOICES, default="refuse", help=INVALID_HELP)
+
+
+def output_file(path: str, header: str, kind: str, *, force: bool, inputs: Sequence[str | None] = ()) -> Path:
+    """Refuse, before any work, an --out that is a folder, a device or FIFO, one of `inputs` (by path or inode,
+    even with --force), or a file that its folder's record does not know as an earlier `kind` output,
+    unchanged (unless `force`), through the output layer (`fsb.core.output.OutputPlan`); the header is an
+    extra refusal (plainly a user's file), never a reason to accept one.
+
+    Parameters
+    ----------
+    path
+        the --out path.
+    header
+        a regex of the first line fsb writes there.
+    kind
+        the kind of output, as recorded.
+    force
+        replace a file that is not this kind unchanged (never an input, a folder or a special file).
+    inputs
+        the command's input paths (None entries are ignored).
+
+    Returns
+    -------
+    Path
+        the output path.
+    """
+    from fsb.core.files import check_recorded_file
+    from fsb.core.output import OutputPlan
+
+    plan = OutputPlan("fsb", force=force)
+    for item in inputs:
+        plan.input(item, str(item))
+    plan.output(path, "--out", kind=kind)
+    plan.check()
+    return check_recorded_file(path, force=force, kind=kind, header=header)
+
+
+def hub_revision(arg: str) -> tuple[str, str] | None:
+    """The one parser of "a folder or ORG/NAME@REV": (repo_id, revision) when `arg` names no local path and
+    has the form ORG/NAME@REV; None for a folder (or anything else, left to the folder's checks).
+
+    Parameters
+    ----------
+    arg
+        the command-line value.
+
+    Returns
+    -------
+    tuple[str, str] | None
+        (repo_id, revision), or None.
+    """
+    if os.path.exists(arg) or arg.count("@") != 1:
+        return None
+    repo_id, revision = arg.split("@")
+    return (repo_id, revision) if repo_id.count("/") == 1 and revision else None

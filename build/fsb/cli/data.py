@@ -1,0 +1,152 @@
+"""CLI subcommands of the data stage: `fsb fetch-release` (the pinned upstream files) and `fsb build` (the
+dataset folder). Import nothing heavy at module level."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from fsb.cli.argtypes import seed, trials
+from fsb.cli.common import add_invalid, hub_revision
+from fsb.cli.registry import Commands
+from fsb.core.errors import FsbError
+
+__all__ = ["commands"]
+
+commands = Commands()
+
+
+def _build_arguments(b: argparse.ArgumentParser) -> None:
+    b.add_argument(
+        "--raw-dir",
+        help="a release folder (FSB/FSB_text.csv, FSB/fsb-tuples-annotations.csv); default: a local copy, else the pinned download",
+    )
+    b.add_argument("--generations", help="a generations file (the release's CSV, or `fsb generate` JSONL) instead of --raw-dir")
+    b.add_argument("--annotations", help="a judgments file (Item1..Item4,BestItem,WorstItem) instead of --raw-dir")
+    b.add_argument(
+        "--out",
+        default="fifty_shades_of_bias",
+        help="output folder (default: ./fifty_shades_of_bias); replaced only if absent, empty or an unchanged earlier build",
+    )
+    b.add_argument("--trials", type=trials, default=100, help="split-half reliability trials (default 100)")
+    b.add_argument("--seed", type=seed, default=0, help="split-half reliability seed (default 0)")
+    b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
+    b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
+    add_invalid(b)
+    b.add_argument(
+        "--rounds",
+        metavar="MANIFEST",
+        help="a rounds manifest (YAML: rounds: [{round, name, generations, annotations}], paths relative to it) "
+        "instead of --raw-dir or --generations/--annotations; scores are computed over all rounds' judgments",
+    )
+    b.add_argument(
+        "--previous",
+        metavar="DIR|ORG/NAME@REV",
+        help="the previous version (a build folder, or a Hub revision such as ORG/NAME@v1.0.0): the card gets a "
+        "'Changes since' section from `fsb diff`",
+    )
+    b.add_argument("--previous-label", metavar="LABEL", help="how the card names the previous version (default: REV, or the folder's name)")
+    b.add_argument("--json", action="store_true", help="print the build's stats.json figures as JSON on stdout (warnings stay on stderr)")
+
+
+@commands.add("build", arguments=_build_arguments, help="build the Hugging Face dataset folder from raw generations and judgments")
+def _build(args: argparse.Namespace) -> int:
+    from fsb.data.dataset import build_dataset
+    from fsb.data.release import ANNOTATIONS, GENERATIONS, release_dir
+
+    generations = annotations = None
+    if args.rounds:
+        if args.generations or args.annotations or args.raw_dir:
+            raise FsbError("give --rounds, or --raw-dir, or both --generations and --annotations (one of the three)")
+    elif args.generations or args.annotations:
+        if not (args.generations and args.annotations) or args.raw_dir:
+            raise FsbError("give --raw-dir, or both --generations and --annotations")
+        generations, annotations = Path(args.generations), Path(args.annotations)
+    else:
+        folder = release_dir(raw_dir=args.raw_dir)
+        generations, annotations = folder / GENERATIONS, folder / ANNOTATIONS
+    with _previous_build(args.previous) as (previous, label):
+        result = build_dataset(
+            generations=generations,
+            annotations=annotations,
+            out=args.out,
+            rounds=args.rounds,
+            trials=args.trials,
+            seed=args.seed,
+            record=not args.no_record,
+            hub_id=args.hub_id,
+            invalid=args.invalid,
+            previous=previous,
+            previous_label=args.previous_label or label,
+        )
+    s = result.stats
+    if args.json:
+        import json
+
+        print(json.dumps({"out": str(result.out), "stats": s}, indent=2, sort_keys=True, default=str))
+        for warning in (*result.notes, *result.warnings):
+            print(f"fsb build: warning: {warning}", file=sys.stderr)
+        return 0
+    shr = s["shr"]
+    if "invalid" in s:
+        kinds = ", ".join(f"{v['rows']} with {k} (first on line {v['first_line']})" for k, v in s["invalid"]["irregular"].items())
+        print(f"irregular judgments ({s['invalid']['policy']}): {kinds}", file=sys.stderr)
+    print(f"built {result.out}")
+    print(f"  {s['n_items']} sentences, {s['n_tuples']} tuples, {s['n_annotations']} judgments")
+    print(f"  bins (low/medium/high): {' / '.join(str(v) for v in s['bins']['counts'].values())}")
+    from fsb.data.reference import placed_split_half
+
+    for line in placed_split_half(shr, release=bool(s["release"]["is_release"])):
+        print(f"  {line}")
+    if len(s["rounds"]) > 1:
+        for r in s["rounds"]:
+            print(
+                f"  round {r['round']} ({r['name']}): {r['sentences']} sentences, {r['judgments']} judgments, {r['new_tuples']} new tuples"
+            )
+    print(f"  fingerprint {s['fingerprint']}")
+    if "changes_since" in s:
+        print(f"  the card carries the changes since {s['changes_since']['label']}:")
+        print("\n".join("    " + line for line in s["changes_since"]["summary"].splitlines()))
+    for warning in (*result.notes, *result.warnings):
+        print(f"fsb build: warning: {warning}", file=sys.stderr)
+    if not args.no_record and not result.warnings:
+        print("  loaders and the lm-eval task now read this folder (fsb build --no-record leaves the previous one in place)")
+    return 0
+
+
+@contextlib.contextmanager
+def _previous_build(arg: str | None) -> Iterator[tuple[str | None, str | None]]:
+    """(folder, label) of `--previous`: a folder as given, or ORG/NAME@REV downloaded (from $HF_ENDPOINT)
+    into a temporary folder that lives as long as the build needs it."""
+    if arg is None:
+        yield None, None
+        return
+    hub = hub_revision(arg)
+    if hub is None:
+        yield arg, Path(arg).name
+        return
+    repo_id, revision = hub
+    import tempfile
+
+    from fsb.data.publish import download_build
+
+    with tempfile.TemporaryDirectory(prefix="fsb-previous-") as tmp:
+        yield str(download_build(repo_id, revision, Path(tmp) / "previous")), revision
+
+
+def _fetch_release_arguments(f: argparse.ArgumentParser) -> None:
+    f.add_argument("--dest", help="folder (default: the cache, $FSB_HOME/release/<commit>)")
+    f.add_argument("--url", help="mirror URL template with {commit} and {path}")
+
+
+@commands.add("fetch-release", arguments=_fetch_release_arguments, help="download the pinned upstream release and check every sha256")
+def _fetch_release(args: argparse.Namespace) -> int:
+    from fsb.data.release import check_release, fetch_release
+
+    folder = fetch_release(dest=args.dest, url=args.url)
+    check_release(folder)
+    print(folder)
+    return 0

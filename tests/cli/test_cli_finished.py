@@ -1,0 +1,63 @@
+"""Issue 21, "The CLI, finished": one registry for every command (annotate's actions included), commands listed
+in workflow order with an exit-status table, descriptions everywhere, --json where a summary is printed, and
+only the invoked command's options built."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def fsb(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fsb", *map(str, args)], capture_output=True, text=True, check=False)
+
+
+def test_help_lists_commands_in_workflow_order_and_ends_with_exit_statuses() -> None:
+    out = fsb("--help").stdout
+    names = ["fetch-release", "build", "seeds", "generate", "tuples", "annotate", "score", "reliability", "analyse", "eval", "publish"]
+    where = [out.index(f"\n    {n} ") if f"\n    {n} " in out else out.index(f"\n    {n}\n") for n in names]
+    assert where == sorted(where)
+    tail = out[out.index("exit status:") :]
+    for code in ("0 ", "1 ", "2 ", "130"):
+        assert f"\n  {code}" in tail
+
+
+def test_every_command_and_annotate_action_has_a_description() -> None:
+    from fsb.cli import annotate, app
+
+    for c in app._commands():
+        assert c.parser_kwargs.get("help"), c.name
+    assert {c.name for c in annotate.actions} == {"export", "import"}
+    for action in ("export", "import", "llm"):
+        proc = fsb("annotate", action, "--help")
+        assert proc.returncode == 0 and "exit status" not in proc.stdout.splitlines()[0]
+
+
+def test_only_the_invoked_commands_options_are_built() -> None:
+    from fsb.cli import app
+
+    parser, handlers = app._parser(["score"])
+    assert "build" in handlers and "score" in handlers
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert any(a.dest == "method" for a in sub.choices["score"]._actions)
+    assert not any(a.dest == "raw_dir" for a in sub.choices["build"]._actions)
+
+
+def test_seeds_and_build_print_json_on_request(tmp_path: Path) -> None:
+    from fsb.data.release import find_local_release
+
+    sources = Path("/work/shared/data/seed-sources")
+    if sources.is_dir():
+        proc = fsb(
+            "seeds", "--copa", sources / "balacopa-dev-all.xml", "--stereoset", sources / "editbias_gender_test.json",
+            "--out", tmp_path / "s.jsonl", "--explicit", "2", "--implicit", "2", "--neutral", "2", "--random", "2", "--json",
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["seeds"] == 8
+    release = find_local_release()
+    if release is not None:
+        proc = fsb("build", "--raw-dir", release, "--out", tmp_path / "ds", "--no-record", "--trials", "2", "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["stats"]["n_items"] > 0
