@@ -1,18 +1,21 @@
 """fsb: the toolkit that builds, scores, evaluates and publishes the Fifty Shades of Bias dataset.
 
 Data flows one way: raw files -> validated tables -> tuples/annotations -> scores -> dataset folder ->
-Hub / harness (__main__ is `python -m fsb`). Each stage is a folder; the command line (cli/) is a thin layer over them and `core/`
-is the ground floor they all stand on (tests/test_imports.py checks there is no import cycle and that
+Hub / harness (__main__ is `python -m fsb`). Each stage is a folder; the command line (cli/) is a
+thin layer over them and `core/` is the ground floor they all stand on (tests/test_imports.py checks there is no import cycle and that
 every folder is on this map). Schema and bins live outside the package, in the top-level module
 fifty_shades_of_bias; the lm-eval task is the folder harness/.
 
-core/       errors, files (readers that name file/line/field, atomic writes, sealed folders), tables
-            (validated CSV/JSONL tables and the one id rule), items (a study's items), secrets (redaction of
-            keys and tokens in every encoding, safe URLs), resources
+core/       errors, readers (input that names file/line/field), atomic (atomic file writes), folders
+            (folder swaps), seals (seals and records of what fsb wrote), output (the output layer every
+            command writes through), files (their former one-module face), tables (validated CSV/JSONL
+            tables and the one id rule), items (a study's item list), secrets (redaction of keys and tokens
+            in every encoding, safe URLs), resources
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a
-            study's design file, position-balanced), extend, scoring, maxdiff (the public API is re-exported from fsb.bws)
+            study's design file, position-balanced), extend, scoring, maxdiff (the public API is
+            re-exported from fsb.bws)
 data/       the dataset: release (upstream files), dataset (FSB's build), rounds (updates), buildfolder (the
-            folder's rules and record), study_build and study_card (any best-worst study), items, annotators
+            folder's rules and record), study_build, study_card, study_items (any best-worst study), annotators
             (pseudonyms, agreement), intervals, reference (the human figures: split-half, full panel, noise
             ceiling), card, cardmeta, diff, localbuild, publish_plan, publish and hub (the Hub)
 annotate/   forms (annotators' forms and their answers), labelstudio, bwsprompt (the best-worst prompt,
@@ -25,8 +28,9 @@ evaluate/   runner (lm-eval), metrics (parsing and the task metrics), fewshot (t
             reportbws, reportcells (its Markdown), reportfig (its figures), reportout (its files),
             models (the default real model), mainjob (the README's main job)
 analyse/    the paper's analyses: sentences, terms, analysis, figures
-cli/        the `fsb` command: app (parser, dispatch), registry, argtypes, engine_args, and the commands of
-            the stages: generate, annotate_llm, publish, report, analyse
+cli/        the `fsb` command: app (parser, dispatch), registry, argtypes, engine_args, common (shared
+            options, the folder-or-ORG/NAME@REV parser), and one module per stage's commands: data, bws,
+            annotate, annotate_llm, generate, evaluate, report, publish, analyse
 """
 
 from typing import Any

@@ -19,9 +19,9 @@ from fsb.core.errors import FsbError
 from fsb.core.files import InputError
 from fsb.data import diff
 from fsb.data.dataset import build_dataset
-from fsb.data.items import read_items
 from fsb.data.rounds import ROUND_MAX, read_rounds
 from fsb.data.study_build import build_study
+from fsb.data.study_items import read_items
 from tests.data.study_fixture import make_study
 
 hypothesis = pytest.importorskip("hypothesis")

@@ -1,7 +1,7 @@
 """Any best-worst study -> a documented Hugging Face dataset folder (`fsb build --annotations ...`).
 
 `build_study` needs only the judgments file (Item1..ItemK, BestItem, WorstItem, optionally Annotator and
-Timestamp); an items file adds `text` and further item columns (`fsb.data.items`), a study file the
+Timestamp); an items file adds `text` and further item columns (`fsb.data.study_items`), a study file the
 wording (`fsb.annotate.study`). It writes OUT as FSB's own build does (`fsb.data.dataset`): content-named
 Parquet files for two configs, `default` (one row per item: counting score, MaxDiff utility, both with
 95% bootstrap intervals) and `annotations` (one row per judgment, annotators pseudonymised by
@@ -32,7 +32,7 @@ from fsb.core.tables import Annotations, read_annotations, refuse_unknown_ids
 from fsb.data import annotators, intervals, study_card
 from fsb.data.buildfolder import BUILD_KIND, BUILD_SEAL, build_folder_difference
 from fsb.data.dataset import BuildResult, parquet_bytes
-from fsb.data.items import ItemsFile, read_items
+from fsb.data.study_items import ItemsFile, read_items
 
 __all__ = ["SPLIT", "build_study", "score_study", "study_features", "summary_lines"]
 
