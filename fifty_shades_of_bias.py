@@ -172,7 +172,11 @@ def features(config: str = "default") -> datasets.Features:
                 "round": Value("int32"),
                 "score": Value("float64"),
                 "score_raw": Value("float64"),
+                "score_ci_low": Value("float64"),  # 95% bootstrap interval of score; null where none (the card says why)
+                "score_ci_high": Value("float64"),
                 "score_maxdiff": Value("float64"),
+                "score_maxdiff_ci_low": Value("float64"),  # 95% bootstrap interval of score_maxdiff; null where none
+                "score_maxdiff_ci_high": Value("float64"),
                 "bin": ClassLabel(names=list(BIN_NAMES)),
                 "n_judgments": Value("int32"),
                 "n_best": Value("int32"),

@@ -14,7 +14,7 @@ import yaml
 import fifty_shades_of_bias as spec
 from fsb import __version__
 from fsb.core import resources
-from fsb.data import annotators
+from fsb.data import annotators, intervals
 from fsb.data.reference import noise_ceiling, spearman_brown
 
 __all__ = ["annotators_phrase", "invalid_note", "metadata", "render", "size_category", "template"]
@@ -301,6 +301,20 @@ def _round_fields(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _interval_fields(stats: dict[str, Any]) -> dict[str, Any]:
+    """The intervals section: resamples, seed, the coverage sentence, null counts and their reasons."""
+    iv = stats["intervals"]
+    return {
+        "resamples": iv["resamples"],
+        "boot_seed": iv["seed"],
+        "level": f"{iv['level']:.0%}",
+        "coverage": intervals.coverage_text(iv),
+        "null_score": iv["null"]["score"],
+        "null_maxdiff": iv["null"]["score_maxdiff"],
+        "null_reasons": "".join(f"\n- {_md_text(line)}" for lines in iv["reasons"].values() for line in lines).replace("\n", "\n\n", 1),
+    }
+
+
 def template(name: str, filters: dict[str, Any] | None = None) -> Any:
     """A Jinja2 template of dataset_card/ (plain text: no HTML escaping, undefined names are errors, the
     file's last newline kept), with `filters` added to the environment."""
@@ -351,6 +365,7 @@ def render(stats: dict[str, Any], layout: dict[str, dict[str, Any]], load_name: 
         **_reliability_fields(stats),
         **_distribution_fields(stats),
         **_round_fields(stats),
+        **_interval_fields(stats),
     }
     meta = metadata(layout)
     meta["size_categories"] = [size_category(stats["n_items"])]

@@ -1,5 +1,8 @@
 """Validated tables -> scores -> a Hugging Face dataset folder.
 
+(size: just over 400 lines: scoring, the two tables, the figures and the atomic build stay together so the
+one place that defines FSB's `default` config is readable end to end.)
+
 `build_dataset` reads the generations and the individual judgments, scores every sentence by counting,
 measures split-half reliability, and writes OUT atomically: a README.md card (YAML configs and
 features, prose with the computed figures), Parquet files under data/, and stats.json.
@@ -35,7 +38,7 @@ from fsb.core.files import (
     write_file,
 )
 from fsb.core.tables import Annotations, Generations, check_coverage, read_annotations, read_generations
-from fsb.data import annotators, card
+from fsb.data import annotators, card, intervals
 from fsb.data.annotators import annotator_figures
 from fsb.data.buildfolder import (
     BUILD_KIND,
@@ -114,8 +117,11 @@ def score_dataset(
     gen_round: np.ndarray | None = None,
     ann_round: np.ndarray | None = None,
     round_names: dict[int, str] | None = None,
+    n_boot: int = intervals.N_BOOT,
 ) -> ScoredDataset:
-    """Score every sentence by counting and by the MaxDiff fit, and compute the dataset's figures (no I/O).
+    """Score every sentence by counting and by the MaxDiff fit, with 95% bootstrap intervals for both
+    (`fsb.data.intervals.item_intervals`, as a study build; `seed` seeds them too), and compute the
+    dataset's figures (no I/O).
 
     `gen_round` / `ann_round` give the round of each generations row and judgment (default: all round 1,
     the plain build); the scores are computed over every round's judgments together."""
@@ -139,14 +145,17 @@ def score_dataset(
     # The logit scale fixes only differences: anchor it on the first round's sentences (mean 0), so that a
     # later round's sentences land on the scale the earlier version published and old scores stay put.
     first_round = int(item_round.min())
-    score_maxdiff = fit.utility - fit.utility[item_round == first_round].mean()
+    anchor = fit.utility[item_round == first_round].mean()
+    score_maxdiff = fit.utility - anchor
+    iv = intervals.item_intervals(coded, fit.utility, n_boot=n_boot, seed=seed)  # MaxDiff bounds: in fit.utility's frame
+    iv = dataclasses.replace(iv, maxdiff_low=iv.maxdiff_low - anchor, maxdiff_high=iv.maxdiff_high - anchor)
     score_raw = counts.score_raw
     score = counts.score
     # score = (n + best - worst) / (2n): bins are computed from these integers, not from floats.
     num = counts.appearances + counts.best - counts.worst
     den = 2 * counts.appearances
     bin_code = spec.exact_bin_codes(num, den, spec.ANALYSIS_BIN_EDGES)
-    default = _default_table(frame, counts, score_maxdiff, bin_code)
+    default = _default_table(frame, counts, score_maxdiff, bin_code, iv)
     annotations = _annotation_table(ann, tuple_index, ann_round)
     per_tuple = np.bincount(tuple_index)
     stats: dict[str, Any] = {
@@ -170,14 +179,18 @@ def score_dataset(
             "min": float(score_maxdiff.min()),
             "max": float(score_maxdiff.max()),
         },
+        "intervals": iv.summary(n_boot, seed),
         "annotators": annotator_figures(ann.annotator),
         "rounds": round_table(item_round, ann_round, tuple_index, design, ann.annotator, round_names or {}),
     }
     return ScoredDataset(default, annotations, stats)
 
 
-def _default_table(frame: pd.DataFrame, counts: Any, score_maxdiff: np.ndarray, bin_code: np.ndarray) -> pd.DataFrame:
-    """The `default` config: one row per sentence (`frame`: the generations sorted by uid, with their round)."""
+def _default_table(
+    frame: pd.DataFrame, counts: Any, score_maxdiff: np.ndarray, bin_code: np.ndarray, iv: intervals.Intervals
+) -> pd.DataFrame:
+    """The `default` config: one row per sentence (`frame`: the generations sorted by uid, with their round);
+    interval bounds NaN (null in Parquet) where the item has none."""
     return pd.DataFrame(
         {
             "id": frame["uid"].to_numpy().astype(np.int32),
@@ -188,7 +201,11 @@ def _default_table(frame: pd.DataFrame, counts: Any, score_maxdiff: np.ndarray, 
             "round": frame["round"].to_numpy().astype(np.int32),
             "score": counts.score,
             "score_raw": counts.score_raw,
+            "score_ci_low": iv.score_low,
+            "score_ci_high": iv.score_high,
             "score_maxdiff": score_maxdiff,
+            "score_maxdiff_ci_low": iv.maxdiff_low,
+            "score_maxdiff_ci_high": iv.maxdiff_high,
             "bin": np.asarray(spec.BIN_NAMES)[bin_code],
             "n_judgments": counts.appearances.astype(np.int32),
             "n_best": counts.best.astype(np.int32),
@@ -336,6 +353,7 @@ def build_dataset(
     previous: str | os.PathLike[str] | None = None,
     previous_label: str | None = None,
     keep_annotator_ids: bool = False,
+    n_boot: int = intervals.N_BOOT,
 ) -> BuildResult:
     """Build the dataset folder OUT from a generations file and a judgments file (round 1), or from
     `rounds` (a manifest path, see `read_rounds`, or a list of `Round`s).
@@ -349,7 +367,8 @@ def build_dataset(
     adds a "Changes since PREVIOUS_LABEL" section to the card, from `fsb.data.diff`. Annotator ids are
     published as keyed-hash pseudonyms (`fsb.data.annotators`), or as given with `keep_annotator_ids`
     (contact-like values are pseudonymised either way); stats.json and the card add each annotator's
-    agreement with the leave-one-out majority.
+    agreement with the leave-one-out majority. `n_boot` bootstrap resamples (seeded by `seed`) give the
+    default config's 95% intervals; stats.json and the card record how, and their nulls with the reasons.
     """
     round_list, inputs = _round_list(generations, annotations, rounds, out)
     target = check_replaceable_dir(out, changed=build_folder_difference, kind=BUILD_KIND, inputs=inputs)
@@ -360,7 +379,14 @@ def build_dataset(
     if published is not None:  # every file below sees only the published ids (the release has none: unchanged)
         ann = dataclasses.replace(ann, annotator=published)
     scored = score_dataset(
-        gens, ann, trials=trials, seed=seed, gen_round=gen_round, ann_round=ann_round, round_names={r.number: r.name for r in round_list}
+        gens,
+        ann,
+        trials=trials,
+        seed=seed,
+        gen_round=gen_round,
+        ann_round=ann_round,
+        round_names={r.number: r.name for r in round_list},
+        n_boot=n_boot,
     )
     stats = scored.stats
     files: dict[str, tuple[str, bytes, int]] = {}

@@ -23,7 +23,15 @@ from fsb import bws
 from fsb.bws import maxdiff
 from fsb.bws.scoring import Coded
 
-__all__ = ["COVERAGE", "Intervals", "expected_counting_score", "item_intervals", "measure_coverage", "simulate_judgments"]
+__all__ = [
+    "COVERAGE",
+    "Intervals",
+    "coverage_text",
+    "expected_counting_score",
+    "item_intervals",
+    "measure_coverage",
+    "simulate_judgments",
+]
 
 LEVEL = 0.95
 N_BOOT = 200
@@ -66,6 +74,35 @@ class Intervals:
             "reasons": self.reasons,
             "coverage_on_simulated_study": COVERAGE or None,
         }
+
+
+def coverage_text(summary: dict[str, Any]) -> str:
+    """The card's sentence on the coverage measured on a simulated study with known truth (from
+    `Intervals.summary`'s `coverage_on_simulated_study`), naming the exact measurement; empty if none.
+
+    Parameters
+    ----------
+    summary
+        What `Intervals.summary` returns (stats.json's `intervals`).
+
+    Returns
+    -------
+    str
+        One paragraph, or "" when no coverage was recorded.
+    """
+    cov = summary.get("coverage_on_simulated_study")
+    if not cov:
+        return ""
+    return (
+        f"Coverage, measured on a simulated study with known truth ({cov['items']} items, each in 8 4-tuples of a "
+        f"`bws_design`, {cov['judgments_per_tuple']} judgments per tuple drawn from the best-worst logit with utilities "
+        f"from N(0, 1), {cov['resamples']} resamples, seed {cov['seed']}; "
+        '`python -c "from fsb.data.intervals import measure_coverage; print(measure_coverage())"`): the counting '
+        f"intervals held the truth (the score's expectation under that design) for {cov['score']:.1%} of the "
+        f"{cov['score_with_interval']} items with an interval, the MaxDiff intervals (truth: the centred utility) for "
+        f"{cov['score_maxdiff']:.1%} of {cov['score_maxdiff_with_interval']}, against a nominal {LEVEL:.0%}. This is "
+        "the method's coverage on that simulation, not a property measured on this dataset."
+    )
 
 
 def item_intervals(coded: Coded, utility: np.ndarray, *, n_boot: int = N_BOOT, seed: int = 0) -> Intervals:
