@@ -301,6 +301,17 @@ def _round_fields(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _zero_width(n: int) -> str:
+    """The sentence on counting intervals of width 0 (empty when there are none)."""
+    if not n:
+        return ""
+    which = "1 sentence has" if n == 1 else f"{n} sentences have"
+    return (
+        f" {which} a counting interval of width 0: chosen most (or least) biased in every judgment that showed it, "
+        "it gives the bootstrap no spread to see; read such an interval as a bound, not as certainty."
+    )
+
+
 def _interval_fields(stats: dict[str, Any]) -> dict[str, Any]:
     """The intervals section: resamples, seed, the coverage sentence, null counts and their reasons."""
     iv = stats["intervals"]
@@ -311,6 +322,7 @@ def _interval_fields(stats: dict[str, Any]) -> dict[str, Any]:
         "coverage": intervals.coverage_text(iv),
         "null_score": iv["null"]["score"],
         "null_maxdiff": iv["null"]["score_maxdiff"],
+        "zero_width": _zero_width(iv.get("zero_width_score", 0)),
         "null_reasons": "".join(f"\n- {_md_text(line)}" for lines in iv["reasons"].values() for line in lines).replace("\n", "\n\n", 1),
     }
 

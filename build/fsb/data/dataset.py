@@ -179,7 +179,8 @@ def score_dataset(
             "min": float(score_maxdiff.min()),
             "max": float(score_maxdiff.max()),
         },
-        "intervals": iv.summary(n_boot, seed),
+        # a sentence chosen best (or worst) in every judgment gets [1, 1] ([0, 0]): no spread for the bootstrap to see
+        "intervals": {**iv.summary(n_boot, seed), "zero_width_score": int((iv.score_high - iv.score_low == 0).sum())},
         "annotators": annotator_figures(ann.annotator),
         "rounds": round_table(item_round, ann_round, tuple_index, design, ann.annotator, round_names or {}),
     }
