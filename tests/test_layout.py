@@ -83,6 +83,70 @@ TESTS_ON_PRIVATE_NAMES = {
     "tests/generate/test_seeds.py: fsb.generate.seeds._draw": "split pending in generate: make public or test via its caller",
 }
 
+# Issue 21's mirror: tests/<wing>/test_<module>.py for fsb/<wing>/<module>.py. Today's test modules that are
+# not named after a module, and modules with no test module of their own (their tests live elsewhere).
+TESTS_NOT_MIRRORING = {
+    "bws/test_bws.py": "split pending in bws: tests of designs, counting and reliability -> test_designs/test_counting/test_reliability",
+    "cli/test_cli.py": "cross-cutting: the real `fsb` command in subprocesses (score, tuples, build, fetch-release)",
+    "core/test_bad_input.py": "cross-cutting: refusals of bad input through the CLI (core/tables, data/dataset)",
+    "core/test_data_loss.py": "cross-cutting: the output layer's promises through the CLI (core/files)",
+    "core/test_kill_build.py": "cross-cutting: a build killed half way (core/files, data/dataset)",
+    "core/test_reader_properties.py": "split pending in core: property tests of core/tables -> test_tables",
+    "data/test_card_rounds.py": "split pending in data: the rounds feature of data/dataset (and its card)",
+    "data/test_update_path.py": "cross-cutting: the whole update path end to end",
+    "evaluate/test_bws_task.py": "split pending in evaluate: the fsb_bws task (harness/) and evaluate/results",
+    "evaluate/test_harness.py": "split pending in evaluate: harness/utils.py and evaluate/runner -> test_runner",
+    "evaluate/test_lm_eval_e2e.py": "cross-cutting: lm-eval end to end on the tiny scoring model",
+    "evaluate/test_reference.py": "split pending in data: tests data/reference -> tests/data/test_reference.py",
+    "generate/test_generate.py": "split pending in generate: generations, prompts, explain and the engine in one file",
+    "generate/test_generate_faults.py": "cross-cutting: the request engine against a faulty proxy (engine/runner)",
+}
+MODULES_WITHOUT_TESTS = {
+    rel: f"split pending in {rel.split('/')[0]}: tested through other test modules today"
+    for rel in [
+        "analyse/figures.py",
+        "analyse/sentences.py",
+        "analyse/terms.py",
+        "annotate/llm.py",
+        "bws/counting.py",
+        "bws/designs.py",
+        "bws/extend.py",
+        "bws/reliability.py",
+        "bws/tuples.py",
+        "cli/analyse.py",
+        "cli/annotate_llm.py",
+        "cli/app.py",
+        "cli/argtypes.py",
+        "cli/engine_args.py",
+        "cli/generate.py",
+        "cli/publish.py",
+        "cli/registry.py",
+        "cli/report.py",
+        "core/errors.py",
+        "core/items.py",
+        "core/resources.py",
+        "core/tables.py",
+        "data/cardmeta.py",
+        "data/reference.py",
+        "engine/batch.py",
+        "engine/console.py",
+        "engine/endpoint.py",
+        "engine/journal.py",
+        "engine/outputs.py",
+        "engine/plan.py",
+        "engine/responses.py",
+        "engine/runner.py",
+        "evaluate/agreement.py",
+        "evaluate/models.py",
+        "evaluate/results.py",
+        "evaluate/runner.py",
+        "generate/explain.py",
+        "generate/generations.py",
+        "generate/keys.py",
+        "generate/marks.py",
+        "generate/prompts.py",
+    ]
+}
 
 # --- reading the source ------------------------------------------------------------------------------------
 
@@ -322,3 +386,22 @@ def test_the_tests_use_fsb_public_names_only() -> None:
             for use in private_uses(t, "", "tests", set()):
                 found[f"{rel}: {use}"] = "a private fsb name in a test"
     check(found, TESTS_ON_PRIVATE_NAMES, "tests using private fsb names")
+
+
+def test_test_modules_mirror_the_package() -> None:
+    """Every tests/<wing>/test_<name>.py is named after fsb/<wing>/<name>.py (or is a listed cross-cutting suite)."""
+    found = {}
+    for path in sorted(TESTS.glob("*/test_*.py")):
+        wing, module = path.parent.name, path.stem.removeprefix("test_")
+        if not (PACKAGE / wing / f"{module}.py").is_file():
+            found[f"{wing}/{path.name}"] = f"no fsb/{wing}/{module}.py"
+    check(found, TESTS_NOT_MIRRORING, "test modules not named after a module of their wing")
+
+
+def test_every_module_has_its_test_module() -> None:
+    found = {
+        rel: f"no tests/{Path(rel).parent}/test_{Path(rel).name}"
+        for rel in package_modules()
+        if "/" in rel and not rel.endswith("__init__.py") and not (TESTS / Path(rel).parent / f"test_{Path(rel).name}").is_file()
+    }
+    check(found, MODULES_WITHOUT_TESTS, "fsb modules without a test module of their own")
