@@ -40,17 +40,18 @@ MARKER_FIXTURES: dict[str, set[str]] = {
     "model": {"tiny_model", "scoring_model", "bws_model"},
     "server": {"tiny_server", "scoring_server", "bws_server", "hub", "mirror", "counting_proxy", "label_studio"},
     "labelstudio": {"label_studio"},
+    "slow": {"wheel"},  # tests/test_packaging.py builds a real wheel with pip
 }
-MARKER_NAMES: dict[str, set[str]] = {
-    # the test Hub, the fault proxy and plain HTTP servers on 127.0.0.1; `transformers serve`
-    "server": {"FakeHub", "FaultProxy", "ThreadingHTTPServer", "HTTPServer", "serve"},
-    # lm-eval and the console scripts run as real programs: each loads torch and transformers (seconds)
-    "slow": {"BIN", "FSB", "lm_eval"},
-}
-# Tests whose module's whole job is one of these costs (the module's own name, as pytest gives it).
+# The test Hub, the fault proxy, plain HTTP servers on 127.0.0.1 and `transformers serve`, named in a test's code.
+MARKER_NAMES: dict[str, set[str]] = {"server": {"FakeHub", "FaultProxy", "ThreadingHTTPServer", "HTTPServer", "serve"}}
+# Modules whose every test has the cost (by the module's file name).
 MARKER_MODULES: dict[str, set[str]] = {
-    "slow": {"test_packaging.py", "test_mainjob.py", "test_lm_eval_e2e.py", "test_update_path.py", "test_kill_build.py"},
-    "model": {"test_mainjob.py"},
+    "labelstudio": {"test_labelstudio.py"},
+    "slow": {"test_lm_eval_e2e.py", "test_update_path.py", "test_kill_build.py", "test_generate_faults.py"},
+}
+# Tests that load a model shipped as a wheel (no fixture says so): by test function name.
+MARKER_TESTS: dict[str, set[str]] = {
+    "model": {"test_main_job_evaluates_smollm2_on_a_small_sample", "test_probe_beats_the_lexicon_on_the_release"},
 }
 
 
@@ -92,14 +93,20 @@ def markers_for(item: pytest.Item) -> set[str]:
     if module is not None and any(_under_shared(getattr(module, n, None)) for n in names):
         found.add("release")
     found |= {marker for marker, files in MARKER_MODULES.items() if item.path.name in files}
+    found |= {marker for marker, tests in MARKER_TESTS.items() if getattr(function, "__name__", None) in tests}
     if "model" in found and "server" in found:
         found.add("slow")  # a real model behind a real server: seconds to a minute a test
     return found
 
 
+# nodeid -> the cost markers given, recorded before `-m` deselects anything (tests/test_layout.py reads it)
+ASSIGNED: dict[str, set[str]] = {}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        for marker in sorted(markers_for(item) - {m.name for m in item.iter_markers()}):
+        ASSIGNED[item.nodeid] = markers_for(item)
+        for marker in sorted(ASSIGNED[item.nodeid] - {m.name for m in item.iter_markers()}):
             item.add_marker(getattr(pytest.mark, marker))
 
 
