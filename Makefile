@@ -39,10 +39,13 @@ $(LS_VENV)/bin/.installed:
 main: $(BIN)/.installed
 	$(BIN)/fsb main
 
+# The full suite (CI). The tiny test models are built once and kept in ~/.cache/fsb-tests (or $FSB_TEST_CACHE)
+# under a hash of their builder's code and library versions; the slowest tests are listed at the end.
 test: $(BIN)/.installed $(LS_VENV)/bin/.installed lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
 
-# The fast tier for the edit loop: every test that needs no release, model, server or Label Studio.
+# The fast tier for the edit loop: every test that needs no release, model, server or Label Studio. The markers
+# come from what each test uses (tests/conftest.py, pytest_collection_modifyitems): no test file spells them.
 check: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -m "not (slow or release or model or server or labelstudio)"

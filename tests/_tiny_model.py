@@ -4,15 +4,25 @@
 The model is a 2-layer Llama of width 64 with a byte-level BPE tokenizer trained in memory on a few
 hundred sentences; it loads in lm-eval's `hf` backend and in `transformers serve` like any checkpoint.
 Its words are noise: tests assert on structure, provenance and metric plumbing, never on its answers.
+
+Built models are cached across runs by content (`cached_model`): under `~/.cache/fsb-tests` (or
+`$FSB_TEST_CACHE`), in a folder named by the sha256 of this file's source, the best-worst prompt it trains
+on, the builder's inputs and the versions of Python, torch, transformers and tokenizers. A change to any
+of them builds a new folder; a build happens in a temporary folder renamed into place when complete, so
+concurrent runs never see half a model (the loser of a race discards its copy).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -88,6 +98,47 @@ def build_tiny_model(folder: Path, seed: int = 0) -> Path:
     model.generation_config.do_sample = False
     model.save_pretrained(folder)
     return folder
+
+
+def cache_root() -> Path:
+    """Where built models are kept across runs: $FSB_TEST_CACHE, else ~/.cache/fsb-tests."""
+    return Path(os.environ.get("FSB_TEST_CACHE") or Path.home() / ".cache" / "fsb-tests")
+
+
+def cache_key(kind: str, *inputs: Any) -> str:
+    """The sha256 naming a model built by `kind` from `inputs` with this file's code and today's libraries."""
+    from importlib.metadata import version
+
+    h = hashlib.sha256()
+    h.update(Path(__file__).read_bytes())
+    import fsb.annotate.bwsprompt  # the best-worst model trains on its prompt
+
+    h.update(Path(fsb.annotate.bwsprompt.__file__).read_bytes())
+    libs = {name: version(name) for name in ("torch", "transformers", "tokenizers")}
+    h.update(json.dumps([kind, sys.version_info[:2], libs, inputs], sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def cached_model(kind: str, build: Callable[..., Path], *inputs: Any) -> Path:
+    """`build(folder, *inputs)` once per content: the cached folder if it is complete, else a fresh build
+    in a temporary folder beside it, marked complete and renamed into place (atomic on one file system)."""
+    root = cache_root()
+    final = root / f"{kind}-{cache_key(kind, *inputs)[:32]}"
+    if (final / ".complete").is_file():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{kind}-building-", dir=root))
+    try:
+        build(tmp / "model", *inputs)
+        (tmp / "model" / ".complete").write_text("built by tests/_tiny_model.py\n", encoding="utf-8")
+        try:
+            os.rename(tmp / "model", final)
+        except OSError:  # another run renamed its copy first: use that one
+            if not (final / ".complete").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
 
 
 def free_port() -> int:
@@ -173,9 +224,7 @@ def build_bws_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 
         return folder
     import random
 
-    from fsb.evaluate.results import harness_utils
-
-    task_utils = harness_utils()
+    from fsb.annotate import bwsprompt as task_utils
     rnd = random.Random(seed)
     fast = _tokenizer([*texts, *_CORPUS, task_utils.BWS_PROMPT, "Most: 1\nLeast: 2 3 4"] * 2, vocab_size=2000)
     model = _llama(fast, seed)

@@ -1,13 +1,16 @@
 """Test settings: every test runs offline, with its own per-user state folder; the Hugging Face caches
 live in one temporary folder per session (shared across tests on purpose: the stale-cache tests need
-a warm cache)."""
+a warm cache). Markers by cost and need are given here, from what each test uses (`pytest_collection_modifyitems`):
+no test file needs to spell them, and `make check` runs the tests that get none of them."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 _SESSION = Path(tempfile.mkdtemp(prefix="fsb-tests-"))
 # Read at import time by huggingface_hub and datasets: set before anything imports them.
@@ -21,8 +24,90 @@ os.environ.pop("FSB_RAW_DIR", None)
 
 import pytest  # noqa: E402
 
+pytest_plugins = ["pytester"]  # tests/test_layout.py runs the marker rules on a throw-away test module
+
 REPO = Path(__file__).resolve().parents[1]
 RELEASE = REPO.parent / "shared" / "data" / "fsb-upstream"
+SHARED = REPO.parent / "shared"
+
+# --- markers by cost and need -------------------------------------------------------------------------
+# A test gets a marker when it, or any fixture it depends on (pytest's closure), is named below, or when
+# its code or its fixtures' code (nested functions too) names one of the things below, or names a module
+# global that is a path under ../shared. Kept in one place so that `make check` stays fast without any
+# test file spelling its costs; tests/test_layout.py checks the assignment on real tests.
+MARKER_FIXTURES: dict[str, set[str]] = {
+    "release": {"release", "release_dataset", "scoring_model", "bws_model"},
+    "model": {"tiny_model", "scoring_model", "bws_model"},
+    "server": {"tiny_server", "scoring_server", "bws_server", "hub", "mirror", "counting_proxy", "label_studio"},
+    "labelstudio": {"label_studio"},
+    "slow": {"wheel"},  # tests/test_packaging.py builds a real wheel with pip
+}
+# The test Hub, the fault proxy, plain HTTP servers on 127.0.0.1 and `transformers serve`, named in a test's code.
+MARKER_NAMES: dict[str, set[str]] = {"server": {"FakeHub", "FaultProxy", "ThreadingHTTPServer", "HTTPServer", "serve"}}
+# Modules whose every test has the cost (by the module's file name).
+MARKER_MODULES: dict[str, set[str]] = {
+    "labelstudio": {"test_labelstudio.py"},
+    "slow": {"test_lm_eval_e2e.py", "test_update_path.py", "test_kill_build.py", "test_generate_faults.py"},
+}
+# Tests that load a model shipped as a wheel (no fixture says so): by test function name.
+MARKER_TESTS: dict[str, set[str]] = {
+    "model": {"test_main_job_evaluates_smollm2_on_a_small_sample", "test_probe_beats_the_lexicon_on_the_release"},
+}
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    """Every global or attribute name a code object and the functions nested in it refer to."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _under_shared(value: Any) -> bool:
+    if not isinstance(value, Path):
+        return False
+    try:
+        return value.resolve().is_relative_to(SHARED.resolve()) or value.is_relative_to(SHARED)
+    except OSError:
+        return False
+
+
+def markers_for(item: pytest.Item) -> set[str]:
+    """The cost markers `item` gets from its fixtures, its code and its module (see MARKER_*)."""
+    fixtures = set(getattr(item, "fixturenames", ()))
+    found = {marker for marker, names in MARKER_FIXTURES.items() if fixtures & names}
+    codes = []
+    function = getattr(item, "function", None)
+    if function is not None and hasattr(function, "__code__"):
+        codes.append(function.__code__)
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        for fixturedef in defs:
+            func = getattr(fixturedef.func, "__wrapped__", fixturedef.func)
+            if hasattr(func, "__code__") and func.__code__.co_filename.startswith(str(REPO / "tests")):
+                codes.append(func.__code__)
+    names = set().union(*map(_code_names, codes)) if codes else set()
+    found |= {marker for marker, hits in MARKER_NAMES.items() if names & hits}
+    module = getattr(item, "module", None)
+    if module is not None and any(_under_shared(getattr(module, n, None)) for n in names):
+        found.add("release")
+    found |= {marker for marker, files in MARKER_MODULES.items() if item.path.name in files}
+    found |= {marker for marker, tests in MARKER_TESTS.items() if getattr(function, "__name__", None) in tests}
+    if "model" in found and "server" in found:
+        found.add("slow")  # a real model behind a real server: seconds to a minute a test
+    return found
+
+
+# nodeid -> the cost markers given, recorded before `-m` deselects anything (tests/test_layout.py reads it)
+ASSIGNED: dict[str, set[str]] = {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        ASSIGNED[item.nodeid] = markers_for(item)
+        for marker in sorted(ASSIGNED[item.nodeid] - {m.name for m in item.iter_markers()}):
+            item.add_marker(getattr(pytest.mark, marker))
 
 
 @pytest.fixture(autouse=True)
@@ -50,10 +135,11 @@ def session_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model() -> Path:
-    """A real tiny Llama checkpoint (random weights, trained BPE tokenizer, chat template), built once."""
-    from tests._tiny_model import build_tiny_model
+    """A real tiny Llama checkpoint (random weights, trained BPE tokenizer, chat template), built once and
+    cached across runs by content (tests/_tiny_model.py, `cached_model`)."""
+    from tests._tiny_model import build_tiny_model, cached_model
 
-    return build_tiny_model(_SESSION / "tiny-model")
+    return cached_model("tiny", build_tiny_model)
 
 
 @pytest.fixture(scope="session")
@@ -67,13 +153,14 @@ def tiny_server(tiny_model: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def scoring_model(release: Path) -> Path:
-    """A tiny real model trained for seconds on the scoring prompt's answer format (see _tiny_model)."""
+    """A tiny real model trained for seconds on the scoring prompt's answer format (see _tiny_model), cached
+    across runs by content (the release's sentences are part of the key)."""
     import pandas as pd
 
-    from tests._tiny_model import build_scoring_model
+    from tests._tiny_model import build_scoring_model, cached_model
 
     texts = pd.read_csv(release / "FSB" / "FSB_text.csv")["response"].tolist()
-    return build_scoring_model(_SESSION / "scoring-model", texts)
+    return cached_model("scoring", build_scoring_model, texts)
 
 
 @pytest.fixture(scope="session")
@@ -98,13 +185,14 @@ def release_dataset(release: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def bws_model(release: Path) -> Path:
-    """A tiny real model trained for seconds on the best-worst answer's format, in chat turns (see _tiny_model)."""
+    """A tiny real model trained for seconds on the best-worst answer's format, in chat turns (see _tiny_model),
+    cached across runs by content (the release's sentences and the harness prompt are part of the key)."""
     import pandas as pd
 
-    from tests._tiny_model import build_bws_model
+    from tests._tiny_model import build_bws_model, cached_model
 
     texts = pd.read_csv(release / "FSB" / "FSB_text.csv")["response"].tolist()
-    return build_bws_model(_SESSION / "bws-model", texts)
+    return cached_model("bws", build_bws_model, texts)
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import math
 import re
 import struct
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -22,10 +21,11 @@ import fifty_shades_of_bias as spec
 from fsb.analyse import analysis, terms
 from fsb.analyse import figures as analysis_figures
 from fsb.core.files import InputError
+from tests._support import run_fsb
 
 
 def fsb(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+    return run_fsb(*args)
 
 
 def default_parquet(folder: Path) -> pd.DataFrame:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +15,11 @@ from fsb.annotate.forms import export_forms, import_judgments
 from fsb.bws.tuples import make_tuples
 from fsb.core.files import InputError
 from fsb.data.dataset import build_dataset
-from tests._support import make_raw, write_csv
+from tests._support import make_raw, run_fsb, write_csv
 
 
 def fsb(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+    return run_fsb(*args)
 
 
 @pytest.fixture

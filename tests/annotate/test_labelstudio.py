@@ -16,7 +16,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -30,7 +29,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._support import make_raw, write_csv
+from tests._support import make_raw, run_fsb, write_csv
 
 pytestmark = pytest.mark.slow
 
@@ -135,7 +134,7 @@ def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
 
 
 def fsb(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False, timeout=600)
+    return run_fsb(*args, timeout=600)
 
 
 def test_label_studio_round_trip(label_studio: tuple[str, Path], tmp_path: Path) -> None:

@@ -17,13 +17,13 @@ import pytest
 from fsb.bws import scoring
 from fsb.core import tables as raw
 from fsb.core.files import InputError
-from tests._support import write_csv
+from tests._support import run_fsb, write_csv
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def fsb(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+    proc = run_fsb(*args)
     if check and proc.returncode != 0:
         raise AssertionError(f"fsb {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
     return proc

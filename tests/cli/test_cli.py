@@ -9,7 +9,6 @@ import io
 import json
 import shutil
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +20,11 @@ import scipy.stats
 
 import fifty_shades_of_bias as spec
 from fsb import bws
-from tests._support import write_csv
+from tests._support import run_fsb, write_csv
 
 
 def fsb(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+    proc = run_fsb(*args, in_process=False)  # this module tests the real command: a subprocess each time
     if check and proc.returncode != 0:
         raise AssertionError(f"fsb {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
     return proc

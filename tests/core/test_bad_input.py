@@ -13,7 +13,7 @@ import pytest
 import fifty_shades_of_bias as spec
 from fsb.core.files import InputError
 from fsb.data.dataset import build_dataset
-from tests._support import make_raw, read_rows, write_csv
+from tests._support import make_raw, read_rows, run_fsb, write_csv
 
 Rows = list[list[str]]
 
@@ -186,7 +186,7 @@ def test_line_numbers_survive_blank_lines_and_ragged_rows(tmp_path: Path, text: 
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+    return run_fsb(*args)
 
 
 ANN_HEADER = "Item1,Item2,Item3,Item4,BestItem,WorstItem\n"

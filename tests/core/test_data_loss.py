@@ -28,15 +28,14 @@ from fsb.core.files import (
     sweep_stale_stages,
 )
 from fsb.data.dataset import is_build_folder
+from tests._support import run_fsb
 
 ANN = "FSB/fsb-tuples-annotations.csv"
 GEN = "FSB/FSB_text.csv"
 
 
 def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, **kw: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False, cwd=cwd, env={**os.environ, **(env or {})}, **kw
-    )
+    return run_fsb(*args, cwd=cwd, env={**os.environ, **(env or {})}, **kw)  # type: ignore[arg-type]
 
 
 def run_python(code: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,13 @@ from fsb.data.dataset import build_dataset, read_rounds
 from fsb.generate.generations import build_generation_plan
 from fsb.generate.prompts import load_prompt_set
 from fsb.generate.seeds import read_seeds
-from tests._support import simulate_bws, write_csv
+from tests._support import run_fsb, simulate_bws, write_csv
 
 JUDGMENT_HEADER = ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"]
 
 
 def fsb(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fsb", *map(str, args)], capture_output=True, text=True, cwd=cwd, check=False)
+    return run_fsb(*args, cwd=cwd)
 
 
 def generations_file(path: Path, uids: np.ndarray) -> Path:

@@ -21,7 +21,7 @@ from fsb.data.dataset import build_dataset
 from fsb.data.diff import diff_builds, format_diff
 from fsb.data.publish import check_folder, parse_version
 from tests._fake_hub import GITATTRIBUTES, STORAGE_KINDS, Commit, FakeHub, _file_entry, git_blob_oid
-from tests._support import make_raw
+from tests._support import make_raw, run_fsb
 
 TOKEN = "hf_fsbTEST_token_that_must_never_be_printed_0123456789"
 REPO = "fsb-org/fifty_shades_of_bias"
@@ -88,15 +88,7 @@ def hub_env(hub: FakeHub, home: Path, token: str | None = TOKEN, **extra: str) -
 
 def fsb_publish(hub: FakeHub, home: Path, *args: str, token: str | None = TOKEN, **extra: str) -> subprocess.CompletedProcess[str]:
     """Run `fsb publish ...` in a subprocess against the fake Hub; the token must never be in its output."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "fsb", "publish", *args],
-        env=hub_env(hub, home, token, **extra),
-        cwd=home,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = run_fsb("publish", *args, env=hub_env(hub, home, token, **extra), cwd=home, timeout=120)  # HF_* differ: a subprocess
     assert TOKEN not in proc.stdout and TOKEN not in proc.stderr, "the token leaked into the output"
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc

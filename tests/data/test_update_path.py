@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from tests._fake_hub import FakeHub
-from tests._support import write_csv
+from tests._support import run_fsb, write_csv
 from tests.data.test_publish import REPO, TOKEN, fsb_publish, hub_env
 from tests.generate.test_generate import TINY, write_seed_file
 
@@ -42,9 +42,7 @@ print(json.dumps(out))
 def run(
     *args: object, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "fsb", *map(str, args)], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, check=False
-    )
+    proc = run_fsb(*args, env=env, cwd=cwd, timeout=timeout)
     assert proc.returncode == 0, f"fsb {args[0]}: {proc.stderr[-3000:]}"
     assert "Traceback" not in proc.stderr
     return proc

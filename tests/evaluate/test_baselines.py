@@ -19,13 +19,14 @@ import scipy.stats
 from fsb.evaluate import baselines
 from fsb.evaluate.baselines import folds, lexicon_scores, out_of_fold, ridge_fit, run_baselines
 from fsb.evaluate.results import dataset_table
+from tests._support import run_fsb
 
 FSB = Path(sys.executable).parent / "fsb"
 
 
 def _fsb(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "FSB_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([str(FSB), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=900, check=False)
+    return run_fsb(*args, cwd=cwd, env=env, timeout=900)
 
 
 def _read(path: Path) -> dict[int, float]:

@@ -20,6 +20,7 @@ from fsb.evaluate import agreement
 from fsb.evaluate import metrics as task_utils
 from fsb.evaluate.agreement import bootstrap, draws, paired_difference, summary
 from fsb.evaluate.results import TaskSamples, dataset_table, load_runs, read_predictions
+from tests._support import run_fsb
 
 FSB = Path(sys.executable).parent / "fsb"
 
@@ -32,7 +33,7 @@ def _samples(name: str, preds: list[float | None], golds: list[float], ids: list
 
 def _fsb(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "FSB_HOME": str(home), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([str(FSB), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return run_fsb(*args, cwd=cwd, env=env, timeout=600)
 
 
 # --- units ------------------------------------------------------------------------------------------

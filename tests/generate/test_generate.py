@@ -10,7 +10,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from fsb.generate.generations import build_generation_plan, release_csv
 from fsb.generate.prompts import INSTRUCTIONS, REASONING_INSTRUCTION, TEMPLATE_VERSION, load_prompt_set, read_examples
 from fsb.generate.seeds import read_seeds
 from tests._proxy import FaultProxy
-from tests._support import write_csv
+from tests._support import run_fsb, write_csv
 
 # The tiny random model answers "\n" forever when decoding greedily; a frequency penalty makes it emit
 # other (meaningless) tokens, so every request yields a non-empty line. Few tokens keep it fast.
@@ -45,8 +44,7 @@ def fsb(
         env["OPENAI_API_KEY"] = key
     if home is not None:
         env["FSB_HOME"] = str(home)
-    cmd = [sys.executable, "-m", "fsb", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False, preexec_fn=preexec_fn)
+    return run_fsb(*args, env=env, timeout=timeout, preexec_fn=preexec_fn)
 
 
 def write_seed_file(path: Path, per_type: int = 2) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from fsb.generate.seeds import (
     read_stereoset,
     seed_type_from_name,
 )
+from tests._support import run_fsb
 
 SOURCES = Path(__file__).resolve().parents[3] / "shared" / "data" / "seed-sources"
 COPA = SOURCES / "balacopa-dev-all.xml"
@@ -32,7 +32,7 @@ STEREOSET = SOURCES / "editbias_gender_test.json"
 
 
 def fsb(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+    return run_fsb(*args)
 
 
 @pytest.fixture(scope="module")
