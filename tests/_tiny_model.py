@@ -225,6 +225,7 @@ def build_bws_model(folder: Path, texts: list[str], seed: int = 0, steps: int = 
     import random
 
     from fsb.annotate import bwsprompt as task_utils
+
     rnd = random.Random(seed)
     fast = _tokenizer([*texts, *_CORPUS, task_utils.BWS_PROMPT, "Most: 1\nLeast: 2 3 4"] * 2, vocab_size=2000)
     model = _llama(fast, seed)

@@ -58,8 +58,7 @@ PRIVATE_ACROSS_MODULES = {
     "data/dataset.py: fsb.core.tables._first": "split pending in core: make it public or move it",
     "evaluate/baselines.py: fsb.evaluate.results._quiet_datasets": "split pending in evaluate: make it public or move it",
 }
-LOADS_BY_PATH = {
-}
+LOADS_BY_PATH = {}
 TESTS_ON_PRIVATE_NAMES = {
     "tests/annotate/test_forms.py: fsb.bws.tuples._balance_greedy": "split pending in bws: make public or test via its caller",
     "tests/bws/test_bws.py: fsb.bws.reliability._first_half": "split pending in bws: make public or test via its caller",
