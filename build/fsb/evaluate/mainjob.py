@@ -17,7 +17,17 @@ import fifty_shades_of_bias as spec
 from fsb.data.dataset import build_dataset
 from fsb.data.release import ANNOTATIONS, GENERATIONS, release_dir
 
-__all__ = ["FIRST_REQUESTS", "SCORING_PROMPT", "estimate_line", "measure_first", "run", "scoring_prompts", "smollm2_timer"]
+__all__ = [
+    "FIRST_REQUESTS",
+    "SCORING_PROMPT",
+    "estimate_line",
+    "first_request_timer",
+    "measure_first",
+    "run",
+    "scoring_prompts",
+    "smollm2_timer",
+    "timing_prompts",
+]
 
 FIRST_REQUESTS = 8  # one batch of the main job's lm-eval runs (batch_size 8)
 SCORING_PROMPT = (  # the paper's appendix A.3
@@ -110,6 +120,56 @@ def smollm2_timer(model_dir: str | os.PathLike[str], max_new_tokens: int = 8) ->
             return model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
 
     return run_batch
+
+
+def timing_prompts(dataset: str | os.PathLike[str]) -> list[str]:
+    """The paper's 8-shot scoring prompts for the first scored sentences of `dataset`, with the first few-shot
+    set as examples: requests of the real length, to time on this machine (`measure_first`).
+
+    Parameters
+    ----------
+    dataset : the dataset folder the main job evaluates.
+
+    Returns
+    -------
+    `FIRST_REQUESTS` prompts.
+    """
+    import numpy as np
+
+    from fsb.evaluate.fewshot import fewshot_sets
+
+    rows = spec.load(source=str(dataset))[spec.SPLIT]
+    texts, scores = list(rows["text"]), np.asarray(rows["score"], dtype=float)
+    sets = fewshot_sets(scores)
+    shots = set(np.concatenate(sets).tolist())
+    examples = [(texts[i], float(scores[i])) for i in sets[0]]
+    scored = [t for i, t in enumerate(texts) if i not in shots]
+    return scoring_prompts(scored[:FIRST_REQUESTS], examples)
+
+
+def first_request_timer(model_dir: Path, dataset: Path) -> Callable[[str, int], str]:
+    """The main job's estimates, from the first requests timed on this machine: a generation (max_new_tokens 8)
+    for `fsb`, a forward pass (max_new_tokens 1) for the log-likelihood tasks (`fsb_ll`, `fsb_bws_ll`); each
+    kind is timed once, on the paper's 8-shot scoring prompts (`timing_prompts`), when first needed.
+
+    Parameters
+    ----------
+    model_dir : the SmolLM2 checkpoint folder; dataset : the dataset folder the job evaluates.
+
+    Returns
+    -------
+    task, its number of requests -> the `estimate_line`.
+    """
+    prompts = timing_prompts(dataset)
+    measured: dict[int, tuple[int, float]] = {}
+
+    def estimate(task: str, total: int) -> str:
+        tokens = 8 if task == "fsb" else 1
+        if tokens not in measured:
+            measured[tokens] = measure_first(smollm2_timer(model_dir, max_new_tokens=tokens), prompts)
+        return estimate_line(task, *measured[tokens], total)
+
+    return estimate
 
 
 def _step(message: str) -> None:
