@@ -72,10 +72,10 @@ class Sentences:
 def read_sentences(dataset: str | None = None) -> Sentences:
     """The dataset's sentences (what the loaders find when `dataset` is None)."""
     import fifty_shades_of_bias as spec
-    from fsb.evaluate.results import _quiet_datasets, dataset_table
+    from fsb.evaluate.results import dataset_table, quiet_datasets
 
     table = dataset_table(dataset)
-    _quiet_datasets()
+    quiet_datasets()
     rows = spec.load(source=table.where)[spec.SPLIT]
     keys = np.asarray(rows["id"], dtype=np.int64).tolist()
     text = dict(zip(keys, rows["text"]))
