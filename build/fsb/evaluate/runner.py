@@ -27,6 +27,7 @@ import fifty_shades_of_bias as spec
 from fsb.core import resources
 from fsb.core.errors import FsbError
 from fsb.core.files import SEAL_FILE, check_recorded_file, recorded_write
+from fsb.core.seals import read_seal
 
 __all__ = ["EvalError", "bws_statement", "main_job_eval", "main_job_requests", "run_eval", "task_manager"]
 
@@ -120,18 +121,29 @@ def _check_limit(limit: float | None) -> None:
 
 
 def _check_output_path(output_path: str | os.PathLike[str]) -> None:
-    """Refuse an output path in or below a folder fsb sealed (.fsb-seal.json), above all a dataset build
-    (stats.json beside the seal): lm-eval would write its results there."""
+    """Refuse an output path that is, or is inside, a folder another command sealed (.fsb-seal.json: a dataset
+    build, an `fsb analyse` folder, an `fsb report` folder), naming the kind its seal records: lm-eval would
+    write its results into it. `fsb eval` seals no folder of its own, so every seal is another command's."""
     target = Path(output_path).expanduser().absolute()
     for folder in (target, *target.parents):
-        if (folder / SEAL_FILE).exists():
-            build = (folder / "stats.json").exists()
-            what = "a dataset build (it holds stats.json and .fsb-seal.json)" if build else f"a folder fsb sealed ({SEAL_FILE})"
-            where = "it is" if folder == target else f"it is inside {folder},"
-            raise EvalError(
-                f"--output-path {output_path}: {where} {what}; an evaluation never writes into one: give a folder of its own, "
-                "e.g. results/eval"
-            )
+        if not (folder / SEAL_FILE).exists():
+            continue
+        from fsb.analyse.analysis import ANALYSIS_SEAL
+        from fsb.data.buildfolder import BUILD_SEAL
+        from fsb.evaluate.reportout import REPORT_SEAL
+
+        plain = {BUILD_SEAL: "a dataset build", ANALYSIS_SEAL: "an analysis folder", REPORT_SEAL: "a report folder"}
+        seal = read_seal(folder)
+        kind = seal.get("kind") if seal is not None else None
+        if isinstance(kind, str) and kind:
+            what = f"{plain.get(kind, 'the output of another command')}, from `{kind}` (its {SEAL_FILE} says so)"
+        else:
+            what = f"a folder fsb sealed ({SEAL_FILE})"
+        where = "it is" if folder == target else f"it is inside {folder},"
+        raise EvalError(
+            f"--output-path {output_path}: {where} {what}; an evaluation never writes into another command's output: "
+            "give a folder of its own, e.g. results/eval"
+        )
 
 
 def task_manager(metadata: dict[str, Any] | None = None) -> Any:
