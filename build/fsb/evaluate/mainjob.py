@@ -7,6 +7,7 @@ says so, instead of fixed per-request rates (which read "about 5 min" for a run 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -195,9 +196,14 @@ def run(
     The analysis folder (results/.../analysis) is replaced on each run; it is refused only if it
     holds files that are not an earlier analysis. report.txt, timings.json and the baseline files in
     `results` are replaced only if unchanged since fsb wrote them, or with `force`; they are checked
-    before anything is built, so a refusal changes nothing.
+    before anything is built, so a refusal changes nothing. The default job (`make main`: evaluation, default
+    sample) run from a checkout records its machine and times in docs/figures/main-job.md (`fsb.evaluate.mainpage`).
     """
-    started = time.monotonic()
+    from fsb.evaluate import mainpage
+
+    started, began, machine = time.monotonic(), dt.datetime.now(dt.UTC), mainpage.machine_now()
+    page = mainpage.planned_page(default_job=not skip_eval and sample is None and per_bin is None, force=force)
+    steps: list[tuple[str, float]] = []
     if not skip_eval:
         from fsb.evaluate.runner import check_main_job_files
 
@@ -208,6 +214,7 @@ def run(
     built = build_dataset(folder / GENERATIONS, folder / ANNOTATIONS, out)
     stats = built.stats
     print(f"built {built.out} (fingerprint {stats['fingerprint'][:16]})")
+    steps.append(("1/4 build the dataset from the release", time.monotonic() - started))
 
     _step("2/4 load it back with datasets.load_dataset")
     default = spec.load("default", source=built.out)
@@ -223,6 +230,7 @@ def run(
         "bins low/medium/high: " + " / ".join(f"{stats['bins']['counts'][b]} (paper {spec.PAPER['bin_counts'][b]})" for b in spec.BIN_NAMES)
     )
 
+    steps.append(("2/4 load it back with datasets.load_dataset", time.monotonic() - started - sum(t for _, t in steps)))
     _step("3/4 the paper's analyses: score histogram, seed and prompt type by bin, distinctive words")
     from fsb.analyse import analysis
 
@@ -232,6 +240,7 @@ def run(
     for b in spec.BIN_NAMES:
         print(analysis.marking_line(b, found["distinctive"]["unigrams"][b]))
     print(f"figures and report.md: {figures}")
+    steps.append(("3/4 the paper's analyses", time.monotonic() - started - sum(t for _, t in steps)))
 
     if skip_eval:
         print(f"\ndone in {time.monotonic() - started:.0f} s (evaluation skipped)")
@@ -240,5 +249,10 @@ def run(
     from fsb.evaluate.runner import main_job_eval
 
     code = main_job_eval(built.out, Path(results), sample=sample, per_bin=per_bin, force=force)
-    print(f"\ndone in {time.monotonic() - started:.0f} s")
+    total = time.monotonic() - started
+    steps.append(("4/4 evaluate the default model and the baselines, report", total - sum(t for _, t in steps)))
+    print(f"\ndone in {total:.0f} s")
+    if page is not None and code == 0:
+        mainpage.write_page(page, mainpage.page_text(began, machine, mainpage.machine_now(), steps, total), force=force)
+        print(f"time and machine recorded in {page}; the README's line after <!-- fsb-main-job-total quotes its marked line")
     return code

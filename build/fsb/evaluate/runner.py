@@ -1,4 +1,5 @@
-"""Run the lm-eval tasks of harness/ through lm-eval's Python API.
+"""Run the lm-eval tasks of harness/ through lm-eval's Python API, and the main job's evaluation.
+(size: a little over 400 lines: the main job's evaluation shares the runner's checks and its one `run_eval`.)
 
 A TaskManager that indexes only this project's task folder (`include_defaults=False`) skips the
 ~14.7k built-in tasks that the `lm_eval` CLI indexes on every run, so `fsb eval` starts in a second
