@@ -314,12 +314,31 @@ def main_job_bws_sample(*, tuples: int, per_bin: int | None) -> str:
     return f"a simple random sample of {counted(tuples, 'judged tuple')}"
 
 
-def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None, force: bool = False) -> int:
+def main_job_eval(
+    dataset: Path,
+    results_dir: Path,
+    *,
+    sample: int | None = None,
+    per_bin: int | None = None,
+    force: bool = False,
+    estimator: Callable[[Path, Path], Callable[[str, int], str]] | None = None,
+) -> int:
     """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
     sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report.
     report.txt, timings.json and the baseline files replace earlier ones only if unchanged since fsb
-    wrote them (`check_main_job_files`, checked first), or with `force`."""
-    from fsb.evaluate.mainjob import first_request_timer
+    wrote them (`check_main_job_files`, checked first), or with `force`.
+
+    Parameters
+    ----------
+    dataset : the dataset folder; results_dir : where the runs, baselines and report go.
+    sample, per_bin : the sample (see `main_job_sample`); force : replace files that are not fsb's unchanged.
+    estimator : (model folder, dataset) -> (task, requests) -> the line printed before each task, e.g.
+        `fsb.evaluate.mainjob.first_request_timer` (times the first requests here); None prints only the counts.
+
+    Returns
+    -------
+    The exit code (0).
+    """
     from fsb.evaluate.models import smollm2_model
     from fsb.evaluate.report import render_runs
     from fsb.evaluate.results import load_runs
@@ -336,7 +355,7 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
     tuples = 4 * per_bin if per_bin is not None else BWS_MAIN_JOB_TUPLES
     requests = main_job_requests(n, tuples)
     timings: dict[str, float] = {}
-    estimate = first_request_timer(model_dir, dataset)
+    estimate = estimator(model_dir, dataset) if estimator is not None else (lambda task, total: f"{task}: {total} requests")
     for task in ("fsb", "fsb_ll"):
         print(f"\n-- {task}: {what} x 5 few-shot sets", flush=True)
         print(estimate(task, requests[task]), flush=True)

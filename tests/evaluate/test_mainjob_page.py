@@ -1,4 +1,4 @@
-"""The main job's measured-figures page (fsb.evaluate.mainpage), with fake timings (no model run): what it
+"""The main job's measured-figures page (fsb.evaluate.mainjob: page_text, write_page), with fake timings (no model run): what it
 says, that the README can quote its one marked line, and that it is written as fsb's own file: a hand edit is
 refused unless --force, the docs generator's placeholder is replaced, nothing is written outside a checkout."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fsb.core.readers import InputError
-from fsb.evaluate import mainpage
-from fsb.evaluate.mainpage import MAIN_JOB_MARK, Machine, page_text, write_page
+from fsb.evaluate import mainjob
+from fsb.evaluate.mainjob import MAIN_JOB_MARK, Machine, page_text, write_page
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = [("1/4 build", 12.4), ("2/4 load", 3.0), ("3/4 analyses", 20.2), ("4/4 evaluate", 3600.0 + 1260.0)]
@@ -46,23 +46,23 @@ def test_the_placeholder_is_the_docs_generators() -> None:
     spec = importlib.util.spec_from_file_location("gen_ref", ROOT / "docs" / "gen_ref.py")
     gen_ref = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen_ref)
-    assert gen_ref.PLACEHOLDERS["figures/main-job.md"] == mainpage.PLACEHOLDER
-    assert mainpage.MAIN_JOB_MARK == gen_ref.MAIN_JOB_MARK
+    assert gen_ref.PLACEHOLDERS["figures/main-job.md"] == mainjob.PLACEHOLDER
+    assert mainjob.MAIN_JOB_MARK == gen_ref.MAIN_JOB_MARK
 
 
 def test_written_as_fsbs_own_file_a_hand_edit_is_refused_unless_force(tmp_path: Path) -> None:
     page = tmp_path / "docs" / "figures" / "main-job.md"
     page.parent.mkdir(parents=True)
-    page.write_text(mainpage.PLACEHOLDER, encoding="utf-8")
-    mainpage.check_page(page)  # the committed placeholder passes
+    page.write_text(mainjob.PLACEHOLDER, encoding="utf-8")
+    mainjob.check_page(page)  # the committed placeholder passes
     write_page(page, _page())
     assert page.read_text(encoding="utf-8") == _page()
-    mainpage.check_page(page)  # unchanged since fsb wrote it: replaceable
+    mainjob.check_page(page)  # unchanged since fsb wrote it: replaceable
     write_page(page, _page().replace("82 min", "83 min"))
     page.write_text(page.read_text(encoding="utf-8") + "my note\n", encoding="utf-8")
     edited = page.read_bytes()
     with pytest.raises(InputError, match=r"main-job\.md.*pass --force"):
-        mainpage.check_page(page)
+        mainjob.check_page(page)
     with pytest.raises(InputError):
         write_page(page, _page())
     assert page.read_bytes() == edited, "a refused write changes nothing"
@@ -71,20 +71,20 @@ def test_written_as_fsbs_own_file_a_hand_edit_is_refused_unless_force(tmp_path: 
     mine = tmp_path / "other.md"
     mine.write_text("my own page\n", encoding="utf-8")
     with pytest.raises(InputError):
-        mainpage.check_page(mine)
+        mainjob.check_page(mine)
 
 
 def test_only_the_default_job_from_a_checkout_writes_a_page(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert mainpage.planned_page(default_job=False) is None, "--skip-eval, --sample, --per-bin: no page"
-    monkeypatch.setattr(mainpage.resources, "repo_root", lambda: None)
-    assert mainpage.planned_page(default_job=True) is None, "never inside an installed package"
-    monkeypatch.setattr(mainpage.resources, "repo_root", lambda: tmp_path)
-    assert mainpage.planned_page(default_job=True) == tmp_path / "docs" / "figures" / "main-job.md"
+    assert mainjob.planned_page(default_job=False) is None, "--skip-eval, --sample, --per-bin: no page"
+    monkeypatch.setattr(mainjob.resources, "repo_root", lambda: None)
+    assert mainjob.planned_page(default_job=True) is None, "never inside an installed package"
+    monkeypatch.setattr(mainjob.resources, "repo_root", lambda: tmp_path)
+    assert mainjob.planned_page(default_job=True) == tmp_path / "docs" / "figures" / "main-job.md"
     (tmp_path / "docs" / "figures").mkdir(parents=True)
     (tmp_path / "docs" / "figures" / "main-job.md").write_text("hand written\n", encoding="utf-8")
     with pytest.raises(InputError):
-        mainpage.planned_page(default_job=True)
-    assert mainpage.planned_page(default_job=True, force=True) is not None
+        mainjob.planned_page(default_job=True)
+    assert mainjob.planned_page(default_job=True, force=True) is not None
 
 
 def test_fsb_main_refuses_a_hand_edited_page_before_any_work(
@@ -93,7 +93,7 @@ def test_fsb_main_refuses_a_hand_edited_page_before_any_work(
     """`fsb main` from a checkout whose page was edited by hand: one line, exit 2, before anything is built."""
     from fsb.cli.app import main
 
-    monkeypatch.setattr(mainpage.resources, "repo_root", lambda: tmp_path)
+    monkeypatch.setattr(mainjob.resources, "repo_root", lambda: tmp_path)
     page = tmp_path / "docs" / "figures" / "main-job.md"
     page.parent.mkdir(parents=True)
     page.write_text("# my own figures\n", encoding="utf-8")
