@@ -37,6 +37,10 @@ def test_the_page_says_when_on_what_and_how_long() -> None:
         f"{MAIN_JOB_MARK} **Total time of `make main`:** 82 min on 2026-12-01 (2 cores, load average 3.50 at the start; "
         "docs/figures/main-job.md)."
     ]
+    assert mainjob.marked_line(text) == marked[0].removeprefix(MAIN_JOB_MARK).strip()
+    readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    (at,) = [i for i, ln in enumerate(readme) if ln.startswith("<!-- fsb-main-job-total")]
+    assert readme[at + 1] == mainjob.marked_line((ROOT / "docs" / "figures" / "main-job.md").read_text(encoding="utf-8"))
     assert "not available" in page_text(BEGAN, Machine(1, None, "3.12", "x"), END, STEPS[:1], 5.0)
     assert "| total | 1 h 40 min (6000 s) |" in page_text(BEGAN, START, END, STEPS[:1], 6000.0)
 

@@ -44,6 +44,7 @@ __all__ = [
     "estimate_line",
     "first_request_timer",
     "machine_now",
+    "marked_line",
     "measure_first",
     "page_path",
     "page_text",
@@ -328,6 +329,21 @@ def page_text(started: dt.datetime, start: Machine, end: Machine, steps: Sequenc
     )
 
 
+def marked_line(text: str) -> str:
+    """The line of a page the README quotes: its one line starting with `MAIN_JOB_MARK`, without the mark.
+
+    Parameters
+    ----------
+    text : the page.
+
+    Returns
+    -------
+    The line, as the README's line after the `<!-- fsb-main-job-total` comment must read.
+    """
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(MAIN_JOB_MARK)]
+    return line.removeprefix(MAIN_JOB_MARK).strip()
+
+
 def write_page(path: Path, text: str, *, force: bool = False) -> None:
     """Write the page through the output layer (recorded as `PAGE_KIND`); the placeholder is replaced freely.
 
@@ -416,6 +432,8 @@ def run(
     steps.append(("4/4 evaluate the default model and the baselines, report", total - sum(t for _, t in steps)))
     print(f"\ndone in {total:.0f} s")
     if page is not None and code == 0:
-        write_page(page, page_text(began, machine, machine_now(), steps, total), force=force)
-        print(f"time and machine recorded in {page}; the README's line after <!-- fsb-main-job-total quotes its marked line")
+        text = page_text(began, machine, machine_now(), steps, total)
+        write_page(page, text, force=force)
+        print(f"time and machine recorded in {page}; the README's line after <!-- fsb-main-job-total should now read:")
+        print(marked_line(text))
     return code
