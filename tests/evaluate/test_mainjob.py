@@ -174,3 +174,38 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
         check=False,
     )
     assert again.returncode == 0 and "| baseline probe |" in again.stdout, "fsb report results/main shows the baselines too"
+
+
+def test_main_job_eval_prints_each_estimate_before_its_task(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Wiring, without a model: each task's line comes from the estimator (timed here), with the task's own
+    request count, before the task runs; the report carries the best-worst sentence, the runner prints none of
+    its own; report.txt and timings.json are written."""
+    from fsb.evaluate import models, report, results, runner
+
+    ran: list[str] = []
+    monkeypatch.setattr(models, "smollm2_model", lambda: tmp_path / "model")
+    monkeypatch.setattr(runner, "run_eval", lambda model, args, tasks, **kw: ran.append(tasks[0]))
+    monkeypatch.setattr(runner, "_main_job_baselines", lambda *a, **k: [])
+    monkeypatch.setattr(results, "load_runs", lambda paths: [])
+    monkeypatch.setattr(report, "render_runs", lambda runs, **kw: "THE REPORT")
+    asked: list[tuple[str, int]] = []
+
+    def estimator(model_dir: Path, dataset: Path) -> object:
+        assert model_dir == tmp_path / "model" and dataset == tmp_path / "ds"
+
+        def estimate(task: str, total: int) -> str:
+            asked.append((task, total))
+            return f"ESTIMATE {task} {total} (before {len(ran)} tasks ran)"
+
+        return estimate
+
+    code = runner.main_job_eval(tmp_path / "ds", tmp_path / "results", per_bin=1, estimator=estimator)
+    out = capsys.readouterr().out
+    assert code == 0 and ran == ["fsb", "fsb_ll", "fsb_bws_ll"]
+    assert asked == [("fsb", 20), ("fsb_ll", 220), ("fsb_bws_ll", 64)]
+    assert "ESTIMATE fsb 20 (before 0 tasks ran)" in out and "ESTIMATE fsb_bws_ll 64 (before 2 tasks ran)" in out
+    assert "expected" not in out and "Best-worst (" not in out, "no fixed-rate estimate, no second best-worst sentence"
+    assert (tmp_path / "results" / "report.txt").read_text() == "THE REPORT\n"
+    assert set(json.loads((tmp_path / "results" / "timings.json").read_text())) == {"fsb", "fsb_ll", "fsb_bws_ll"}

@@ -260,7 +260,7 @@ TIMINGS_KIND = "the timings of `fsb main`"
 
 def check_main_job_files(results_dir: str | os.PathLike[str], *, force: bool = False) -> None:
     """Refuse, before the main job starts, a report.txt, timings.json or baseline file in `results_dir` that fsb did
-    not write or that changed since it did (`_io.check_recorded_file`), unless `force`: a run that will end
+    not write or that changed since it did (`check_recorded_file`), unless `force`: a run that will end
     by refusing to write its report must not spend an hour first."""
     from fsb.evaluate.baselines import baseline_files, check_output
 
