@@ -21,12 +21,46 @@ def _main(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=1800)
 
 
-def test_expected_cost_of_the_evaluation() -> None:
-    from fsb.evaluate.runner import expected_cost
+def test_requests_of_the_evaluation() -> None:
+    from fsb.evaluate.runner import main_job_requests
 
-    cost = expected_cost(32)
-    assert cost["fsb"][0] == 160 and cost["fsb_ll"][0] == 1760, "32 sentences x 5 sets; fsb_ll scores 11 answers each"
-    assert cost["fsb"][1] == pytest.approx(160 * 2886 / 4800) and cost["fsb_ll"][1] == pytest.approx(1760 * 5905 / 52800)
+    assert main_job_requests(32, 40) == {"fsb": 160, "fsb_ll": 1760, "fsb_bws_ll": 640}, (
+        "32 sentences x 5 sets (x 11 answers for fsb_ll); 40 tuples x 2 rotations x 8 labels"
+    )
+
+
+def test_timing_prompts_are_the_real_scoring_prompts(release_dataset: Path) -> None:
+    """The timed requests are the paper's 8-shot prompts on sentences the protocol scores, never an example."""
+    import numpy as np
+
+    import fifty_shades_of_bias as spec
+    from fsb.evaluate.fewshot import fewshot_sets
+    from fsb.evaluate.mainjob import timing_prompts
+
+    prompts = timing_prompts(release_dataset)
+    rows = spec.load(source=str(release_dataset))[spec.SPLIT]
+    shots = {rows["text"][i] for i in np.concatenate(fewshot_sets(np.asarray(rows["score"], dtype=float))).tolist()}
+    assert len(prompts) == 8 and all(p.count("\nScore: ") == 8 for p in prompts)
+    asked = [p.rsplit("Sentence: ", 1)[1].removesuffix("\nScore:") for p in prompts]
+    assert len(set(asked)) == 8 and not set(asked) & shots
+
+
+def test_estimates_time_each_kind_of_request_once(monkeypatch: pytest.MonkeyPatch, release_dataset: Path) -> None:
+    """fsb times generations (8 new tokens), the log-likelihood tasks one forward pass, each once."""
+    from fsb.evaluate import mainjob
+
+    made: list[int] = []
+
+    def fake_timer(model_dir: object, max_new_tokens: int = 8) -> object:
+        made.append(max_new_tokens)
+        return lambda batch: None
+
+    monkeypatch.setattr(mainjob, "smollm2_timer", fake_timer)
+    estimate = mainjob.first_request_timer(Path("model"), release_dataset)
+    lines = [estimate("fsb", 160), estimate("fsb_ll", 1760), estimate("fsb_bws_ll", 640)]
+    assert made == [8, 1], "one generation timer, one log-likelihood timer"
+    assert lines[0].startswith("fsb: measured: first 8 requests took ") and "for 160 requests" in lines[0]
+    assert "for 640 requests (extrapolated on this machine, now" in lines[2]
 
 
 def test_time_estimates_come_from_the_first_requests_timed_here() -> None:
@@ -89,7 +123,8 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "model: SmolLM2-135M-Instruct" in out
-    assert "expected: 240 requests, about " in out, "4 sentences x 5 sets x (1 generation + 11 log-likelihoods)"
+    assert "fsb: measured: first 8 requests took " in out and "for 20 requests (extrapolated on this machine" in out
+    assert "fsb_ll: measured: first 8 requests took " in out and "for 220 requests" in out, "4 sentences x 5 sets x 11"
     stratified = "a stratified sample of 1 sentence per equispaced score bin (4; inflates correlations vs the full protocol)"
     stratified += " x 5 few-shot sets"
     assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
@@ -113,8 +148,8 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     pairs = out.split("### Rating vs best-worst, per model")[1].split("\n\n")[1]
     assert "pretrained=" not in pairs and "| SmolLM2-135M-Instruct | " in pairs, "the model by its name, as in the main table"
     assert "-- fsb_bws_ll: 1 judged tuple per bin of mean score x 2 rotations" in out
-    assert "expected: 64 log-likelihood requests" in out, "4 tuples x 2 rotations x 8 labels"
-    assert "### Rating vs best-worst, per model" in out and "Best-worst (fsb_bws_ll, 4 tuples x rotations 0,2): pearson" in out
+    assert "for 64 requests (extrapolated" in out, "4 tuples x 2 rotations x 8 labels"
+    assert out.count("Best-worst (SmolLM2-135M-Instruct fsb_bws_ll, 4 tuples x rotations 0,2): pearson") == 1, "once, in the report"
     baselines = {c[2].strip(): c for c in rows if c[2].strip().startswith("baseline")}
     assert set(baselines) == {"baseline mean", "baseline lexicon", "baseline probe"}, "the baselines beside SmolLM2"
     assert all(c[3].strip() == "960" for c in baselines.values()), "on all scored sentences"
@@ -139,3 +174,38 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
         check=False,
     )
     assert again.returncode == 0 and "| baseline probe |" in again.stdout, "fsb report results/main shows the baselines too"
+
+
+def test_main_job_eval_prints_each_estimate_before_its_task(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Wiring, without a model: each task's line comes from the estimator (timed here), with the task's own
+    request count, before the task runs; the report carries the best-worst sentence, the runner prints none of
+    its own; report.txt and timings.json are written."""
+    from fsb.evaluate import models, report, results, runner
+
+    ran: list[str] = []
+    monkeypatch.setattr(models, "smollm2_model", lambda: tmp_path / "model")
+    monkeypatch.setattr(runner, "run_eval", lambda model, args, tasks, **kw: ran.append(tasks[0]))
+    monkeypatch.setattr(runner, "_main_job_baselines", lambda *a, **k: [])
+    monkeypatch.setattr(results, "load_runs", lambda paths: [])
+    monkeypatch.setattr(report, "render_runs", lambda runs, **kw: "THE REPORT")
+    asked: list[tuple[str, int]] = []
+
+    def estimator(model_dir: Path, dataset: Path) -> object:
+        assert model_dir == tmp_path / "model" and dataset == tmp_path / "ds"
+
+        def estimate(task: str, total: int) -> str:
+            asked.append((task, total))
+            return f"ESTIMATE {task} {total} (before {len(ran)} tasks ran)"
+
+        return estimate
+
+    code = runner.main_job_eval(tmp_path / "ds", tmp_path / "results", per_bin=1, estimator=estimator)
+    out = capsys.readouterr().out
+    assert code == 0 and ran == ["fsb", "fsb_ll", "fsb_bws_ll"]
+    assert asked == [("fsb", 20), ("fsb_ll", 220), ("fsb_bws_ll", 64)]
+    assert "ESTIMATE fsb 20 (before 0 tasks ran)" in out and "ESTIMATE fsb_bws_ll 64 (before 2 tasks ran)" in out
+    assert "expected" not in out and "Best-worst (" not in out, "no fixed-rate estimate, no second best-worst sentence"
+    assert (tmp_path / "results" / "report.txt").read_text() == "THE REPORT\n"
+    assert set(json.loads((tmp_path / "results" / "timings.json").read_text())) == {"fsb", "fsb_ll", "fsb_bws_ll"}

@@ -154,3 +154,39 @@ def test_fuzzed_runs_raise_only_fsb_errors(tmp_path: Path, results: Any, lines: 
             assert entry.sets and entry.label
     except FsbError:
         pass
+
+
+def _per_bin_run(folder: Path, table: Any, per_bin: int | None) -> Path:
+    """An lm-eval run over 4 scored sentences with the dataset's gold scores, as `--per-bin 1` (or a plain
+    sample of 4) records it in the task's metadata."""
+    ids = table.ids[table.scored][:4]
+    golds = table.scores[table.scored][:4]
+    meta = {"fsb_per_bin": per_bin} if per_bin is not None else {"fsb_sample": 4}
+    lines = [json.dumps({"doc": {"id": int(i)}, "pearson": [0.5 + 0.1 * k, float(g)]}) for k, (i, g) in enumerate(zip(ids, golds))]
+    results = {"configs": {"fsb_0shot": {"metadata": meta}}, **GOOD_CFG}
+    return _run(folder, results, {"fsb_0shot": "\n".join(lines) + "\n"})
+
+
+def test_a_per_bin_run_is_flagged_stratified_even_on_the_dataset_itself(
+    release_dataset: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18: a --per-bin row on the very dataset it sampled is a stratified sample (flag B), not only a
+    small one; a simple random sample of the same size is S only."""
+    from fsb.evaluate.reportmd import row_flags
+    from fsb.evaluate.results import dataset_table
+
+    table = dataset_table(str(release_dataset))
+    _per_bin_run(tmp_path / "strat", table, 1)
+    _per_bin_run(tmp_path / "plain", table, None)
+    (strat,) = entries_from_run(load_run(tmp_path / "strat"), table)
+    (plain,) = entries_from_run(load_run(tmp_path / "plain"), table)
+    assert strat.matched and plain.matched, "both score the dataset's own sentences with its gold scores"
+    assert "sample: stratified, 1 per bin (inflates correlations)" in strat.flags
+    assert not any("stratified" in f for f in plain.flags)
+    assert row_flags({"flags": strat.flags, "variants": 1}) == ["B"]
+    assert row_flags({"flags": plain.flags, "variants": 1}) == ["S"]
+    code = main(["report", str(tmp_path / "strat"), "--dataset", str(release_dataset), "--bootstrap", "20"])
+    out = capsys.readouterr().out
+    assert code == 0
+    (line,) = [ln for ln in out.splitlines() if "dummy" in ln and ln.startswith("|")]
+    assert line.rstrip().rstrip("|").split("|")[-1].strip() == "B", line

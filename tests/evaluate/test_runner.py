@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from fsb.analyse.analysis import ANALYSIS_SEAL
 from fsb.cli.app import main
+from fsb.core.seals import write_seal
+from fsb.evaluate.reportout import REPORT_SEAL
 
 FSB = str(Path(sys.executable).parent / "fsb")
 
@@ -32,8 +35,8 @@ def test_eval_never_writes_into_a_dataset_build(release_dataset: Path, tmp_path:
     before = sorted(p.relative_to(release_dataset).as_posix() for p in release_dataset.rglob("*"))
     for target in (release_dataset, release_dataset / "results"):
         code, err = _eval(["--limit", "2", "--dataset", str(release_dataset), "--output-path", str(target)], capsys)
-        assert code == 2 and "a dataset build (it holds stats.json and .fsb-seal.json)" in err and err.count("\n") == 1
-        assert "an evaluation never writes into one" in err
+        assert code == 2 and "a dataset build, from `fsb build` (its .fsb-seal.json says so)" in err and err.count("\n") == 1
+        assert "an evaluation never writes into another command's output" in err
     assert sorted(p.relative_to(release_dataset).as_posix() for p in release_dataset.rglob("*")) == before
 
 
@@ -47,3 +50,30 @@ def test_eval_on_a_folder_that_is_not_a_dataset_does_not_suggest_building_into_i
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert "is not a Fifty Shades of Bias dataset" in proc.stderr and f"--out {mine}" not in proc.stderr
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    ("kind", "plain"),
+    [(ANALYSIS_SEAL, "an analysis folder"), (REPORT_SEAL, "a report folder"), ("fsb future", "the output of another command")],
+)
+def test_eval_refuses_a_folder_another_command_sealed(kind: str, plain: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 20: `--output-path` on an analyse or report folder (any seal but eval's, which has none) is one
+    line naming the folder's kind, exit 2, the folder unchanged, whether it is the folder or a parent."""
+    sealed = tmp_path / "sealed"
+    sealed.mkdir()
+    (sealed / "report.md").write_text("# mine\n", encoding="utf-8")
+    write_seal(sealed, kind)
+    before = {p.name: p.read_bytes() for p in sealed.iterdir()}
+    for target in (sealed, sealed / "eval"):
+        code, err = _eval(["--limit", "2", "--output-path", str(target)], capsys)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"--output-path {target}: " in err and f"{plain}, from `{kind}` (its .fsb-seal.json says so)" in err
+    assert {p.name: p.read_bytes() for p in sealed.iterdir()} == before and not (sealed / "eval").exists()
+
+
+def test_eval_refuses_a_folder_with_an_unreadable_seal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sealed = tmp_path / "sealed"
+    sealed.mkdir()
+    (sealed / ".fsb-seal.json").write_text("{not json", encoding="utf-8")
+    code, err = _eval(["--limit", "2", "--output-path", str(sealed)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "a folder fsb sealed (.fsb-seal.json)" in err

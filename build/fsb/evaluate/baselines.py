@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from fsb.core.errors import FsbError
-from fsb.core.files import InputError, check_recorded_file, read_word_list, recorded_write
+from fsb.core.files import InputError, check_recorded_file, read_word_list
+from fsb.core.output import write_unit
 
 __all__ = [
     "BASELINES",
@@ -72,10 +73,10 @@ class Sentences:
 def read_sentences(dataset: str | None = None) -> Sentences:
     """The dataset's sentences (what the loaders find when `dataset` is None)."""
     import fifty_shades_of_bias as spec
-    from fsb.evaluate.results import _quiet_datasets, dataset_table
+    from fsb.evaluate.results import dataset_table, quiet_datasets
 
     table = dataset_table(dataset)
-    _quiet_datasets()
+    quiet_datasets()
     rows = spec.load(source=table.where)[spec.SPLIT]
     keys = np.asarray(rows["id"], dtype=np.int64).tolist()
     text = dict(zip(keys, rows["text"]))
@@ -331,8 +332,9 @@ def run_baseline(
     force: bool = False,
 ) -> dict[str, Any]:
     """Compute baseline `name` for every sentence of the dataset and write `out` (CSV `id,score`, or JSON
-    lines when it ends in .jsonl) and its provenance beside it (`out`.json). Returns the provenance.
-    Existing files are replaced only if unchanged since fsb wrote them (`check_output`), or with `force`."""
+    lines when it ends in .jsonl) and its provenance beside it (`out`.json), as one unit (`write_unit`: a kill
+    at any instant leaves both old or both new). Returns the provenance. Existing files are replaced only if
+    unchanged since fsb wrote them (`check_output`), or with `force`."""
     if name not in BASELINES:
         raise FsbError(f"unknown baseline {name!r}; expected one of {', '.join(BASELINES)}")
     check_output(out, force=force, inputs=[words])
@@ -373,8 +375,10 @@ def run_baseline(
     if any(not math.isfinite(float(p)) for p in pred):
         raise FsbError(f"baseline {name} produced a non-finite score; nothing written")
     check_output(target, force=force, inputs=[words])  # both files, before either is replaced
-    recorded_write(target, text, force=force, kind=BASELINE_KIND, header=BASELINE_HEADER)
-    recorded_write(provenance_path(target), json.dumps(info, indent=2, sort_keys=True) + "\n", force=force, kind=PROVENANCE_KIND)
+    prov = provenance_path(target)
+    provenance = json.dumps(info, indent=2, sort_keys=True) + "\n"
+    # one unit: a kill at any instant leaves the old scores with the old provenance, or the new with the new
+    write_unit({target: text, prov: provenance}, kinds={target: BASELINE_KIND, prov: PROVENANCE_KIND}, force=force)
     return info
 
 

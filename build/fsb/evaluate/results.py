@@ -38,6 +38,7 @@ __all__ = [
     "load_entries",
     "load_run",
     "load_runs",
+    "quiet_datasets",
     "read_predictions",
 ]
 
@@ -65,7 +66,7 @@ class DatasetTable:
         return pos
 
 
-def _quiet_datasets() -> None:
+def quiet_datasets() -> None:
     """No progress bars from `datasets` inside a report (they would leak into the printed text)."""
     import datasets
 
@@ -75,7 +76,7 @@ def _quiet_datasets() -> None:
 
 def dataset_table(source: str | None = None) -> DatasetTable:
     """Read the default config of the dataset at `source` (or what the loaders find)."""
-    _quiet_datasets()
+    quiet_datasets()
     where = spec.locate(source)
     rows = spec.load(source=where)[spec.SPLIT]
     ids = np.asarray(rows["id"], dtype=np.int64)
@@ -245,6 +246,8 @@ def entries_from_run(run: Run, table: DatasetTable | None = None) -> list[Scored
             flags.append(f"sample: {_per_bin(run)} per bin, not comparable with full-protocol figures")
         elif usable is None and run.limit is not None:
             flags[-1] += ": a sample, not comparable with full-protocol figures"
+        if usable is not None and _per_bin(run) is not None:  # matched or not, a --per-bin sample is stratified
+            flags.append(f"sample: stratified, {_per_bin(run)} per bin (inflates correlations)")
         has_parse = any("parse_rate,none" in run.results.get("results", {}).get(s.name, {}) for s in sets)
         records = run.bws.get(task)
         if records is not None:  # sentences come from the sampled tuples: flag the tuples and the sentences covered

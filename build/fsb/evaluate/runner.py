@@ -1,4 +1,5 @@
-"""Run the lm-eval tasks of harness/ through lm-eval's Python API.
+"""Run the lm-eval tasks of harness/ through lm-eval's Python API, and the main job's evaluation.
+(size: a little over 400 lines: the main job's evaluation shares the runner's checks and its one `run_eval`.)
 
 A TaskManager that indexes only this project's task folder (`include_defaults=False`) skips the
 ~14.7k built-in tasks that the `lm_eval` CLI indexes on every run, so `fsb eval` starts in a second
@@ -27,8 +28,9 @@ import fifty_shades_of_bias as spec
 from fsb.core import resources
 from fsb.core.errors import FsbError
 from fsb.core.files import SEAL_FILE, check_recorded_file, recorded_write
+from fsb.core.seals import read_seal
 
-__all__ = ["EvalError", "bws_statement", "main_job_eval", "run_eval", "task_manager"]
+__all__ = ["EvalError", "bws_statement", "main_job_eval", "main_job_requests", "run_eval", "task_manager"]
 
 # Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
 _TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
@@ -120,18 +122,29 @@ def _check_limit(limit: float | None) -> None:
 
 
 def _check_output_path(output_path: str | os.PathLike[str]) -> None:
-    """Refuse an output path in or below a folder fsb sealed (.fsb-seal.json), above all a dataset build
-    (stats.json beside the seal): lm-eval would write its results there."""
+    """Refuse an output path that is, or is inside, a folder another command sealed (.fsb-seal.json: a dataset
+    build, an `fsb analyse` folder, an `fsb report` folder), naming the kind its seal records: lm-eval would
+    write its results into it. `fsb eval` seals no folder of its own, so every seal is another command's."""
     target = Path(output_path).expanduser().absolute()
     for folder in (target, *target.parents):
-        if (folder / SEAL_FILE).exists():
-            build = (folder / "stats.json").exists()
-            what = "a dataset build (it holds stats.json and .fsb-seal.json)" if build else f"a folder fsb sealed ({SEAL_FILE})"
-            where = "it is" if folder == target else f"it is inside {folder},"
-            raise EvalError(
-                f"--output-path {output_path}: {where} {what}; an evaluation never writes into one: give a folder of its own, "
-                "e.g. results/eval"
-            )
+        if not (folder / SEAL_FILE).exists():
+            continue
+        from fsb.analyse.analysis import ANALYSIS_SEAL
+        from fsb.data.buildfolder import BUILD_SEAL
+        from fsb.evaluate.reportout import REPORT_SEAL
+
+        plain = {BUILD_SEAL: "a dataset build", ANALYSIS_SEAL: "an analysis folder", REPORT_SEAL: "a report folder"}
+        seal = read_seal(folder)
+        kind = seal.get("kind") if seal is not None else None
+        if isinstance(kind, str) and kind:
+            what = f"{plain.get(kind, 'the output of another command')}, from `{kind}` (its {SEAL_FILE} says so)"
+        else:
+            what = f"a folder fsb sealed ({SEAL_FILE})"
+        where = "it is" if folder == target else f"it is inside {folder},"
+        raise EvalError(
+            f"--output-path {output_path}: {where} {what}; an evaluation never writes into another command's output: "
+            "give a folder of its own, e.g. results/eval"
+        )
 
 
 def task_manager(metadata: dict[str, Any] | None = None) -> Any:
@@ -217,20 +230,27 @@ def run_eval(
     return results
 
 
-# Measured on the README's 2-core machine (SmolLM2-135M-Instruct, fp32, batch 8, full protocol):
-# fsb 2886 s for 4800 generations, fsb_ll 5905 s for 52,800 log-likelihood requests.
-SECONDS_PER_REQUEST = {"fsb": 2886 / 4800, "fsb_ll": 5905 / 52800}
 REQUESTS_PER_SENTENCE = {"fsb": 5, "fsb_ll": 5 * 11}  # 5 few-shot sets; fsb_ll scores 11 answers
 MAIN_JOB_SAMPLE = 32
 # The best-worst task by log-likelihood: 2 rotations x 8 label requests a tuple (benchmarks/bench_bws_task.py).
 BWS_MAIN_JOB_TUPLES = 40
 BWS_REQUESTS_PER_TUPLE = 16
-BWS_SECONDS_PER_REQUEST = 0.08  # an earlier run on a quiet machine (44 min for 32,000); a loaded one is slower
 
 
-def expected_cost(n_sentences: int, tasks: Sequence[str] = ("fsb", "fsb_ll")) -> dict[str, tuple[int, float]]:
-    """Requests and expected seconds per task for `n_sentences` (the README's measured rates)."""
-    return {t: (n_sentences * REQUESTS_PER_SENTENCE[t], n_sentences * REQUESTS_PER_SENTENCE[t] * SECONDS_PER_REQUEST[t]) for t in tasks}
+def main_job_requests(n_sentences: int, tuples: int) -> dict[str, int]:
+    """The requests each of the main job's tasks sends.
+
+    Parameters
+    ----------
+    n_sentences : sentences the rating tasks score; tuples : tuples the best-worst task presents.
+
+    Returns
+    -------
+    task -> requests: `fsb` one generation per sentence and few-shot set, `fsb_ll` 11 log-likelihoods per
+    sentence and set, `fsb_bws_ll` 2 rotations x 8 label log-likelihoods per tuple.
+    """
+    rating = {t: n_sentences * r for t, r in REQUESTS_PER_SENTENCE.items()}
+    return {**rating, "fsb_bws_ll": tuples * BWS_REQUESTS_PER_TUPLE}
 
 
 MAIN_JOB_BASELINES = ("mean", "lexicon", "probe")
@@ -240,7 +260,7 @@ TIMINGS_KIND = "the timings of `fsb main`"
 
 def check_main_job_files(results_dir: str | os.PathLike[str], *, force: bool = False) -> None:
     """Refuse, before the main job starts, a report.txt, timings.json or baseline file in `results_dir` that fsb did
-    not write or that changed since it did (`_io.check_recorded_file`), unless `force`: a run that will end
+    not write or that changed since it did (`check_recorded_file`), unless `force`: a run that will end
     by refusing to write its report must not spend an hour first."""
     from fsb.evaluate.baselines import baseline_files, check_output
 
@@ -294,11 +314,31 @@ def main_job_bws_sample(*, tuples: int, per_bin: int | None) -> str:
     return f"a simple random sample of {counted(tuples, 'judged tuple')}"
 
 
-def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None, per_bin: int | None = None, force: bool = False) -> int:
+def main_job_eval(
+    dataset: Path,
+    results_dir: Path,
+    *,
+    sample: int | None = None,
+    per_bin: int | None = None,
+    force: bool = False,
+    estimator: Callable[[Path, Path], Callable[[str, int], str]] | None = None,
+) -> int:
     """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
     sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report.
     report.txt, timings.json and the baseline files replace earlier ones only if unchanged since fsb
-    wrote them (`check_main_job_files`, checked first), or with `force`."""
+    wrote them (`check_main_job_files`, checked first), or with `force`.
+
+    Parameters
+    ----------
+    dataset : the dataset folder; results_dir : where the runs, baselines and report go.
+    sample, per_bin : the sample (see `main_job_sample`); force : replace files that are not fsb's unchanged.
+    estimator : (model folder, dataset) -> (task, requests) -> the line printed before each task, e.g.
+        `fsb.evaluate.mainjob.first_request_timer` (times the first requests here); None prints only the counts.
+
+    Returns
+    -------
+    The exit code (0).
+    """
     from fsb.evaluate.models import smollm2_model
     from fsb.evaluate.report import render_runs
     from fsb.evaluate.results import load_runs
@@ -312,15 +352,13 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
     started = time.monotonic()
     model_dir = smollm2_model()
     print(f"model: SmolLM2-135M-Instruct, {model_dir} (ready in {time.monotonic() - started:.0f} s)", flush=True)
-    cost = expected_cost(n)
-    print(
-        f"expected: {sum(r for r, _ in cost.values())} requests, about {sum(t for _, t in cost.values()) / 60:.0f} min on a 2-core CPU "
-        f"(" + "; ".join(f"{t}: {r} requests, ~{s:.0f} s" for t, (r, s) in cost.items()) + "); a loaded machine takes longer",
-        flush=True,
-    )
+    tuples = 4 * per_bin if per_bin is not None else BWS_MAIN_JOB_TUPLES
+    requests = main_job_requests(n, tuples)
     timings: dict[str, float] = {}
+    estimate = estimator(model_dir, dataset) if estimator is not None else (lambda task, total: f"{task}: {total} requests")
     for task in ("fsb", "fsb_ll"):
         print(f"\n-- {task}: {what} x 5 few-shot sets", flush=True)
+        print(estimate(task, requests[task]), flush=True)
         t0 = time.monotonic()
         run_eval(
             "hf",
@@ -335,11 +373,9 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
         )
         timings[task] = time.monotonic() - t0
         print(f"{task} took {timings[task]:.0f} s", flush=True)
-    tuples = 4 * per_bin if per_bin is not None else BWS_MAIN_JOB_TUPLES
     bws_what = main_job_bws_sample(tuples=tuples, per_bin=per_bin)
-    requests = tuples * BWS_REQUESTS_PER_TUPLE
     print(f"\n-- fsb_bws_ll: {bws_what} x 2 rotations (the annotators' best-worst test, by log-likelihood)", flush=True)
-    print(f"expected: {requests} log-likelihood requests, about {requests * BWS_SECONDS_PER_REQUEST:.0f} s", flush=True)
+    print(estimate("fsb_bws_ll", requests["fsb_bws_ll"]), flush=True)
     t0 = time.monotonic()
     run_eval(
         "hf",
@@ -363,8 +399,6 @@ def main_job_eval(dataset: Path, results_dir: Path, *, sample: int | None = None
     report = render_runs(runs, dataset=str(dataset), timings=timings, model_note=note, predictions=predictions)
     print()
     print(report)
-    print()
-    print(bws_statement(runs[-1]))
     recorded_write(results_dir / "report.txt", report + "\n", force=force, kind=REPORT_KIND)
     recorded_write(results_dir / "timings.json", json.dumps(timings, indent=2) + "\n", force=force, kind=TIMINGS_KIND)
     print(f"\nreport saved to {results_dir / 'report.txt'}")
