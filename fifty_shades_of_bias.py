@@ -267,9 +267,19 @@ def _damaged_record(record: Path) -> str:
 def last_build() -> Path | None:
     """The folder that `fsb build` wrote most recently, if it still holds a dataset card.
 
-    Returns None when there is no record (or it cannot be read); a record that is there but is not a
-    complete one (truncated or edited: not JSON, no `path`) raises `DatasetNotFound` naming it, so a
-    loader never silently falls back to "no dataset found"."""
+    A record that is there but is not a complete one (truncated or edited: not JSON, no `path`) is named
+    in the error, so a loader never reports "no dataset found" over a damaged record.
+
+    Returns
+    -------
+    Path or None
+        the folder, or None when there is no record or its folder no longer holds a card.
+
+    Raises
+    ------
+    DatasetNotFound
+        the record is there but truncated, edited or unreadable.
+    """
     record = home() / "last_build.json"
     try:
         text = record.read_text(encoding="utf-8")
