@@ -82,9 +82,12 @@ def test_a_study_builds_through_the_cli_and_loads_with_both_configs(built: dict[
     assert stats["intervals"]["resamples"] == 50 and stats["intervals"]["seed"] == 7
 
 
-def test_a_study_build_is_never_the_last_build(built: dict[str, object]) -> None:
+def test_a_study_build_is_never_the_last_build_and_publishes_like_fsbs(built: dict[str, object]) -> None:
     home = Path(str(built["home"]))
     assert not (home / "last_build.json").exists(), "loaders and the lm-eval task keep reading FSB's build"
+    proc = fsb("publish", Path(str(built["out"])), "--repo-id", "someone/offensiveness", "--version", "1.0.0", "--local", home=home)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("local checks passed") and "data/annotations/test-" in proc.stdout
 
 
 def test_the_email_annotator_never_reaches_a_file_or_the_terminal_in_the_clear(built: dict[str, object], tmp_path: Path) -> None:

@@ -88,7 +88,16 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--json", action="store_true", help="print the build's stats.json figures as JSON on stdout (warnings stay on stderr)")
 
 
-@commands.add("build", arguments=_build_arguments, help="build the Hugging Face dataset folder from raw generations and judgments")
+@commands.add(
+    "build",
+    arguments=_build_arguments,
+    help="build the Hugging Face dataset folder: FSB's from generations and judgments, or any best-worst study's",
+    description="Build a dataset folder that datasets.load_dataset reads (configs default and annotations) and fsb "
+    "publish publishes. FSB's build: --raw-dir, --generations with --annotations, or --rounds; recorded as the build "
+    "loaders find (unless --no-record). Any other best-worst study: --annotations alone, with --items (ids, texts, "
+    "further columns) and --study (the wording), scores with 95% bootstrap intervals; never recorded. Annotator ids "
+    "are keyed-hash pseudonyms unless --keep-annotator-ids; contact details never in the clear.",
+)
 def _build(args: argparse.Namespace) -> int:
     from fsb.data.dataset import build_dataset
     from fsb.data.release import ANNOTATIONS, GENERATIONS, release_dir
