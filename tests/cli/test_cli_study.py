@@ -153,6 +153,16 @@ def test_study_options_in_the_wrong_place_are_one_line_refusals(args: list[str],
     assert not (tmp_path / "out").exists()
 
 
+def test_a_study_build_is_never_put_where_loaders_look_for_fsbs(study: dict[str, Path], tmp_path: Path) -> None:
+    """Without --out a study build would land in ./fifty_shades_of_bias, which every loader takes for FSB's build."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsb", "build", "--annotations", str(study["judgments"]), "--invalid", "count"],
+        capture_output=True, text=True, check=False, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    one_line_refusal(proc, "build", "a study build needs --out")
+    assert not (tmp_path / spec.NAME).exists()
+
+
 def test_a_study_build_never_replaces_a_folder_holding_its_input(study: dict[str, Path], tmp_path: Path) -> None:
     folder = tmp_path / "mine"
     folder.mkdir()

@@ -25,6 +25,7 @@ __all__ = ["commands"]
 
 commands = Commands()
 
+FSB_OUT = "fifty_shades_of_bias"  # FSB's build's default folder (fifty_shades_of_bias.NAME), where loaders look first
 STUDY_BOOTSTRAP = 200  # fsb.data.intervals.N_BOOT, not imported here: this module is imported on every start
 
 
@@ -64,8 +65,8 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
     )
     b.add_argument(
         "--out",
-        default="fifty_shades_of_bias",
-        help="output folder (default: ./fifty_shades_of_bias); replaced only if absent, empty or an unchanged earlier build",
+        help="output folder (FSB's build: default ./fifty_shades_of_bias; a study build: required); replaced only if "
+        "absent, empty or an unchanged earlier build",
     )
     b.add_argument("--trials", type=trials, default=100, help="split-half reliability trials (default 100)")
     b.add_argument("--seed", type=seed, default=0, help="split-half reliability seed, and a study build's bootstrap seed (default 0)")
@@ -129,7 +130,7 @@ def _build(args: argparse.Namespace) -> int:
         result = build_dataset(
             generations=generations,
             annotations=annotations,
-            out=args.out,
+            out=args.out or FSB_OUT,
             rounds=args.rounds,
             trials=args.trials,
             seed=args.seed,
@@ -181,6 +182,8 @@ def _build_study(args: argparse.Namespace) -> int:
     for option in ("previous", "previous_label"):
         if getattr(args, option):
             raise FsbError(f"--{option.replace('_', '-')} is for FSB's build (a generations file); a study build has no previous version")
+    if not args.out:
+        raise FsbError(f"a study build needs --out: the default ./{FSB_OUT} is where loaders and the lm-eval task look for FSB's own build")
     output_folder(args.out, kind=BUILD_KIND, changed=build_folder_difference, inputs=[args.annotations, args.items, args.study])
     from fsb.data.study_build import build_study, summary_lines
 
