@@ -264,13 +264,39 @@ def home() -> Path:
     return Path(cache).expanduser() / NAME
 
 
+def _damaged_record(record: Path) -> str:
+    return f"{record} is not a complete last-build record (truncated or edited): run fsb build again or set FSB_DATASET"
+
+
 def last_build() -> Path | None:
-    """The folder that `fsb build` wrote most recently, if it still holds a dataset card."""
+    """The folder that `fsb build` wrote most recently, if it still holds a dataset card.
+
+    A record that is there but is not a complete one (truncated or edited: not JSON, no `path`) is named
+    in the error, so a loader never reports "no dataset found" over a damaged record.
+
+    Returns
+    -------
+    Path or None
+        the folder, or None when there is no record or its folder no longer holds a card.
+
+    Raises
+    ------
+    DatasetNotFound
+        the record is there but truncated, edited or unreadable.
+    """
     record = home() / "last_build.json"
     try:
-        folder = Path(json.loads(record.read_text(encoding="utf-8"))["path"])
-    except (OSError, ValueError, KeyError, TypeError):
+        text = record.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError as e:
+        raise DatasetNotFound(f"{record}: cannot read the last-build record ({e.strerror or e}): set FSB_DATASET") from None
+    except ValueError:  # not UTF-8: edited
+        raise DatasetNotFound(_damaged_record(record)) from None
+    try:
+        folder = Path(json.loads(text)["path"])
+    except (ValueError, KeyError, TypeError):
+        raise DatasetNotFound(_damaged_record(record)) from None
     return folder if (folder / "README.md").is_file() else None
 
 

@@ -14,6 +14,7 @@ import fifty_shades_of_bias as spec
 from fsb.annotate.forms import export_forms, import_judgments
 from fsb.bws.tuples import make_tuples
 from fsb.core.files import InputError
+from fsb.data.annotators import annotator_key, pseudonym
 from fsb.data.dataset import build_dataset
 from tests._support import make_raw, run_fsb, write_csv
 
@@ -62,7 +63,11 @@ def test_answers_round_trip_into_a_dataset_with_annotators(study: dict[str, Path
     built = build_dataset(study["gens"], out, study["dir"] / "ds", record=False)
     assert built.stats["n_annotations"] == 160
     ann = spec.load("annotations", source=str(study["dir"] / "ds"))[spec.SPLIT]
-    assert set(ann["annotator"]) == {"ann-a", "ann-b"}
+    # issue 19: each annotator reaches the dataset under its own keyed-hash pseudonym (never the id as given)
+    key = annotator_key()
+    assert set(ann["annotator"]) == {pseudonym("ann-a", key), pseudonym("ann-b", key)}
+    kept = build_dataset(study["gens"], out, study["dir"] / "kept", record=False, keep_annotator_ids=True)
+    assert set(spec.load("annotations", source=str(kept.out))[spec.SPLIT]["annotator"]) == {"ann-a", "ann-b"}, "kept as given"
     assert ann[0]["items"] == forms.loc[0, ["Item1", "Item2", "Item3", "Item4"]].tolist(), "the order annotators saw"
     scores = spec.load(source=str(study["dir"] / "ds"))[spec.SPLIT]
     assert scores[39]["id"] == 40 and scores[39]["score"] == 1.0, "a perfectly consistent judge: the top item always best"

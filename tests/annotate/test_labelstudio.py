@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fsb.data.annotators import annotator_key, pseudonym
 from tests._support import make_raw, run_fsb, write_csv
 
 pytestmark = pytest.mark.slow
@@ -227,7 +228,8 @@ def test_label_studio_round_trip(label_studio: tuple[str, Path], tmp_path: Path)
 
     ann = datasets.load_dataset(str(out), "annotations", split="test")
     assert len(ann) == 71
-    assert set(ann["annotator"]) == {str(uid) for _, uid in users.values()}
+    key = annotator_key()  # the same $FSB_HOME as the subprocess: issue 19's keyed-hash pseudonyms by default
+    assert set(ann["annotator"]) == {pseudonym(str(uid), key) for _, uid in users.values()}
     assert sorted(ann["timestamp"]) == sorted(got["Timestamp"]), "each judgment's created_at reaches the dataset"
     scores = datasets.load_dataset(str(out), split="test")
     top = scores.filter(lambda r: r["id"] == 12)[0]

@@ -270,7 +270,6 @@ def test_the_release_build_is_byte_identical_to_the_baseline_and_mains_columns_u
 # --- issue 20: a truncated last-build record ----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="needs the edit of fifty_shades_of_bias.last_build/locate listed in the study report")
 def test_a_truncated_last_build_record_is_named_in_the_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     record = Path(os.environ["FSB_HOME"]) / "last_build.json"

@@ -8,7 +8,7 @@ import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -17,19 +17,46 @@ from fsb.bws.tuples import balance_positions, read_design
 from fsb.core.files import InputError, recorded_write
 from fsb.core.output import write_unit
 
+if TYPE_CHECKING:
+    from fsb.annotate.study import Study
+
 ItemFiles: TypeAlias = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]  # one item file, or several joined
 
 __all__ = [
+    "FORMS_KIND",
+    "INSTRUCTIONS_KIND",
+    "JUDGMENTS_KIND",
+    "LABEL_STUDIO_KIND",
     "export_forms",
     "export_label_studio",
     "import_judgments",
     "import_label_studio",
+    "instructions_path",
     "read_design",
 ]
 
 # What each one-shot output is called in a refusal ("PATH: exists and is not KIND unchanged: WHY; ...").
 FORMS_KIND = "annotation forms from `fsb annotate export`"
+INSTRUCTIONS_KIND = "annotators' instructions from `fsb annotate export --study`"
 JUDGMENTS_KIND = "a judgments file from `fsb annotate import`"
+
+
+def instructions_path(out: str | os.PathLike[str]) -> Path:
+    """Where `export_forms` writes a study's instructions beside the forms OUT: OUT's name without its
+    suffix + `.instructions.txt` (forms.csv -> forms.instructions.txt).
+
+    Parameters
+    ----------
+    out
+        the forms CSV.
+
+    Returns
+    -------
+    Path
+        the instructions file, in OUT's folder.
+    """
+    p = Path(out)
+    return p.with_name(f"{p.stem if p.suffix else p.name}.instructions.txt")
 
 
 def _shown_order(design: pd.DataFrame, seed: int | None) -> np.ndarray:
@@ -69,13 +96,36 @@ def export_forms(
     out: str | os.PathLike[str],
     seed: int | None = None,
     force: bool = False,
+    study: Study | None = None,
 ) -> int:
     """Write one annotation form per tuple: tuple_id, Item1..ItemK (ids) and Text1..TextK (texts).
 
     Items are shown in the design's order (randomised and position-balanced by `fsb tuples`), or with
     `seed` in a fresh seeded balanced order; the ids record exactly what was shown. `items` is one item
-    file or several joined (an extended design shows existing and new items). Returns the number of forms.
-    An existing `out` is replaced only if it is unchanged since fsb wrote it, or with `force`.
+    file or several joined (an extended design shows existing and new items). An existing `out` is
+    replaced only if it is unchanged since fsb wrote it, or with `force`.
+
+    Parameters
+    ----------
+    design_csv
+        the design (`fsb tuples`).
+    items
+        one item file (id, text) or several joined.
+    out
+        the forms CSV.
+    seed
+        re-order each tuple (seeded, position-balanced); default the design's order.
+    force
+        replace files that are not fsb's unchanged outputs of this kind.
+    study
+        a study (`fsb.annotate.study.read_study`): its instructions (question, the two choices, what a high
+        score means) are written beside the forms (`instructions_path`), in one unit with them (a kill
+        leaves both old or both new). None: the forms alone, as before studies existed.
+
+    Returns
+    -------
+    int
+        the number of forms.
     """
     design = read_design(design_csv)
     shown = _shown_order(design, seed)
@@ -83,7 +133,14 @@ def export_forms(
     k = shown.shape[1]
     header = ["tuple_id", *(f"Item{j + 1}" for j in range(k)), *(f"Text{j + 1}" for j in range(k))]
     rows = [[tid, *ids, *row] for tid, ids, row in zip(design["tuple_id"].tolist(), shown.tolist(), texts)]
-    recorded_write(out, "".join(",".join(map(_csv_cell, r)) + "\n" for r in [header, *rows]), force=force, kind=FORMS_KIND)
+    body = "".join(",".join(map(_csv_cell, r)) + "\n" for r in [header, *rows])
+    if study is None:
+        recorded_write(out, body, force=force, kind=FORMS_KIND)
+    else:
+        from fsb.annotate.study import instructions
+
+        guide = instructions_path(out)
+        write_unit({out: body, guide: instructions(study)}, kinds={out: FORMS_KIND, guide: INSTRUCTIONS_KIND}, force=force)
     return len(rows)
 
 
@@ -106,9 +163,34 @@ def export_label_studio(
     out_dir: str | os.PathLike[str],
     seed: int | None = None,
     force: bool = False,
+    study: Study | None = None,
 ) -> dict[str, Any]:
     """Write a Label Studio project for the design into `out_dir`: labeling_config.xml (choose the most and
-    the least biased of the K texts) and tasks.json (one task per tuple, the ids and texts in shown order)."""
+    the least biased of the K texts) and tasks.json (one task per tuple, the ids and texts in shown order),
+    as one unit (a kill leaves both old or both new).
+
+    Parameters
+    ----------
+    design_csv
+        the design (`fsb tuples`).
+    items
+        one item file (id, text) or several joined.
+    out_dir
+        the project folder.
+    seed
+        re-order each tuple (seeded, position-balanced); default the design's order.
+    force
+        replace files that are not fsb's unchanged outputs of this kind.
+    study
+        a study (`fsb.annotate.study.read_study`): the config asks its question under its two labels
+        (`fsb.annotate.study.labeling_config`; same choice names, so `fsb annotate import` reads the
+        answers unchanged). None: FSB's wording, as before studies existed.
+
+    Returns
+    -------
+    dict
+        tasks, tuple_size, config and tasks_file.
+    """
     from fsb.annotate import labelstudio
 
     design = read_design(design_csv)
@@ -121,7 +203,13 @@ def export_label_studio(
     # edited (recorded in the folder's .fsb-files.json), or with force: a first-line check would take a
     # hand-edited labeling config for ours. They are written as one unit: a kill leaves both old or both new.
     body = labelstudio.tasks_json(design["tuple_id"].tolist(), shown.tolist(), texts)
-    write_unit({tasks: body, config: labelstudio.labeling_config(k)}, kinds=LABEL_STUDIO_KIND, force=force)
+    if study is None:
+        xml = labelstudio.labeling_config(k)
+    else:
+        from fsb.annotate.study import labeling_config
+
+        xml = labeling_config(k, study)
+    write_unit({tasks: body, config: xml}, kinds=LABEL_STUDIO_KIND, force=force)
     return {"tasks": len(design), "tuple_size": k, "config": str(config), "tasks_file": str(tasks)}
 
 

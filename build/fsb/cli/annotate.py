@@ -37,6 +37,13 @@ def _export_arguments(ex: argparse.ArgumentParser) -> None:
     ex.add_argument("--out", required=True, help="CSV forms; with --format label-studio a folder (labeling_config.xml, tasks.json)")
     ex.add_argument("--format", choices=FORMATS, default="csv")
     ex.add_argument("--seed", type=seed, help="re-order each tuple (seeded, position-balanced); default: the design's order")
+    ex.add_argument(
+        "--study",
+        metavar="STUDY.yaml",
+        help="word the export from a study file (question, the two labels, what high means; the file `fsb build --study` "
+        "takes): the Label Studio config asks its question, and CSV forms get its instructions beside them "
+        "(FORMS.instructions.txt); default: FSB's wording, and no instructions file",
+    )
     add_force(ex)
 
 
@@ -49,25 +56,37 @@ def _export_arguments(ex: argparse.ArgumentParser) -> None:
 )
 def _export(args: argparse.Namespace) -> int:
     from fsb.annotate import forms as annotate
+    from fsb.annotate.study import read_study
+    from fsb.core.files import check_recorded_file
+    from fsb.core.output import OutputPlan
 
+    plan = OutputPlan("fsb annotate export", force=args.force)
+    for path in (args.design, *args.generations):
+        plan.input(path, str(path))
+    plan.input(args.study, "--study")
     if args.format == "label-studio":
         from fsb.annotate.labelstudio import CONFIG_FILE, TASKS_FILE
-        from fsb.core.output import OutputPlan
 
-        plan = OutputPlan("fsb annotate export", force=args.force)
-        for path in (args.design, *args.generations):
-            plan.input(path, str(path))
         plan.output(Path(args.out) / TASKS_FILE, "--out", kind=annotate.LABEL_STUDIO_KIND)
         plan.output(Path(args.out) / CONFIG_FILE, "--out", kind=annotate.LABEL_STUDIO_KIND)
-        plan.check()
+    else:
+        plan.output(args.out, "--out", kind=annotate.FORMS_KIND)
+        if args.study:
+            plan.output(annotate.instructions_path(args.out), "the instructions beside --out", kind=annotate.INSTRUCTIONS_KIND)
+    plan.check()
+    if args.format == "csv":  # the header: an extra refusal of a file plainly not fsb's forms (cli.common.output_file)
+        check_recorded_file(args.out, force=args.force, kind=annotate.FORMS_KIND, header=FORMS_HEADER)
+    study = read_study(args.study) if args.study else None  # before any work: a bad study file changes nothing
+    if args.format == "label-studio":
         result = annotate.export_label_studio(
-            design_csv=args.design, items=args.generations, out_dir=args.out, seed=args.seed, force=args.force
+            design_csv=args.design, items=args.generations, out_dir=args.out, seed=args.seed, force=args.force, study=study
         )
         print_json(result)
         return 0
-    output_file(args.out, FORMS_HEADER, annotate.FORMS_KIND, force=args.force, inputs=[args.design, *args.generations])
-    n = annotate.export_forms(design_csv=args.design, items=args.generations, out=args.out, seed=args.seed, force=args.force)
+    n = annotate.export_forms(design_csv=args.design, items=args.generations, out=args.out, seed=args.seed, force=args.force, study=study)
     print(f"wrote {n} annotation forms -> {args.out}")
+    if study is not None:
+        print(f"wrote the study's instructions for annotators -> {annotate.instructions_path(args.out)}")
     return 0
 
 

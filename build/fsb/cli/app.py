@@ -154,6 +154,9 @@ class _ReaderSafeStdout:
 def _main(argv: Sequence[str] | None) -> int:
     import os
 
+    from fsb.core.secrets import install_log_redaction, redact_message
+
+    install_log_redaction()  # first: every log record and warning of the run (retry warnings name URLs) is redacted
     argv = list(sys.argv[1:] if argv is None else argv)
     parser, handlers = _parser(argv)
     args = parser.parse_args(argv)
@@ -166,7 +169,7 @@ def _main(argv: Sequence[str] | None) -> int:
         message = _expected_failure(e)
         if message is None or os.environ.get("FSB_DEBUG") == "1":
             raise
-        print(f"fsb {args.command}: error: {message}", file=sys.stderr)
+        print(f"fsb {args.command}: error: {redact_message(message)}", file=sys.stderr)
         return 2
 
 

@@ -155,5 +155,8 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         import sys
 
-        sys.stderr.write(f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+        from fsb.core.secrets import redact_message
+
+        message = redact_message(" ".join(message.split()))  # an option's value may hold a key or a URL's credentials
+        sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
         raise SystemExit(2)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "add_invalid",
     "hub_revision",
     "output_file",
+    "output_folder",
     "print_json",
 ]
 
@@ -89,6 +90,38 @@ def output_file(path: str, header: str, kind: str, *, force: bool, inputs: Seque
     plan.output(path, "--out", kind=kind)
     plan.check()
     return check_recorded_file(path, force=force, kind=kind, header=header)
+
+
+def output_folder(
+    path: str, *, kind: str, changed: Callable[[Path], str | None], inputs: Sequence[str | None] = (), option: str = "--out"
+) -> Path:
+    """Refuse, before any work, a folder output that may not be replaced, by the one rule for folders
+    (`fsb.core.folders.check_replaceable_dir`, which the library applies again when it writes): absent,
+    empty, or a folder fsb wrote as `kind` that nobody changed; never a folder holding one of `inputs`,
+    the current folder or an ancestor of it, a symbolic link or a file. A folder is never one output file
+    among others (`fsb.core.output.OutputPlan` refuses folders), so it is checked here as a whole.
+
+    Parameters
+    ----------
+    path
+        the --out folder.
+    kind
+        the kind of folder, as its seal records it (e.g. `fsb.data.buildfolder.BUILD_KIND`).
+    changed
+        what differs in an existing folder from what fsb wrote (None: nothing).
+    inputs
+        the command's input paths (None entries are ignored).
+    option
+        the option naming the folder, for the message.
+
+    Returns
+    -------
+    Path
+        the absolute folder path.
+    """
+    from fsb.core.folders import check_replaceable_dir
+
+    return check_replaceable_dir(path, kind=kind, changed=changed, inputs=[p for p in inputs if p], option=option)
 
 
 def hub_revision(arg: str) -> tuple[str, str] | None:

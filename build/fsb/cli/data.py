@@ -1,5 +1,12 @@
 """CLI subcommands of the data stage: `fsb fetch-release` (the pinned upstream files) and `fsb build` (the
-dataset folder). Import nothing heavy at module level."""
+dataset folder).
+
+`fsb build` makes two kinds of folder. FSB's own (a generations file: `--raw-dir`, `--generations` with
+`--annotations`, or `--rounds`) is `fsb.data.dataset.build_dataset`, recorded as the build loaders find.
+Any other best-worst study (`--annotations` alone, optionally `--items` and `--study`) is
+`fsb.data.study_build.build_study`: scores with bootstrap intervals, annotators pseudonymised, worded from
+the study file; it is never recorded as the last build (load it with `datasets.load_dataset(OUT)`).
+Import nothing heavy at module level."""
 
 from __future__ import annotations
 
@@ -9,14 +16,17 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from fsb.cli.argtypes import seed, trials
-from fsb.cli.common import add_invalid, hub_revision
+from fsb.cli.argtypes import resamples, seed, trials
+from fsb.cli.common import add_invalid, hub_revision, output_folder, print_json
 from fsb.cli.registry import Commands
 from fsb.core.errors import FsbError
 
 __all__ = ["commands"]
 
 commands = Commands()
+
+FSB_OUT = "fifty_shades_of_bias"  # FSB's build's default folder (fifty_shades_of_bias.NAME), where loaders look first
+STUDY_BOOTSTRAP = 200  # fsb.data.intervals.N_BOOT, not imported here: this module is imported on every start
 
 
 def _build_arguments(b: argparse.ArgumentParser) -> None:
@@ -25,14 +35,41 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
         help="a release folder (FSB/FSB_text.csv, FSB/fsb-tuples-annotations.csv); default: a local copy, else the pinned download",
     )
     b.add_argument("--generations", help="a generations file (the release's CSV, or `fsb generate` JSONL) instead of --raw-dir")
-    b.add_argument("--annotations", help="a judgments file (Item1..Item4,BestItem,WorstItem) instead of --raw-dir")
+    b.add_argument(
+        "--annotations",
+        help="a judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator,Timestamp]): with --generations FSB's build; "
+        "alone (optionally with --items, --study) any best-worst study",
+    )
+    b.add_argument(
+        "--items",
+        metavar="FILE",
+        help="a study build's items: CSV with id, optional text and further columns (kept, typed); default: the ids the judgments name",
+    )
+    b.add_argument(
+        "--study",
+        metavar="STUDY.yaml",
+        help="a study build's wording (question, the two labels, what high means, construct, licence, citation, "
+        "pretty name) for the card; default: FSB's",
+    )
+    b.add_argument(
+        "--keep-annotator-ids",
+        action="store_true",
+        help="publish annotator ids as given (default: keyed-hash pseudonyms, key in $FSB_HOME); values that look like "
+        "e-mail addresses, phone numbers or URLs are pseudonymised whatever this says",
+    )
+    b.add_argument(
+        "--bootstrap",
+        type=resamples,
+        metavar="N",
+        help=f"a study build's bootstrap resamples for the items' 95%% intervals (default {STUDY_BOOTSTRAP}; seeded by --seed)",
+    )
     b.add_argument(
         "--out",
-        default="fifty_shades_of_bias",
-        help="output folder (default: ./fifty_shades_of_bias); replaced only if absent, empty or an unchanged earlier build",
+        help="output folder (FSB's build: default ./fifty_shades_of_bias; a study build: required); replaced only if "
+        "absent, empty or an unchanged earlier build",
     )
     b.add_argument("--trials", type=trials, default=100, help="split-half reliability trials (default 100)")
-    b.add_argument("--seed", type=seed, default=0, help="split-half reliability seed (default 0)")
+    b.add_argument("--seed", type=seed, default=0, help="split-half reliability seed, and a study build's bootstrap seed (default 0)")
     b.add_argument("--no-record", action="store_true", help="do not make this the build that loaders and the lm-eval task find")
     b.add_argument("--hub-id", help="the Hub repo (org/name) the card's loading examples should name, for a build you will publish")
     add_invalid(b)
@@ -52,11 +89,32 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("--json", action="store_true", help="print the build's stats.json figures as JSON on stdout (warnings stay on stderr)")
 
 
-@commands.add("build", arguments=_build_arguments, help="build the Hugging Face dataset folder from raw generations and judgments")
+@commands.add(
+    "build",
+    arguments=_build_arguments,
+    help="build the Hugging Face dataset folder: FSB's from generations and judgments, or any best-worst study's",
+    description="Build a dataset folder that datasets.load_dataset reads (configs default and annotations) and fsb "
+    "publish publishes. FSB's build: --raw-dir, --generations with --annotations, or --rounds; recorded as the build "
+    "loaders find (unless --no-record). Any other best-worst study: --annotations alone, with --items (ids, texts, "
+    "further columns) and --study (the wording), scores with 95% bootstrap intervals; never recorded. Annotator ids "
+    "are keyed-hash pseudonyms unless --keep-annotator-ids; contact details never in the clear.",
+)
 def _build(args: argparse.Namespace) -> int:
     from fsb.data.dataset import build_dataset
     from fsb.data.release import ANNOTATIONS, GENERATIONS, release_dir
 
+    if args.items or args.study:
+        if args.generations or args.rounds or args.raw_dir:
+            raise FsbError(
+                "--items and --study belong to a study build (--annotations alone); FSB's build takes its texts and wording "
+                "from --generations, --rounds or --raw-dir"
+            )
+        if not args.annotations:
+            raise FsbError("--items and --study need --annotations (the study's judgments file)")
+    if args.annotations and not (args.generations or args.rounds or args.raw_dir):
+        return _build_study(args)
+    if args.bootstrap is not None:
+        raise FsbError("--bootstrap sets a study build's intervals (--annotations alone); FSB's build has none to resample")
     generations = annotations = None
     if args.rounds:
         if args.generations or args.annotations or args.raw_dir:
@@ -72,7 +130,7 @@ def _build(args: argparse.Namespace) -> int:
         result = build_dataset(
             generations=generations,
             annotations=annotations,
-            out=args.out,
+            out=args.out or FSB_OUT,
             rounds=args.rounds,
             trials=args.trials,
             seed=args.seed,
@@ -81,6 +139,7 @@ def _build(args: argparse.Namespace) -> int:
             invalid=args.invalid,
             previous=previous,
             previous_label=args.previous_label or label,
+            keep_annotator_ids=args.keep_annotator_ids,
         )
     s = result.stats
     if args.json:
@@ -88,12 +147,10 @@ def _build(args: argparse.Namespace) -> int:
 
         print(json.dumps({"out": str(result.out), "stats": s}, indent=2, sort_keys=True, default=str))
         for warning in (*result.notes, *result.warnings):
-            print(f"fsb build: warning: {warning}", file=sys.stderr)
+            _warn(warning)
         return 0
     shr = s["shr"]
-    if "invalid" in s:
-        kinds = ", ".join(f"{v['rows']} with {k} (first on line {v['first_line']})" for k, v in s["invalid"]["irregular"].items())
-        print(f"irregular judgments ({s['invalid']['policy']}): {kinds}", file=sys.stderr)
+    _print_irregular(s)
     print(f"built {result.out}")
     print(f"  {s['n_items']} sentences, {s['n_tuples']} tuples, {s['n_annotations']} judgments")
     print(f"  bins (low/medium/high): {' / '.join(str(v) for v in s['bins']['counts'].values())}")
@@ -111,10 +168,67 @@ def _build(args: argparse.Namespace) -> int:
         print(f"  the card carries the changes since {s['changes_since']['label']}:")
         print("\n".join("    " + line for line in s["changes_since"]["summary"].splitlines()))
     for warning in (*result.notes, *result.warnings):
-        print(f"fsb build: warning: {warning}", file=sys.stderr)
+        _warn(warning)
     if not args.no_record and not result.warnings:
         print("  loaders and the lm-eval task now read this folder (fsb build --no-record leaves the previous one in place)")
     return 0
+
+
+def _build_study(args: argparse.Namespace) -> int:
+    """`fsb build --annotations FILE [--items FILE] [--study STUDY.yaml]`: any best-worst study (issue 19),
+    through `fsb.data.study_build.build_study`; never recorded as the last build."""
+    from fsb.data.buildfolder import BUILD_KIND, build_folder_difference
+
+    for option in ("previous", "previous_label"):
+        if getattr(args, option):
+            raise FsbError(f"--{option.replace('_', '-')} is for FSB's build (a generations file); a study build has no previous version")
+    if not args.out:
+        raise FsbError(f"a study build needs --out: the default ./{FSB_OUT} is where loaders and the lm-eval task look for FSB's own build")
+    output_folder(args.out, kind=BUILD_KIND, changed=build_folder_difference, inputs=[args.annotations, args.items, args.study])
+    from fsb.data.study_build import build_study, summary_lines
+
+    result = build_study(
+        args.annotations,
+        args.out,
+        items=args.items,
+        study=args.study,
+        invalid=args.invalid,
+        trials=args.trials,
+        seed=args.seed,
+        n_boot=STUDY_BOOTSTRAP if args.bootstrap is None else args.bootstrap,
+        keep_annotator_ids=args.keep_annotator_ids,
+        hub_id=args.hub_id,
+    )
+    _print_irregular(result.stats)
+    if args.json:
+        import json
+
+        # stats.json as published (strict JSON: an undefined figure is null, never NaN)
+        print_json({"out": str(result.out), "stats": json.loads((result.out / "stats.json").read_text(encoding="utf-8"))})
+    else:
+        print(f"built {result.out}")
+        print("\n".join(summary_lines(result.stats)))
+    for warning in (*result.notes, *result.warnings):
+        _warn(warning)
+    print(
+        f"fsb build: a study build is not recorded as the build loaders find; load it with datasets.load_dataset({str(result.out)!r})",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _print_irregular(stats: dict) -> None:
+    """The quality-control rows counted or dropped (--invalid count/drop), on stderr: commentary."""
+    if "invalid" in stats:
+        found = stats["invalid"]["irregular"].items()
+        kinds = ", ".join(f"{v['rows']} with {k} (first on line {v['first_line']})" for k, v in found)
+        print(f"irregular judgments ({stats['invalid']['policy']}): {kinds}", file=sys.stderr)
+
+
+def _warn(warning: str) -> None:
+    from fsb.core.secrets import redact_message
+
+    print(f"fsb build: warning: {redact_message(warning)}", file=sys.stderr)
 
 
 @contextlib.contextmanager

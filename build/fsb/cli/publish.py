@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from fsb.cli.common import hub_revision
 from fsb.cli.registry import Commands
+from fsb.core.secrets import redact_message
 
 if TYPE_CHECKING:
     from fsb.data.publish import PublishPlan
@@ -29,7 +30,7 @@ commands = Commands()
 def _print_plan(plan: PublishPlan) -> None:
     print("\n".join(plan.lines()), flush=True)
     for w in plan.warnings:
-        print(f"warning: {w}", file=sys.stderr, flush=True)
+        print(f"warning: {redact_message(w)}", file=sys.stderr, flush=True)
 
 
 def _publish_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,7 +75,7 @@ def _publish(args: argparse.Namespace) -> int:
         check = check_local(args.folder, args.repo_id, args.version)
         print("\n".join(check.lines()))
         for w in check.warnings:
-            print(f"warning: {w}", file=sys.stderr)
+            print(f"warning: {redact_message(w)}", file=sys.stderr)
         why = "HF_HUB_OFFLINE is set" if not args.local else "--local"
         print(f"local checks only ({why}): nothing was sent to the Hub")
         return 0

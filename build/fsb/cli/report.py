@@ -59,7 +59,13 @@ def _report_arguments(r: argparse.ArgumentParser) -> None:
     r.add_argument("--dataset", help="the dataset scored (default: what loaders find); gives gold scores, breakdowns, human figures")
     r.add_argument("--bootstrap", type=resamples, default=1000, help="bootstrap draws (default 1000)")
     r.add_argument("--trials", type=trials, default=100, help="split-half trials for the human reference (default 100)")
-    r.add_argument("--compare", nargs=2, action="append", metavar=("A", "B"), help="paired difference of rows A and B (number or label)")
+    r.add_argument(
+        "--compare",
+        nargs=2,
+        action="append",
+        metavar=("A", "B"),
+        help="paired difference of rows A and B: their number as given (inputs in command-line order, the table's # column) or label",
+    )
     r.add_argument("--out", help="also write report.md, report.json, forest.png and scatter PNGs into this folder")
     r.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
 
