@@ -58,7 +58,7 @@ lint: $(BIN)/.installed docs
 # The docs site: reference pages generated from the code (docs/gen_ref.py), then a strict build (a broken link fails).
 docs: $(BIN)/.installed
 	$(BIN)/python docs/gen_ref.py
-	$(BIN)/mkdocs build --strict --quiet --site-dir site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_bws.py

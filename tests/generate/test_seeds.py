@@ -26,7 +26,7 @@ from fsb.generate.seeds import (
 )
 from tests._support import run_fsb
 
-SOURCES = Path(__file__).resolve().parents[3] / "shared" / "data" / "seed-sources"
+SOURCES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "seed-sources"  # ../shared beside the checkout
 COPA = SOURCES / "balacopa-dev-all.xml"
 STEREOSET = SOURCES / "editbias_gender_test.json"
 
