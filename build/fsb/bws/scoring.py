@@ -128,7 +128,7 @@ def score_columns(
     if method == "counting":
         cols |= {"score_raw": counts.score_raw, "score": counts.score}
     elif method == "maxdiff":
-        from fsb.bws import maxdiff
+        from fsb.bws import bootstrap, maxdiff
 
         fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items)
         cols |= {"score": fit.utility, "se": fit.se}
@@ -136,10 +136,10 @@ def score_columns(
         raise ValueError(f"method must be one of {METHODS}")
     cols |= {"n": counts.appearances, "best": counts.best, "worst": counts.worst}
     if ci:
-        from fsb.bws import maxdiff
+        from fsb.bws import bootstrap, maxdiff
 
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
-        low, high = maxdiff.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
+        low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
         cols |= {"ci_low": low, "ci_high": high}
     order = np.argsort(-cols["score"], kind="stable")  # labels are sorted, so ties stay in label order
     return {name: values[order] for name, values in cols.items()}
