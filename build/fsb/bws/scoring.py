@@ -154,27 +154,13 @@ def score_table(ann: Annotations, *, method: Method = "counting", ci: bool = Fal
 
 def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
     """The columns as CSV text: floats with `decimals` places (as "%.6f"; NaN as an empty field), labels
-    quoted as needed. Integer-labelled tables of 1e5 rows or more are formatted by pyarrow (a float to
-    decimal cast formats exactly as "%.6f" does), the rest by Python's csv module."""
+    quoted as needed. Tables of 1e5 rows or more whose labels are integers, or strings that need no
+    quoting, are formatted by pyarrow (a float to decimal cast formats exactly as "%.6f" does; NaN is a
+    null, written empty), the rest by Python's csv module."""
     rows = next(iter(cols.values())).size
-    numeric = all(v.dtype.kind in "iuf" for v in cols.values())
-    if numeric and rows >= 100_000 and not any(np.isnan(v).any() for v in cols.values() if v.dtype.kind == "f"):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.csv as pacsv
-
-        from fsb.core.tables import numpy_to_arrow
-
-        arrays = [
-            pc.cast(pc.cast(numpy_to_arrow(v), pa.decimal128(38, decimals), safe=False), pa.string())
-            if v.dtype.kind == "f"
-            else numpy_to_arrow(v)
-            for v in cols.values()
-        ]
-        sink = pa.BufferOutputStream()
-        options = pacsv.WriteOptions(include_header=False, quoting_style="none")
-        pacsv.write_csv(pa.table(arrays, names=list(cols)), sink, write_options=options)
-        return ",".join(cols) + "\n" + sink.getvalue().to_pybytes().decode()
+    simple = all(v.dtype.kind in "iufU" for v in cols.values())
+    if simple and rows >= 100_000 and not any(_needs_quotes(v) for v in cols.values() if v.dtype.kind == "U"):
+        return _format_arrow(cols, decimals)
     out = []
     for values in cols.values():
         if values.dtype.kind == "f":
@@ -187,6 +173,40 @@ def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
     writer.writerow(list(cols))
     writer.writerows(zip(*out))
     return buf.getvalue()
+
+
+def _needs_quotes(labels: np.ndarray) -> bool:
+    """Whether a label holds a comma, a quote, a line break, or is empty (Python's csv module writes "")."""
+    if labels.size == 0:
+        return False
+    if (np.char.str_len(labels) == 0).any():
+        return True
+    return any(np.char.find(labels, c).max() >= 0 for c in (",", '"', "\n", "\r"))
+
+
+def _format_arrow(cols: dict[str, np.ndarray], decimals: int) -> str:
+    """`format_csv` by pyarrow's CSV writer: no Python object per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    from fsb.core.tables import numpy_to_arrow
+
+    def column(v: np.ndarray) -> pa.Array:
+        if v.dtype.kind == "U":
+            return pa.array(v, type=pa.string())
+        if v.dtype.kind != "f":
+            return numpy_to_arrow(v)
+        nan = np.isnan(v)
+        valid = pa.py_buffer(np.packbits(~nan, bitorder="little")) if nan.any() else None
+        values = np.ascontiguousarray(np.where(nan, 0.0, v), dtype=np.float64)
+        floats = pa.Array.from_buffers(pa.float64(), v.size, [valid, pa.py_buffer(values)])
+        return pc.cast(pc.cast(floats, pa.decimal128(38, decimals), safe=False), pa.string())
+
+    sink = pa.BufferOutputStream()
+    options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+    pacsv.write_csv(pa.table([column(v) for v in cols.values()], names=list(cols)), sink, write_options=options)
+    return ",".join(cols) + "\n" + sink.getvalue().to_pybytes().decode()
 
 
 def reliability(ann: Annotations, trials: int = 100, seed: int = 0) -> bws.SplitHalfResult:

@@ -443,6 +443,8 @@ def _fast_cells(
     try:
         if has_leading_zero(data, start + offset):  # "007" is not the id 7 (as in the reference tool): read labels as text
             raise pa.ArrowInvalid("a label with a leading zero")
+        if not _labels_look_numeric(data[start + offset : start + offset + (1 << 16)], [header.index(c) for c in fields]):
+            raise pa.ArrowInvalid("a label that is not digits")  # string ids: the file is not parsed twice
         table = read(pa.int64())
         columns = [table[c] for c in fields]
         ranges = [pc.min_max(c) for c in columns]
@@ -467,6 +469,17 @@ def _fast_cells(
     ann = np.array(table[annotator].to_pylist(), dtype=object) if annotator else None
     stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
     return _Cells(indices, uniques, ann, _lazy_lines(path), stamps)
+
+
+def _labels_look_numeric(head: bytes, columns: list[int], rows: int = 50) -> bool:
+    """Whether the label fields of the first `rows` complete lines of `head` are all digits (after
+    stripping): string ids then skip the integer parse attempt."""
+    lines = head.split(b"\n")[:-1][:rows]
+    try:
+        records = list(csv.reader(line.decode("utf-8") for line in lines))
+    except (UnicodeDecodeError, csv.Error):
+        return False
+    return all(j < len(r) and r[j].strip().isdigit() for r in records for j in columns)
 
 
 def arrow_to_numpy(array: Any) -> np.ndarray:
