@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "MAXDIFF_COUNT_REFUSAL",
     "METHODS",
     "Coded",
     "annotator_agreement",
@@ -32,6 +33,11 @@ __all__ = [
 ]
 
 METHODS = ("counting", "maxdiff")
+MAXDIFF_COUNT_REFUSAL = (
+    "--method maxdiff cannot take --invalid count: counting a quality-control row (a tuple repeating an item, or best = worst) "
+    "is a rule of the NRC Perl counting script, and the MaxDiff likelihood has no such choice (a logit never picks one item "
+    "both best and worst, nor shows it twice); use --invalid drop to fit without those rows, or the default refuse to see the first"
+)
 Method = Literal["counting", "maxdiff"]
 
 
@@ -113,7 +119,12 @@ def score_columns(
     best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
     standard error), n, best, worst. With `ci`: ci_low, ci_high, 95% percentile intervals of `score`
     from `n_boot` bootstrap resamples of the tuples (seeded); NaN for items without one, each reason a
-    line appended to `notes` (see `maxdiff.bootstrap_intervals`)."""
+    line appended to `notes` (see `fsb.bws.bootstrap.bootstrap_intervals`). method="maxdiff" refuses
+    judgments read with invalid="count" (`MAXDIFF_COUNT_REFUSAL`)."""
+    if method == "maxdiff" and ann.invalid == "count":
+        from fsb.core.files import InputError
+
+        raise InputError(ann.path, MAXDIFF_COUNT_REFUSAL)
     if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
         n_items = ann.labels.size
         counts = bws.count_best_worst(ann.item_codes, ann.best_codes, ann.worst_codes, n_items)
@@ -210,7 +221,29 @@ def _format_arrow(cols: dict[str, np.ndarray], decimals: int) -> str:
 
 
 def reliability(ann: Annotations, trials: int = 100, seed: int = 0) -> bws.SplitHalfResult:
-    """Split-half reliability of the counting scores, judgments grouped by tuple (item set)."""
+    """Split-half reliability of the counting scores, judgments grouped by tuple (item set).
+
+    Parameters
+    ----------
+    ann : the validated judgments.
+    trials : random splits averaged.
+    seed : seed of the splits.
+
+    Returns
+    -------
+    bws.SplitHalfResult
+        Mean and sd over the trials of Pearson and Spearman r between the counting scores of two halves
+        (each tuple's judgments shuffled, floor(n/2) to one half, a coin for an odd one), as the NRC
+        SHR-BWS.pl does (Kiritchenko and Mohammad 2017). A file of fewer than 2 judgments is refused
+        (InputError): there is nothing to split."""
+    if ann.item_codes.shape[0] < 2:
+        from fsb.core.files import InputError
+
+        raise InputError(
+            ann.path,
+            f"split-half reliability splits the judgments into two halves and correlates their scores; the file holds "
+            f"{ann.item_codes.shape[0]} judgment: it needs at least 2 (and in each half judgments of 2 or more items)",
+        )
     coded = encode(ann)
     return bws.split_half_reliability(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, trials, seed)
 
