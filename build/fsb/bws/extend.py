@@ -59,12 +59,12 @@ def read_existing(path: str | os.PathLike[str]) -> Existing:
     """Read EXISTING: a judgments file (Item1..ItemK,BestItem,WorstItem[,...]: its distinct tuples, and
     counting scores to spread the anchors by) or a design file (tuple_id,Item1..ItemK: spread by id order)."""
     from fsb.bws.scoring import encode
-    from fsb.core.tables import _peek_header, read_annotations
+    from fsb.core.judgments import peek_header, read_annotations
 
     p = Path(path)
     from fsb.core.files import read_input_bytes
 
-    header = _peek_header(p, read_input_bytes(p))
+    header = peek_header(p, read_input_bytes(p))
     if "BestItem" in header:
         ann = read_annotations(p)
         coded = encode(ann)

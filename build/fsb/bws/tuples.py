@@ -66,7 +66,7 @@ def _random_within(key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """An order sorting `key`, random within equal keys: one sort on key * 2^20 + a random 20-bit number
     (a two-key sort when the keys are too large for that)."""
     key = np.asarray(key, dtype=np.int64)
-    if key.size and 0 <= int(key.min()) and int(key.max()) < 2**42:
+    if key.size and int(key.min()) >= 0 and int(key.max()) < 2**42:
         return np.argsort((key << 20) | rng.integers(0, 2**20, size=key.size))
     return np.lexsort((rng.random(key.size), key))
 
