@@ -145,7 +145,7 @@ def contestants(name: str, files: dict[str, Path], n: int, args: argparse.Namesp
     }[name]
     main = [sys.executable, "-c", "import sys; from fsb.cli import main; sys.exit(main())"]
     out: dict[str, tuple[list[str], dict | None]] = {"fsb": ([*main, *argv], None)}
-    if args.baseline:
+    if args.baseline and name in args.baseline_commands:
         out["baseline"] = ([*main, *argv], {**os.environ, "PYTHONPATH": str(Path(args.baseline).resolve())})
     perl = os.environ.get("FSB_PERL_BWS")
     if perl and name in PERL and n <= args.perl_max.get(name, 0):
@@ -239,6 +239,7 @@ def main() -> int:
     parser.add_argument("--rounds-1e6", type=int, default=1, help="interleaved rounds at 1e6 items and more")
     parser.add_argument("--commands", nargs="+", default=COMMANDS, choices=COMMANDS)
     parser.add_argument("--baseline", help="a `build/` folder of another fsb checkout, run interleaved as 'baseline'")
+    parser.add_argument("--baseline-commands", nargs="+", default=COMMANDS, choices=COMMANDS, help="commands the baseline runs")
     parser.add_argument("--perl-score-max", type=int, default=1_000_000, help="largest size for the Perl counting script")
     parser.add_argument("--perl-shr-max", type=int, default=10_000, help="largest size for the Perl SHR script (60 s at 1e4)")
     parser.add_argument("--perl-tuples-max", type=int, default=10_000, help="largest size for the Perl tuple script")

@@ -20,10 +20,10 @@ def _existing(tuples: list[list[int]]) -> extend.Existing:
 
 def test_the_overlap_check_reports_the_largest_overlap_not_the_smallest() -> None:
     """Issue 21 mutation: reporting min instead of max shared items must fail here. New tuple A shares 3
-    items with existing tuple 0 and 1 with existing tuple 1; new tuple B shares 1 with each: the largest
-    overlap is 3 (it breaks the at-most-2 guarantee), the smallest 1."""
+    items with existing tuple 0 and 1 with existing tuple 1; the others share 1 with each they touch: the
+    largest overlap is 3 (it breaks the at-most-2 guarantee), the smallest 1."""
     existing = _existing([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]])
-    new = np.array([[1, 2, 3, 101], [4, 5, 102, 103], [9, 104, 105, 106]])
+    new = np.array([[1, 2, 3, 5], [4, 6, 102, 103], [9, 104, 105, 106]])
     assert extend._max_shared_with(new, existing.tuples) == 3
     assert extend._max_shared_with(new[1:], existing.tuples) == 1
     report = extend.check_extension(new, np.arange(101, 107), existing, k=1)
