@@ -115,12 +115,22 @@ def score_columns(
 ) -> dict[str, np.ndarray]:
     """The score table as ordered numpy columns, most biased first (ties in label order).
 
-    counting: item, score_raw = (B - W) / n in [-1, 1], score = (score_raw + 1) / 2, n (appearances),
-    best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
-    standard error), n, best, worst. With `ci`: ci_low, ci_high, 95% percentile intervals of `score`
-    from `n_boot` bootstrap resamples of the tuples (seeded); NaN for items without one, each reason a
-    line appended to `notes` (see `fsb.bws.bootstrap.bootstrap_intervals`). method="maxdiff" refuses
-    judgments read with invalid="count" (`MAXDIFF_COUNT_REFUSAL`)."""
+    Parameters
+    ----------
+    ann : the validated judgments.
+    method : "counting" (Orme 2009; Kiritchenko and Mohammad 2017) or "maxdiff" (`fsb.bws.maxdiff`).
+    ci : add 95% bootstrap intervals over tuples.
+    n_boot, seed : resamples and their seed.
+    notes : list to which one line per reason for a missing interval is appended.
+
+    Returns
+    -------
+    dict of numpy columns
+        counting: item, score_raw = (B - W) / n in [-1, 1], score = (score_raw + 1) / 2, n (appearances),
+        best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
+        standard error), n, best, worst. With `ci`: ci_low, ci_high (`fsb.bws.bootstrap.bootstrap_intervals`;
+        NaN for items without one). method="maxdiff" refuses judgments read with invalid="count"
+        (InputError, `MAXDIFF_COUNT_REFUSAL`)."""
     if method == "maxdiff" and ann.invalid == "count":
         from fsb.core.files import InputError
 
