@@ -131,3 +131,13 @@ def test_large_files_keep_string_ids_as_strings_and_agree_with_the_small_reader(
         assert slow.labels.dtype.kind == ("i" if name == "ints" else "U") or name == "late"
         np.testing.assert_array_equal(fast.items[-50:], slow.items[-50:])
         np.testing.assert_array_equal(fast.best[:50], np.asarray(slow.best[:50]).astype(fast.labels.dtype))
+
+
+def test_large_files_trim_spaces_around_string_ids(tmp_path: Path) -> None:
+    """The fast path skips trimming only when the body holds no byte trimming could remove: a large file
+    written with spaces after the commas still gives the bare ids (as the small reader does)."""
+    rows = [f"a{i}, b{i}, c{i}, d{i}, a{i}, d{i}" for i in range(FAST_READER_BYTES // 20)]
+    big = tmp_path / "spaced.csv"
+    big.write_text(HEADER + "\n".join(rows) + "\n")
+    ann = read_annotations(big)
+    assert ann.labels.dtype.kind == "U" and ann.items[0].tolist() == ["a0", "b0", "c0", "d0"] and ann.worst[0] == "d0"
