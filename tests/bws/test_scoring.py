@@ -299,13 +299,11 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
 
 def test_refusals_are_one_line_with_the_reason(tmp_path: Path) -> None:
     """Issue 19 messages, end to end: maxdiff with --invalid count is refused (the likelihood has no
-    reading for a quality-control row), reliability on one judgment is refused (nothing to split), and
-    fsb tuples says why a size cannot make a design."""
+    reading for a quality-control row), and fsb tuples says why a size cannot make a design."""
     one = tmp_path / "one.csv"
     one.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n1,2,3,4,1,4\n")
     cases = [
         (["score", str(one), "--method", "maxdiff", "--invalid", "count"], "--method maxdiff cannot take --invalid count"),
-        (["reliability", str(one)], "the file holds 1 judgment: it needs at least 2"),
         (["tuples", "3", "--out", str(tmp_path / "t.csv")], "3 items are too few: 4-tuples need more than 4 items"),
         (["tuples", "5", "--size", "1", "--out", str(tmp_path / "t.csv")], "a tuple holds at least 2 items (--size 1)"),
         (["tuples", "10", "--k", "3", "--out", str(tmp_path / "t.csv")], "30 places, and that must be a multiple of tuple_size (4)"),

@@ -244,16 +244,8 @@ def reliability(ann: Annotations, trials: int = 100, seed: int = 0) -> bws.Split
     bws.SplitHalfResult
         Mean and sd over the trials of Pearson and Spearman r between the counting scores of two halves
         (each tuple's judgments shuffled, floor(n/2) to one half, a coin for an odd one), as the NRC
-        SHR-BWS.pl does (Kiritchenko and Mohammad 2017). A file of fewer than 2 judgments is refused
-        (InputError): there is nothing to split."""
-    if ann.item_codes.shape[0] < 2:
-        from fsb.core.files import InputError
-
-        raise InputError(
-            ann.path,
-            f"split-half reliability splits the judgments into two halves and correlates their scores; the file holds "
-            f"{ann.item_codes.shape[0]} judgment: it needs at least 2 (and in each half judgments of 2 or more items)",
-        )
+        SHR-BWS.pl does (Kiritchenko and Mohammad 2017). NaN when a half scores fewer than 2 items
+        (e.g. a file of one judgment): the caller says so."""
     coded = encode(ann)
     return bws.split_half_reliability(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, trials, seed)
 
