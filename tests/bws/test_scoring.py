@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from fsb.bws import scoring
+from fsb.core import judgments
 from fsb.core import tables as raw
 from fsb.core.files import InputError
 from tests._support import write_csv
@@ -147,7 +148,7 @@ def test_both_reader_paths_agree(name: str, integer_ids: bool, tmp_path: Path, m
     path = tmp_path / "a.csv"
     path.write_text(FILES[name], encoding="utf-8", newline="")
     slow = _outcome(path, integer_ids=integer_ids)
-    monkeypatch.setattr(raw, "FAST_READER_BYTES", 0)
+    monkeypatch.setattr(judgments, "FAST_READER_BYTES", 0)
     assert _outcome(path, integer_ids=integer_ids) == slow
 
 

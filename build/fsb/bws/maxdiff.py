@@ -316,12 +316,3 @@ def fit_maxdiff(
     u, nll, nit, ok = minimise(counts, n_items, counting_start(counts, n_items), ridge, tol)
     se = 1.0 / np.sqrt(diag_information(u, counts, ridge))
     return MaxDiffFit(u - u.mean(), se, nll, nit, ok)
-
-
-def __getattr__(name: str) -> object:
-    """`maxdiff.bootstrap_intervals` still answers (it moved to `fsb.bws.bootstrap`)."""
-    if name == "bootstrap_intervals":
-        from fsb.bws.bootstrap import bootstrap_intervals
-
-        return bootstrap_intervals
-    raise AttributeError(name)

@@ -5,7 +5,7 @@ checks share one first-bad-line rule, and apart they would need each other's pri
 
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
 always the FIRST offending line of the file, whatever the column or the kind of check (an unknown id
-included: `refuse_unknown_ids`). Labels follow the one id rule of `fsb.core.tables.id_problem`. Large
+included: `refuse_unknown_ids`). Labels follow the one id rule of `fsb.core.csvrows.id_problem`. Large
 files are parsed by pyarrow's CSV reader (imported when needed), small ones by Python's; string ids are
 coded once, by pyarrow's hash dictionary, with no Python object per row.
 """
@@ -19,8 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fsb.core.files import InputError, read_input_bytes, read_utf8
-from fsb.core.tables import (
+from fsb.core.csvrows import (
     FAST_READER_BYTES,
     INT32_MAX,
     INT64_MAX,
@@ -38,6 +37,7 @@ from fsb.core.tables import (
     require_header,
     show_label,
 )
+from fsb.core.files import InputError, read_input_bytes, read_utf8
 
 __all__ = [
     "IRREGULAR_KINDS",
