@@ -30,7 +30,7 @@ def cpu(fn) -> tuple[float, object]:
 
 def run_size(n: int, boot: int, full: int) -> str:
     from fsb import bws
-    from fsb.bws import maxdiff
+    from fsb.bws import bootstrap, maxdiff
     from fsb.bws.scoring import Coded
 
     design, ti, best, worst = simulate(n)
@@ -38,8 +38,8 @@ def run_size(n: int, boot: int, full: int) -> str:
     t_count = min(cpu(lambda: bws.count_best_worst(design, best, worst, n, ti))[0] for _ in range(3))
     t_fit, fit = cpu(lambda: maxdiff.fit_maxdiff(design, best, worst, ti, n))
     start = fit.utility  # type: ignore[attr-defined]
-    t_newton, _ = cpu(lambda: maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=boot, start=start))
-    t_full, _ = cpu(lambda: maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=full, start=start, refit="full"))
+    t_newton, _ = cpu(lambda: bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=boot, start=start))
+    t_full, _ = cpu(lambda: bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=full, start=start, refit="full"))
     t_full *= boot / full
     return (
         f"{n:>8.0e} {t_count * 1e3:>7.2f}ms {t_fit:>7.2f}s {t_newton:>12.1f}s {t_full:>12.0f}s  "

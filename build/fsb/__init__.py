@@ -6,27 +6,27 @@ thin layer over them and `core/` is the ground floor they all stand on (tests/te
 every folder is on this map). Schema and bins live outside the package, in the top-level module
 fifty_shades_of_bias; the lm-eval task is the folder harness/.
 
-core/       errors, readers (input that names file/line/field), atomic (atomic file writes), folders
-            (folder swaps), seals (seals and records of what fsb wrote), output (the output layer every
-            command writes through), files (their former one-module face), tables (validated CSV/JSONL
-            tables and the one id rule), items (a study's item list), secrets (redaction of keys and tokens
-            in every encoding, safe URLs), resources
-bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a
-            study's design file, position-balanced), extend, scoring, maxdiff (the public API is
-            re-exported from fsb.bws)
+core/       errors, readers (input that names file/line/field), atomic (atomic file writes), folders (folder
+            swaps), seals (seals and records of what fsb wrote), output (the output layer every command writes
+            through), files (their former one-module face), tables (the public face of csvrows: validated
+            CSV/JSONL rows and the one id rule, and judgments: the judgments reader), items (a study's item
+            list), secrets (redaction of keys and tokens in every encoding, safe URLs), resources
+bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a study's
+            design file, position-balanced), extend, scoring, maxdiff, bootstrap (MaxDiff intervals) (the
+            public API is re-exported from fsb.bws)
 data/       the dataset: release (upstream files), dataset (FSB's build), rounds (updates), buildfolder (the
-            folder's rules and record), study_build, study_card, study_items (any best-worst study), annotators
-            (pseudonyms, agreement), intervals, reference (the human figures: split-half, full panel, noise
-            ceiling), card, cardmeta, diff, localbuild, publish_plan, publish and hub (the Hub)
+            folder's rules and record), study_build, study_card, study_items (any best-worst study),
+            annotators (pseudonyms, agreement), intervals, reference (the human figures: split-half, full
+            panel, noise ceiling), card, cardmeta, diff, localbuild, publish_plan, publish and hub (the Hub)
 annotate/   forms (annotators' forms and their answers), labelstudio, bwsprompt (the best-worst prompt,
             rotations and strict parser shared with the harness), and llm (a model as a best-worst annotator)
 generate/   seeds, prompts, generations, explain, keys, marks: graded biased text from seeds
-engine/     the request engine every paid request goes through: endpoint, plan, responses, journal,
-            outputs, runner, batch, console
+engine/     the request engine every paid request goes through: endpoint, plan, responses, journal, outputs,
+            runner, batch, console
 evaluate/   runner (lm-eval), metrics (parsing and the task metrics), fewshot (the rating tasks' data),
             runfiles (lm-eval run folders), results, agreement, baselines, report (its numbers), reportmd,
-            reportbws, reportcells (its Markdown), reportfig (its figures), reportout (its files),
-            models (the default real model), mainjob (the README's main job)
+            reportbws, reportcells (its Markdown), reportfig (its figures), reportout (its files), models (the
+            default real model), mainjob (the README's main job)
 analyse/    the paper's analyses: sentences, terms, analysis, figures
 cli/        the `fsb` command: app (parser, dispatch), registry, argtypes, engine_args, common (shared
             options, the folder-or-ORG/NAME@REV parser), and one module per stage's commands: data, bws,

@@ -11,7 +11,7 @@ import scipy.optimize
 import scipy.stats
 
 from fsb import bws
-from fsb.bws import maxdiff
+from fsb.bws import bootstrap, maxdiff
 from fsb.bws.scoring import Coded
 from tests._support import simulate_bws
 
@@ -59,7 +59,7 @@ def _plain_nll(u: np.ndarray, shown: np.ndarray, best: np.ndarray, worst: np.nda
 def test_four_tuples_match_a_plain_likelihood_and_its_gradient() -> None:
     design, ti, best, worst, _ = _random_study(10, 4, 40, 3, seed=5)
     shown = design[ti]
-    slots, bm, wm = maxdiff._layout(design, ti, best, worst)
+    slots, bm, wm = maxdiff.layout(design, ti, best, worst)
     u = np.random.default_rng(1).normal(size=10)
     nll, grad = maxdiff.maxdiff_nll(u, slots, bm, wm, ridge=0.01)
     assert nll == pytest.approx(_plain_nll(u, shown, best, worst, 0.01), rel=1e-12)
@@ -133,11 +133,11 @@ def test_intervals_cover_the_truth_about_95_percent(method: str) -> None:
     truth = np.random.default_rng(7).normal(size=n)
     design = bws.bws_design(n, seed=7)
     ti, best, worst = simulate_bws(design, truth, 3, seed=8)
-    low, high = maxdiff.bootstrap_intervals(_coded(design, ti, best, worst, n), method=method, n_boot=150, seed=0)
+    low, high = bootstrap.bootstrap_intervals(_coded(design, ti, best, worst, n), method=method, n_boot=150, seed=0)
     target = _expected_counting(design, truth, 3) if method == "counting" else truth - truth.mean()
     coverage = np.mean((low <= target) & (target <= high))
     assert 0.88 <= coverage <= 0.995, coverage
-    again = maxdiff.bootstrap_intervals(_coded(design, ti, best, worst, n), method=method, n_boot=150, seed=0)
+    again = bootstrap.bootstrap_intervals(_coded(design, ti, best, worst, n), method=method, n_boot=150, seed=0)
     np.testing.assert_array_equal(low, again[0])
 
 
@@ -151,7 +151,7 @@ def test_newton_bootstrap_covers_the_truth_about_95_percent_over_many_studies() 
         truth = np.random.default_rng(100 + rep).normal(size=n)
         design = bws.bws_design(n, seed=rep)
         ti, best, worst = simulate_bws(design, truth, 3, seed=200 + rep)
-        low, high = maxdiff.bootstrap_intervals(_coded(design, ti, best, worst, n), method="maxdiff", n_boot=300, seed=rep)
+        low, high = bootstrap.bootstrap_intervals(_coded(design, ti, best, worst, n), method="maxdiff", n_boot=300, seed=rep)
         target = truth - truth.mean()
         hits.append((low <= target) & (target <= high))
     coverage = float(np.mean(hits))
@@ -166,13 +166,13 @@ def test_newton_bootstrap_agrees_with_full_refits() -> None:
     design = bws.bws_design(n, seed=11)
     ti, best, worst = simulate_bws(design, truth, 3, seed=12)
     coded = _coded(design, ti, best, worst, n)
-    fast = maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=400, seed=1)
-    full = maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=400, seed=1, refit="full")
+    fast = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=400, seed=1)
+    full = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=400, seed=1, refit="full")
     width = full[1] - full[0]
     assert np.median(np.abs(fast[0] - full[0]) / width) < 0.06 and np.median(np.abs(fast[1] - full[1]) / width) < 0.06
     assert abs(np.median((fast[1] - fast[0]) / width) - 1) < 0.05
     start = maxdiff.fit_maxdiff(design, best, worst, ti, n).utility
-    _, stretch = maxdiff._newton_draws(coded, start, 40, np.random.default_rng(0))
+    _, stretch = bootstrap.newton_draws(coded, start, 40, np.random.default_rng(0))
     assert 0.0 < stretch < 0.15, stretch
 
 
@@ -205,10 +205,10 @@ def test_small_studies_get_finite_intervals_that_cover_the_truth() -> None:
             assert coded.tuple_index.size == 129
             start = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items).utility
             notes: list[str] = []
-            low, high = maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=200, seed=rep, start=start, notes=notes)
+            low, high = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=200, seed=rep, start=start, notes=notes)
             has = np.isfinite(low) & np.isfinite(high)
             once = np.bincount(coded.design.ravel(), minlength=coded.n_items) == 1
-            explained = maxdiff._unbounded(coded) | ~maxdiff._connected_main(coded.design, coded.n_items) | once
+            explained = bootstrap.unbounded(coded) | ~bootstrap.connected_main(coded.design, coded.n_items) | once
             np.testing.assert_array_equal(has, ~explained)
             assert has.mean() > 0.6 and len(notes) == len(set(notes)) >= 1
             assert np.all(low[has] < high[has])
@@ -238,10 +238,76 @@ def test_items_without_an_estimable_interval_get_nan_and_one_line_each_reason() 
     notes: list[str] = []
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        low, high = maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=100, seed=0, notes=notes)
+        low, high = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=100, seed=0, notes=notes)
     missing = ~np.isfinite(low)
     np.testing.assert_array_equal(missing, np.isin(np.arange(n), [5, *range(32, 40)]))
     np.testing.assert_array_equal(missing, ~np.isfinite(high))
     assert len(notes) == 2
     assert notes[0].startswith("no interval for 8 items outside the largest connected part of the design (32 items")
     assert notes[1].startswith("no interval for 1 item chosen best (or worst) in every judgment")
+
+
+def _irregular_study(seed: int):
+    """A random study with a repeated-item tuple and best = worst rows (what --invalid count lets through)."""
+    design, ti, best, worst, _ = _random_study(30, 4, 80, 3, seed=seed)
+    design[0, 1] = design[0, 0]
+    best[ti == 1] = worst[ti == 1]
+    return design, ti, best, worst
+
+
+@pytest.mark.parametrize("scale", [0.1, 1.0, 10.0, 40.0])
+def test_tuple_level_likelihood_equals_the_judgment_level_one(scale: float) -> None:
+    """Issue 23: the fit now sums per distinct tuple (counts of best and worst per slot) instead of per
+    judgment; value and gradient must equal the judgment-by-judgment form, with bootstrap weights, on
+    irregular rows, and at large utilities where a careless leave-one-out sum (Z - e_best) cancels."""
+    rng = np.random.default_rng(int(scale * 10))
+    design, ti, best, worst = _irregular_study(seed=3)
+    slots, bm, wm = maxdiff.layout(design, ti, best, worst)
+    counts = maxdiff.tuple_counts(design, best, worst, ti, 30)
+    u = rng.normal(size=30) * scale
+    w = rng.integers(0, 3, size=design.shape[0]).astype(float)
+    for weight, c in ((None, counts), (w[ti], counts.weighted(w))):
+        ref_nll, ref_grad = maxdiff.maxdiff_nll(u, slots, bm, wm, weight)
+        nll, grad = maxdiff.tuple_nll(u, c)
+        assert nll == pytest.approx(ref_nll, rel=1e-12)
+        np.testing.assert_allclose(grad, ref_grad, rtol=1e-9, atol=1e-7 * max(1.0, scale))
+
+
+def test_fit_equals_the_judgment_level_fit_of_before() -> None:
+    """The scores of `fsb score --method maxdiff` are those of the judgment-level L-BFGS fit (the fit
+    before issue 23: same start, same options), to 1e-6 on the utilities and the standard errors."""
+    design, ti, best, worst, _ = _random_study(200, 4, 400, 3, seed=9)
+    slots, bm, wm = maxdiff.layout(design, ti, best, worst)
+    counts = maxdiff.tuple_counts(design, best, worst, ti, 200)
+    start = maxdiff.counting_start(counts, 200)
+    ref = scipy.optimize.minimize(
+        maxdiff.maxdiff_nll,
+        start,
+        args=(slots, bm, wm, None, maxdiff.RIDGE),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 2000, "gtol": 1e-4, "ftol": 1e-10},
+    )
+    fit = maxdiff.fit_maxdiff(design, best, worst, ti, 200)
+    np.testing.assert_allclose(fit.utility, ref.x - ref.x.mean(), atol=1e-6)
+    p = np.exp(ref.x[slots]) / np.exp(ref.x[slots]).sum(axis=0)
+    q = np.where(bm, 0.0, np.exp(-ref.x[slots]))
+    q /= q.sum(axis=0)
+    info = np.bincount(slots.ravel(), weights=(p * (1 - p) + q * (1 - q)).ravel(), minlength=200) + maxdiff.RIDGE
+    np.testing.assert_allclose(fit.se, 1 / np.sqrt(info), rtol=1e-6)
+    assert fit.iterations == ref.nit
+
+
+def test_block_quantiles_equal_numpys_nanquantile() -> None:
+    """The quantiles that replaced np.nanquantile (one Python call per item) give its values, NaNs included."""
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(57, 300)).astype(np.float32)
+    draws[rng.random(draws.shape) < 0.2] = np.nan
+    draws[:, 7] = np.nan
+    draws[:-1, 8] = np.nan
+    got, empty = bootstrap.quantiles(draws, [0.025, 0.5, 0.975], block=64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.nanquantile(draws.astype(np.float64), [0.025, 0.5, 0.975], axis=0)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(empty, np.arange(300) == 7)

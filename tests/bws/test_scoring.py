@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from fsb.bws import scoring
+from fsb.core import judgments
 from fsb.core import tables as raw
 from fsb.core.files import InputError
 from tests._support import run_fsb, write_csv
@@ -147,7 +148,7 @@ def test_both_reader_paths_agree(name: str, integer_ids: bool, tmp_path: Path, m
     path = tmp_path / "a.csv"
     path.write_text(FILES[name], encoding="utf-8", newline="")
     slow = _outcome(path, integer_ids=integer_ids)
-    monkeypatch.setattr(raw, "FAST_READER_BYTES", 0)
+    monkeypatch.setattr(judgments, "FAST_READER_BYTES", 0)
     assert _outcome(path, integer_ids=integer_ids) == slow
 
 
@@ -266,3 +267,52 @@ def test_build_keeps_each_judgments_timestamp(tmp_path: Path) -> None:
     none = datasets.load_dataset(str(tmp_path / "without"), "annotations")["test"]
     assert none["timestamp"] == [None] * len(stamps)
     assert "| `timestamp` | string |" in (tmp_path / "with" / "README.md").read_text()
+
+
+def test_large_tables_are_written_by_pyarrow_exactly_as_by_pythons_csv_module() -> None:
+    """Issue 23: string-labelled tables (and ones holding NaN intervals) now take pyarrow's writer; the
+    text must be the csv module's, byte for byte ("%.6f", NaN empty); labels that need quotes still go
+    through the csv module."""
+    rng = np.random.default_rng(0)
+    n = 100_000
+    labels = np.array([f"cza{i}q" for i in range(n)])
+    score = rng.normal(size=n)
+    score[::7] = np.nan
+    cols = {"item": labels, "score": score, "n": np.arange(n), "ci_low": rng.normal(size=n)}
+
+    def by_csv(c: dict[str, np.ndarray]) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(list(c))
+        text = [["" if v != v else f"{v:.6f}" for v in x.tolist()] if x.dtype.kind == "f" else x.tolist() for x in c.values()]
+        writer.writerows(zip(*text))
+        return buf.getvalue()
+
+    assert scoring.format_csv(cols) == by_csv(cols)
+    quoted = {**cols, "item": np.array([f"a,{i}" if i == 5 else f"b{i}" for i in range(n)])}
+    assert scoring.format_csv(quoted) == by_csv(quoted)
+    assert '"a,5"' in scoring.format_csv(quoted)
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
+
+
+def test_refusals_are_one_line_with_the_reason(tmp_path: Path) -> None:
+    """Issue 19 messages, end to end: maxdiff with --invalid count is refused (the likelihood has no
+    reading for a quality-control row), and fsb tuples says why a size cannot make a design."""
+    one = tmp_path / "one.csv"
+    one.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n1,2,3,4,1,4\n")
+    cases = [
+        (["score", str(one), "--method", "maxdiff", "--invalid", "count"], "--method maxdiff cannot take --invalid count"),
+        (["tuples", "3", "--out", str(tmp_path / "t.csv")], "3 items are too few: 4-tuples need more than 4 items"),
+        (["tuples", "5", "--size", "1", "--out", str(tmp_path / "t.csv")], "a tuple holds at least 2 items (--size 1)"),
+        (["tuples", "10", "--k", "3", "--out", str(tmp_path / "t.csv")], "30 places, and that must be a multiple of tuple_size (4)"),
+    ]
+    for args, expected in cases:
+        proc = _run(args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert expected in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    ok = _run(["score", str(one), "--method", "maxdiff", "--invalid", "drop"])
+    assert ok.returncode == 0, ok.stderr

@@ -5,7 +5,9 @@
     designs       tuple designs with the at-most-2-shared guarantee, and their report
     extend        designs that tie new items to an existing study
     scoring       label-level scoring: annotations -> tuples -> counting or MaxDiff, with intervals
-    maxdiff       the MaxDiff (best-worst multinomial logit) fit and its intervals
+    maxdiff       the MaxDiff (best-worst multinomial logit) fit, summed per distinct tuple
+    bootstrap     95% per-item bootstrap intervals over tuples, for counting and MaxDiff scores
+    tuples        the design CSV of `fsb tuples`, position-balanced
 
 The names below are re-exported so `from fsb import bws; bws.count_best_worst(...)` works, as choix does.
 """

@@ -43,9 +43,11 @@ def _combination_codes(sorted_rows: NDArray[np.int64], r: int, base: int) -> NDA
 
 
 def _later_repeats(codes: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """Per row: does it hold a code that an earlier row (or earlier column) already holds?"""
+    """Per row: does it hold a code that another row (or column) holds too? Of each group of equal codes
+    all but one are flagged (which one is kept is fixed by the sort, deterministic): the repair swaps the
+    flagged rows, so one is enough. An unstable sort: several times faster than a stable one here."""
     flat = codes.ravel()
-    order = np.argsort(flat, kind="stable")
+    order = np.argsort(flat)
     s = flat[order]
     rep = np.zeros(flat.size, dtype=bool)
     rep[order[1:][s[1:] == s[:-1]]] = True
@@ -155,12 +157,20 @@ def bws_design(
     cut into tuples, then swaps out of offending tuples until none is left (vectorised random swaps
     for large designs, where conflicts are rare; an exact local search for small, dense ones).
     """
-    if tuple_size < 2 or appearances < 1:
-        raise ValueError("tuple_size must be >= 2 and appearances >= 1")
-    if (n_items * appearances) % tuple_size:
-        raise ValueError(f"n_items * appearances ({n_items * appearances}) must be a multiple of tuple_size ({tuple_size})")
+    if tuple_size < 2:
+        raise ValueError(f"a tuple holds at least 2 items (--size {tuple_size}); best-worst tuples usually hold 4")
+    if appearances < 1:
+        raise ValueError(f"each item must be in at least 1 tuple (--k {appearances})")
     if n_items < tuple_size + 1:
-        raise ValueError(f"need more than {tuple_size} items for a design of {tuple_size}-tuples")
+        raise ValueError(
+            f"{n_items} items are too few: {tuple_size}-tuples need more than {tuple_size} items (at least {tuple_size + 1}, "
+            "so that tuples can differ); use more items or a smaller --size"
+        )
+    if (n_items * appearances) % tuple_size:
+        raise ValueError(
+            f"{n_items} items in {appearances} tuples each fill {n_items * appearances} places, and that must be a multiple of "
+            f"tuple_size ({tuple_size}); change the number of items, --k or --size"
+        )
     if n_items >= 2**21 and tuple_size >= 3:
         raise ValueError("n_items must be below 2**21 (3-subsets are coded in 63 bits)")
     problem = design_size_problem(n_items, n_items * appearances // tuple_size, tuple_size, appearances)

@@ -53,25 +53,36 @@ class Existing:
     scores: np.ndarray | None
     score_source: str
     next_tuple_id: int
+    irregular: str | None = None  # one line on the quality-control rows let through (invalid="count" or "drop")
 
 
-def read_existing(path: str | os.PathLike[str]) -> Existing:
-    """Read EXISTING: a judgments file (Item1..ItemK,BestItem,WorstItem[,...]: its distinct tuples, and
-    counting scores to spread the anchors by) or a design file (tuple_id,Item1..ItemK: spread by id order)."""
+def read_existing(path: str | os.PathLike[str], *, invalid: str = "refuse") -> Existing:
+    """Read EXISTING: a judgments file or a design file.
+
+    Parameters
+    ----------
+    path : judgments (Item1..ItemK,BestItem,WorstItem[,...]) or a design (tuple_id,Item1..ItemK).
+    invalid : for judgments, the quality-control rows (a tuple repeating an item, best = worst), as in
+        `fsb score`: "refuse" stops at the first, "count" counts them as the NRC Perl script does, "drop"
+        leaves them out (of the tuples and of the scores).
+
+    Returns
+    -------
+    Existing
+        The distinct tuples and, for judgments, the counting scores ((B - W) / n + 1) / 2 the anchors are
+        spread by (a design spreads them by id order); `irregular` says what was let through."""
     from fsb.bws.scoring import encode
-    from fsb.core.tables import _peek_header, read_annotations
+    from fsb.core.files import read_input_bytes
+    from fsb.core.judgments import describe_irregular, peek_header, read_annotations
 
     p = Path(path)
-    from fsb.core.files import read_input_bytes
-
-    header = _peek_header(p, read_input_bytes(p))
+    header = peek_header(p, read_input_bytes(p))
     if "BestItem" in header:
-        ann = read_annotations(p)
+        ann = read_annotations(p, invalid=invalid)  # type: ignore[arg-type]
         coded = encode(ann)
         counts = bws.count_best_worst(coded.design, coded.best, coded.worst, coded.n_items, coded.tuple_index)
-        return Existing(
-            p, coded.labels[coded.design], coded.labels, counts.score, "counting scores of the existing judgments", len(coded.design)
-        )
+        source = "counting scores of the existing judgments"
+        return Existing(p, coded.labels[coded.design], coded.labels, counts.score, source, len(coded.design), describe_irregular(ann))
     design = read_design(p)
     tuples = design.drop(columns="tuple_id").to_numpy()
     labels = np.unique(tuples)
@@ -299,13 +310,28 @@ def make_extension(
     k: int = 8,
     seed: int = 0,
     force: bool = False,
+    invalid: str = "refuse",
 ) -> dict[str, Any]:
-    """Write the new tuples for the items of `items` (a generations file or item list; its ids are the new
-    items) tied to `existing` (judgments or design) as tuple_id,Item1..ItemK, and return the check of
-    what was written (read back from the file). An existing `out` is replaced only if it is unchanged since
-    fsb wrote it, or with `force`."""
+    """Write the new tuples for the items of `items` tied to `existing` and return the check of what was written.
+
+    Parameters
+    ----------
+    items : a generations file or item list; its ids are the new items.
+    existing : the study's judgments or design.
+    out : the CSV written, tuple_id,Item1..ItemK; replaced only if it is unchanged since fsb wrote it, or
+        with `force`.
+    k : tuples per new item.
+    seed : seed of the design.
+    force : replace `out` whatever it holds.
+    invalid : quality-control rows of judgments in `existing` (`read_existing`; `fsb score --invalid`).
+
+    Returns
+    -------
+    dict
+        `check_extension` of the file read back, plus first_tuple_id, seed, out, and existing_irregular
+        (the line on the quality-control rows let through, or None)."""
     found = read_items(items)
-    ex = read_existing(existing)
+    ex = read_existing(existing, invalid=invalid)
     new_ids = found.ids
     if (new_ids.dtype.kind in "iu") != (ex.labels.dtype.kind in "iu"):
         raise InputError(items, f"the new ids and the ids of {existing} must both be integers or both be strings")
@@ -325,4 +351,4 @@ def make_extension(
     recorded_write(out, frame.to_csv(index=False, lineterminator="\n"), force=force, kind=DESIGN_KIND)
     written = read_design(out)
     check = check_extension(written.drop(columns="tuple_id").to_numpy(), new_ids, ex, k)
-    return {**check, "first_tuple_id": int(ex.next_tuple_id), "seed": seed, "out": str(Path(out))}
+    return {**check, "first_tuple_id": int(ex.next_tuple_id), "seed": seed, "out": str(Path(out)), "existing_irregular": ex.irregular}

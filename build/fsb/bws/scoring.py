@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
+    "MAXDIFF_COUNT_REFUSAL",
     "METHODS",
     "Coded",
     "annotator_agreement",
@@ -32,6 +33,11 @@ __all__ = [
 ]
 
 METHODS = ("counting", "maxdiff")
+MAXDIFF_COUNT_REFUSAL = (
+    "--method maxdiff cannot take --invalid count: counting a quality-control row (a tuple repeating an item, or best = worst) "
+    "is a rule of the NRC Perl counting script, and the MaxDiff likelihood has no such choice (a logit never picks one item "
+    "both best and worst, nor shows it twice); use --invalid drop to fit without those rows, or the default refuse to see the first"
+)
 Method = Literal["counting", "maxdiff"]
 
 
@@ -109,11 +115,26 @@ def score_columns(
 ) -> dict[str, np.ndarray]:
     """The score table as ordered numpy columns, most biased first (ties in label order).
 
-    counting: item, score_raw = (B - W) / n in [-1, 1], score = (score_raw + 1) / 2, n (appearances),
-    best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
-    standard error), n, best, worst. With `ci`: ci_low, ci_high, 95% percentile intervals of `score`
-    from `n_boot` bootstrap resamples of the tuples (seeded); NaN for items without one, each reason a
-    line appended to `notes` (see `maxdiff.bootstrap_intervals`)."""
+    Parameters
+    ----------
+    ann : the validated judgments.
+    method : "counting" (Orme 2009; Kiritchenko and Mohammad 2017) or "maxdiff" (`fsb.bws.maxdiff`).
+    ci : add 95% bootstrap intervals over tuples.
+    n_boot, seed : resamples and their seed.
+    notes : list to which one line per reason for a missing interval is appended.
+
+    Returns
+    -------
+    dict of numpy columns
+        counting: item, score_raw = (B - W) / n in [-1, 1], score = (score_raw + 1) / 2, n (appearances),
+        best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
+        standard error), n, best, worst. With `ci`: ci_low, ci_high (`fsb.bws.bootstrap.bootstrap_intervals`;
+        NaN for items without one). method="maxdiff" refuses judgments read with invalid="count"
+        (InputError, `MAXDIFF_COUNT_REFUSAL`)."""
+    if method == "maxdiff" and ann.invalid == "count":
+        from fsb.core.files import InputError
+
+        raise InputError(ann.path, MAXDIFF_COUNT_REFUSAL)
     if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
         n_items = ann.labels.size
         counts = bws.count_best_worst(ann.item_codes, ann.best_codes, ann.worst_codes, n_items)
@@ -128,7 +149,7 @@ def score_columns(
     if method == "counting":
         cols |= {"score_raw": counts.score_raw, "score": counts.score}
     elif method == "maxdiff":
-        from fsb.bws import maxdiff
+        from fsb.bws import bootstrap, maxdiff
 
         fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items)
         cols |= {"score": fit.utility, "se": fit.se}
@@ -136,10 +157,10 @@ def score_columns(
         raise ValueError(f"method must be one of {METHODS}")
     cols |= {"n": counts.appearances, "best": counts.best, "worst": counts.worst}
     if ci:
-        from fsb.bws import maxdiff
+        from fsb.bws import bootstrap, maxdiff
 
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
-        low, high = maxdiff.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
+        low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
         cols |= {"ci_low": low, "ci_high": high}
     order = np.argsort(-cols["score"], kind="stable")  # labels are sorted, so ties stay in label order
     return {name: values[order] for name, values in cols.items()}
@@ -154,27 +175,13 @@ def score_table(ann: Annotations, *, method: Method = "counting", ci: bool = Fal
 
 def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
     """The columns as CSV text: floats with `decimals` places (as "%.6f"; NaN as an empty field), labels
-    quoted as needed. Integer-labelled tables of 1e5 rows or more are formatted by pyarrow (a float to
-    decimal cast formats exactly as "%.6f" does), the rest by Python's csv module."""
+    quoted as needed. Tables of 1e5 rows or more whose labels are integers, or strings that need no
+    quoting, are formatted by pyarrow (a float to decimal cast formats exactly as "%.6f" does; NaN is a
+    null, written empty), the rest by Python's csv module."""
     rows = next(iter(cols.values())).size
-    numeric = all(v.dtype.kind in "iuf" for v in cols.values())
-    if numeric and rows >= 100_000 and not any(np.isnan(v).any() for v in cols.values() if v.dtype.kind == "f"):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.csv as pacsv
-
-        from fsb.core.tables import numpy_to_arrow
-
-        arrays = [
-            pc.cast(pc.cast(numpy_to_arrow(v), pa.decimal128(38, decimals), safe=False), pa.string())
-            if v.dtype.kind == "f"
-            else numpy_to_arrow(v)
-            for v in cols.values()
-        ]
-        sink = pa.BufferOutputStream()
-        options = pacsv.WriteOptions(include_header=False, quoting_style="none")
-        pacsv.write_csv(pa.table(arrays, names=list(cols)), sink, write_options=options)
-        return ",".join(cols) + "\n" + sink.getvalue().to_pybytes().decode()
+    simple = all(v.dtype.kind in "iufU" for v in cols.values())
+    if simple and rows >= 100_000 and not any(_needs_quotes(v) for v in cols.values() if v.dtype.kind == "U"):
+        return _format_arrow(cols, decimals)
     out = []
     for values in cols.values():
         if values.dtype.kind == "f":
@@ -189,8 +196,56 @@ def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
     return buf.getvalue()
 
 
+def _needs_quotes(labels: np.ndarray) -> bool:
+    """Whether a label holds a comma, a quote, a line break, or is empty (Python's csv module writes "")."""
+    if labels.size == 0:
+        return False
+    if (np.char.str_len(labels) == 0).any():
+        return True
+    return any(np.char.find(labels, c).max() >= 0 for c in (",", '"', "\n", "\r"))
+
+
+def _format_arrow(cols: dict[str, np.ndarray], decimals: int) -> str:
+    """`format_csv` by pyarrow's CSV writer: no Python object per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+
+    from fsb.core.tables import numpy_to_arrow
+
+    def column(v: np.ndarray) -> pa.Array:
+        if v.dtype.kind == "U":
+            return pa.array(v, type=pa.string())
+        if v.dtype.kind != "f":
+            return numpy_to_arrow(v)
+        nan = np.isnan(v)
+        valid = pa.py_buffer(np.packbits(~nan, bitorder="little")) if nan.any() else None
+        values = np.ascontiguousarray(np.where(nan, 0.0, v), dtype=np.float64)
+        floats = pa.Array.from_buffers(pa.float64(), v.size, [valid, pa.py_buffer(values)])
+        return pc.cast(pc.cast(floats, pa.decimal128(38, decimals), safe=False), pa.string())
+
+    sink = pa.BufferOutputStream()
+    options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+    pacsv.write_csv(pa.table([column(v) for v in cols.values()], names=list(cols)), sink, write_options=options)
+    return ",".join(cols) + "\n" + sink.getvalue().to_pybytes().decode()
+
+
 def reliability(ann: Annotations, trials: int = 100, seed: int = 0) -> bws.SplitHalfResult:
-    """Split-half reliability of the counting scores, judgments grouped by tuple (item set)."""
+    """Split-half reliability of the counting scores, judgments grouped by tuple (item set).
+
+    Parameters
+    ----------
+    ann : the validated judgments.
+    trials : random splits averaged.
+    seed : seed of the splits.
+
+    Returns
+    -------
+    bws.SplitHalfResult
+        Mean and sd over the trials of Pearson and Spearman r between the counting scores of two halves
+        (each tuple's judgments shuffled, floor(n/2) to one half, a coin for an odd one), as the NRC
+        SHR-BWS.pl does (Kiritchenko and Mohammad 2017). NaN when a half scores fewer than 2 items
+        (e.g. a file of one judgment): the caller says so."""
     coded = encode(ann)
     return bws.split_half_reliability(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, trials, seed)
 

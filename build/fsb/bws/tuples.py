@@ -43,7 +43,7 @@ def _regular_graph(t: np.ndarray, n_items: int, rng: np.random.Generator) -> tup
     may be short) and dummy tuples fill the short copies up, so every vertex has degree k."""
     n_tuples, k = t.shape
     flat = t.ravel()
-    order = np.lexsort((rng.random(flat.size), flat))
+    order = _random_within(flat, rng)
     appear = np.bincount(flat, minlength=n_items)
     starts = np.cumsum(appear) - appear
     rank = np.empty(flat.size, dtype=np.int64)
@@ -62,9 +62,18 @@ def _regular_graph(t: np.ndarray, n_items: int, rng: np.random.Generator) -> tup
     return rows, cols, n_rows, n_copies
 
 
+def _random_within(key: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """An order sorting `key`, random within equal keys: one sort on key * 2^20 + a random 20-bit number
+    (a two-key sort when the keys are too large for that)."""
+    key = np.asarray(key, dtype=np.int64)
+    if key.size and int(key.min()) >= 0 and int(key.max()) < 2**42:
+        return np.argsort((key << 20) | rng.integers(0, 2**20, size=key.size))
+    return np.lexsort((rng.random(key.size), key))
+
+
 def _pairs_within(vertex: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """An involution on edges pairing, at each vertex (every degree even), its edges two by two at random."""
-    order = np.lexsort((rng.random(vertex.size), vertex))
+    order = _random_within(vertex, rng)
     partner = np.empty(vertex.size, dtype=np.int64)
     partner[order[0::2]], partner[order[1::2]] = order[1::2], order[0::2]
     return partner

@@ -1,15 +1,15 @@
 """A study's items, from whatever list a researcher has: a plain list (one id a line), a CSV with an id
 column and optionally a text column, or this project's generations (release CSV, `fsb generate` JSONL).
 
-Ids are opaque labels; when every id is an integer they are integers (so they sort numerically and a
-dataset build can use them as uids). Every refusal names the file, line and field.
+Ids are opaque labels; when every one is an id under the one rule of `fsb.core.tables.id_problem` they
+are integers (so they sort numerically and a dataset build can use them as uids), else all stay strings.
+Every refusal names the file, line and field.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from fsb.core.files import InputError, quoted, read_utf8
+from fsb.core.tables import INT64_MAX, id_problem
 
 __all__ = ["ID_COLUMNS", "TEXT_COLUMNS", "Items", "read_items", "texts_of_files"]
 
 ID_COLUMNS = ("id", "uid", "item", "item_id")
 TEXT_COLUMNS = ("text", "response", "sentence")
-_INT = re.compile(r"[+-]?\d+")
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ def _typed_ids(path: Path, raw: list[str], lines: list[int], field: str) -> np.n
         if not value:
             raise InputError(path, "empty id", line=line, field=field)
     ids: np.ndarray
-    if all(_INT.fullmatch(v) for v in raw):
+    if all(id_problem(v, INT64_MAX) is None for v in raw):  # the one id rule: else every id stays a string
         ids = np.array([int(v) for v in raw], dtype=np.int64)
     else:
         ids = np.array(raw, dtype=object).astype(str)
