@@ -78,7 +78,7 @@ def test_fetch_release_never_echoes_url_credentials(url: str, shown: str, tmp_pa
     """Main printed `http://me:UrlSecret0987654@127.0.0.1:1/...: download failed` (and could not use the user info at all)."""
     from tests._echo_server import EchoServer
     from tests.generate.test_generate import fsb
-    from tests.generate.test_secret_leaks import assert_nowhere
+    from tests.generate.test_generations_secrets import assert_nowhere
 
     with EchoServer(other_status=404) as server:
         host = server.url.removeprefix("http://")

@@ -20,7 +20,7 @@ from tests._echo_server import EchoServer
 from tests._fake_hub import FakeHub
 from tests._support import make_raw
 from tests.data.test_publish import REPO, TOKEN, error_line, fsb_publish, hub_env, seed_release
-from tests.generate.test_secret_leaks import assert_nowhere
+from tests.generate.test_generations_secrets import assert_nowhere
 
 B64_TOKEN = base64.b64encode(TOKEN.encode()).decode()
 
