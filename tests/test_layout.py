@@ -37,8 +37,7 @@ LONG_FUNCTIONS = {
     "analyse/analysis.py:analysis_markdown": "split pending in analyse",
     "evaluate/runner.py:main_job_eval": "split pending in evaluate: the main job's evaluation steps and their estimates",
 }
-PRIVATE_ACROSS_MODULES = {
-}
+PRIVATE_ACROSS_MODULES = {}
 LOADS_BY_PATH = {}
 TESTS_ON_PRIVATE_NAMES = {
     "tests/annotate/test_forms.py: fsb.bws.tuples._balance_greedy": "split pending in bws: make public or test via its caller",
