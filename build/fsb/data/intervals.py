@@ -1,7 +1,7 @@
 """Per-item 95% intervals for a study's dataset, and the coverage they reach on a simulated study.
 
 `item_intervals` gives each item two intervals, both from the nonparametric bootstrap over the study's
-tuples (`fsb.bws.maxdiff.bootstrap_intervals`, public API only): the counting score's percentile
+tuples (`fsb.bws.bootstrap.bootstrap_intervals`, public API only): the counting score's percentile
 interval and the MaxDiff utility's basic interval. Items without one get NaN (null in Parquet) and each
 reason, with its count, is kept for the card.
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from fsb import bws
-from fsb.bws import maxdiff
+from fsb.bws import bootstrap, maxdiff
 from fsb.bws.scoring import Coded
 
 __all__ = [
@@ -110,8 +110,8 @@ def item_intervals(coded: Coded, utility: np.ndarray, *, n_boot: int = N_BOOT, s
     and the MaxDiff interval is in its frame. Deterministic for a given seed."""
     count_notes: list[str] = []
     md_notes: list[str] = []
-    low, high = maxdiff.bootstrap_intervals(coded, method="counting", n_boot=n_boot, seed=seed, notes=count_notes)
-    md_low, md_high = maxdiff.bootstrap_intervals(coded, method="maxdiff", n_boot=n_boot, seed=seed, start=utility, notes=md_notes)
+    low, high = bootstrap.bootstrap_intervals(coded, method="counting", n_boot=n_boot, seed=seed, notes=count_notes)
+    md_low, md_high = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=n_boot, seed=seed, start=utility, notes=md_notes)
     return Intervals(low, high, md_low, md_high, {"score": count_notes, "score_maxdiff": md_notes})
 
 
