@@ -84,6 +84,8 @@ def cli_parser() -> argparse.ArgumentParser:
     the parser instead of parsing, so a restructured CLI is documented as it stands."""
     import fsb.cli.app as app
 
+    if hasattr(app, "build_parser"):  # the whole parser: `main` builds only the invoked command's options
+        return app.build_parser()
     original = argparse.ArgumentParser.parse_args
 
     def capture(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> Any:
@@ -295,6 +297,7 @@ def card_meanings() -> dict[str, dict[str, str]]:
         "edge_1": str(spec.ANALYSIS_BIN_EDGES[0]),
         "edge_2": str(spec.ANALYSIS_BIN_EDGES[1]),
         "anchor_round": "1",
+        "level": "95%",
     }
     meanings: dict[str, dict[str, str]] = {}
     config = None
@@ -304,7 +307,8 @@ def card_meanings() -> dict[str, dict[str, str]]:
             config = m.group(1)
         m = re.match(r"^\| `(\w+)` \| [^|]* \| (.*) \|$", line)
         if config and m:
-            text = re.sub(r"\$\{(\w+)\}", lambda x: fill.get(x.group(1), "${" + x.group(1) + "}"), m.group(2))
+            text = re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda x: "${" + x.group(1) + "}", m.group(2))  # Jinja2 fields too
+            text = re.sub(r"\$\{(\w+)\}", lambda x: fill.get(x.group(1), "${" + x.group(1) + "}"), text)
             text = re.sub(r"\s*\([^()]*\$\{\w+\}[^()]*\)", "", text).replace("${", "").replace("}", "")
             meanings.setdefault(config, {})[m.group(1)] = text
     return meanings

@@ -38,7 +38,8 @@ ORDER = (
 
 EXIT_STATUS = """exit status:
   0    done
-  1    requests still pending (a run of generate, explain or annotate llm left some unfinished: rerun it)
+  1    requests still pending (a run of generate, explain or annotate llm left some unfinished: rerun it);
+       also Python's own status for an unexpected error (a traceback: a bug in fsb, please report it)
   2    refused: bad input or arguments, an output fsb may not replace, a failure of the system (one line on stderr)
   130  interrupted (Ctrl-C or SIGTERM); a resumable run keeps everything it finished"""
 
@@ -62,9 +63,21 @@ def _invoked(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def _parser(argv: Sequence[str] = ()) -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
+def build_parser() -> argparse.ArgumentParser:
+    """The whole `fsb` parser, every command with all its options (for the generated CLI reference and tools;
+    `main` builds only the invoked command's options).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The parser `fsb` would use if every command were invoked.
+    """
+    return _parser(full=True)[0]
+
+
+def _parser(argv: Sequence[str] = (), full: bool = False) -> tuple[argparse.ArgumentParser, dict[str, Handler]]:
     """The parser and name -> handler. Every command is listed, but only the one named in `argv` gets its
-    options (building all of them cost 80 ms on every start)."""
+    options (building all of them cost 80 ms on every start), unless `full`."""
     p = OneLineParser(
         prog="fsb",
         description=(
@@ -82,7 +95,7 @@ def _parser(argv: Sequence[str] = ()) -> tuple[argparse.ArgumentParser, dict[str
     for c in _commands():
         kwargs = dict(c.parser_kwargs)
         kwargs.setdefault("description", kwargs.get("help"))
-        if c.name == invoked:
+        if full or c.name == invoked:
             c.arguments(sub.add_parser(c.name, epilog=EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs))
         else:
             sub.add_parser(c.name, help=kwargs.get("help"))
