@@ -304,7 +304,11 @@ def test_fsb_report_over_runs_and_prediction_files(release_dataset: Path, releas
     assert small and big, "the sample row has groups below 10 sentences, the full rows above"
     groups = page["rows"][0]["breakdowns"]["bin"]
     assert len({g["human_reference"]["split_half"] for g in groups.values()}) == 3, "each bin has its own reference"
-    assert "not meaningful: n = " in text and "| human split-half r | ceiling (simulated) |" in text
+    assert (
+        "not meaningful: n = " in text
+        and "| human split-half r | perfect scorer's bound (simulated) |" in text
+        and "95th percentile, over studies simulated" in text
+    )
     assert "a group gets a correlation only with at least 10 sentences" in text
     # the forest plot: each measured row with its own ceiling, the sample and the undefined group labelled as such
     from fsb.evaluate.report import forest_items, scatter_title
