@@ -130,6 +130,7 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         help="tie ITEMS (new items) to an existing study, a judgments or design file: writes only the new tuples, each holding "
         ">= 1 existing item spread over the existing scores; the tuple size is EXISTING's",
     )
+    add_invalid(t)  # with --extend: the quality-control rows of EXISTING's judgments, as in fsb score
     add_force(t)
 
 
@@ -145,7 +146,17 @@ def _tuples(args: argparse.Namespace) -> int:
     if args.extend:
         from fsb.bws.extend import make_extension
 
-        result = make_extension(items=args.items, existing=args.extend, out=args.out, k=args.appearances, seed=args.seed, force=args.force)
+        result = make_extension(
+            items=args.items,
+            existing=args.extend,
+            out=args.out,
+            k=args.appearances,
+            seed=args.seed,
+            force=args.force,
+            invalid=args.invalid,
+        )
+        if result["existing_irregular"]:  # the quality-control rows let through (--invalid count/drop): commentary
+            print(result["existing_irregular"], file=sys.stderr)
         print_json(result)
         return 0
     design = tuples.make_tuples(
