@@ -9,6 +9,7 @@ import pytest
 
 from fsb.bws.tuples import read_design
 from fsb.cli.app import main
+from tests._support import make_raw
 
 _ROWS = [
     "1,2,3,4,1,4",
@@ -57,3 +58,31 @@ def test_tuples_invalid_choices_are_the_shared_ones(capsys: pytest.CaptureFixtur
         main(["tuples", "10", "--out", "x.csv", "--invalid", "ignore"])
     assert e.value.code == 2
     assert "'refuse', 'count', 'drop'" in capsys.readouterr().err
+
+
+def test_reliability_on_one_row_says_undefined_once_per_figure_without_nan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One judgment row: no split has 2 items in both halves, so every figure is undefined; the text says so
+    once per figure (split-half r, full-panel reliability, noise ceiling), never "nan" nor a square root of a
+    negative; --json carries the reason beside the NaN figures. Exit 0, as for any other figures."""
+    one = tmp_path / "one.csv"
+    one.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n1,2,3,4,1,4\n")
+    assert main(["reliability", str(one)]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out.lower() and "square root" not in out
+    undefined = [line for line in out.splitlines() if "undefined" in line]
+    assert len(undefined) == 3 and all("too few items (4 items in 1 judgment row)" in line for line in undefined)
+    assert [line.split(":")[0].strip() for line in undefined] == [
+        "split-half r (two half-size panels, uncorrected)",
+        "full-panel reliability, Spearman-Brown 2r/(1+r)",
+        "noise ceiling, sqrt(2r/(1+r))",
+    ]
+    assert main(["reliability", str(one), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["undefined"].startswith("too few items (4 items") and result["pearson"]["mean"] != result["pearson"]["mean"]
+
+
+def test_reliability_defined_prints_no_undefined_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, judgments = make_raw(tmp_path, n=40)
+    assert main(["reliability", str(judgments), "--trials", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "undefined" not in out and "Pearson 0." in out

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from fsb.cli.argtypes import pos_int, resamples, seed, trials
 from fsb.cli.common import DESIGN_HEADER, SCORES_HEADER, SCORES_KIND, add_force, add_invalid, output_file, print_json
 from fsb.cli.registry import Commands
+
+if TYPE_CHECKING:
+    from fsb.core.judgments import Annotations
 
 __all__ = ["commands"]
 
@@ -80,6 +84,23 @@ def _reliability_arguments(r: argparse.ArgumentParser) -> None:
     add_invalid(r)
 
 
+_RELIABILITY_FIGURES = (
+    "split-half r (two half-size panels, uncorrected)",
+    "full-panel reliability, Spearman-Brown 2r/(1+r)",
+    "noise ceiling, sqrt(2r/(1+r))",
+)
+
+
+def _why_undefined(result: dict[str, Any], ann: Annotations) -> str | None:
+    """Why the split-half figures are undefined (None when both correlations are defined): a trial whose halves
+    share fewer than 2 scored items has no correlation, and the mean over trials is then undefined too."""
+    if all(result[m]["mean"] == result[m]["mean"] for m in ("pearson", "spearman")):  # NaN != NaN
+        return None
+    n_items, n_rows = len(ann.labels), len(ann.item_codes)
+    rows = "1 judgment row" if n_rows == 1 else f"{n_rows} judgment rows"
+    return f"too few items ({n_items} items in {rows}): each half of a split needs judgments of 2+ distinct items scored in both halves"
+
+
 @commands.add("reliability", arguments=_reliability_arguments, help="split-half reliability of a judgments file")
 def _reliability(args: argparse.Namespace) -> int:
     from fsb.bws.scoring import annotator_agreement, reliability
@@ -97,16 +118,21 @@ def _reliability(args: argparse.Namespace) -> int:
     agreement = annotator_agreement(ann)
     if agreement is not None:
         result["annotators"] = agreement
+    why = _why_undefined(result, ann)
+    if why is not None:
+        result["undefined"] = why
     if args.json:
         print_json(result)
         return 0
     from fsb.data.reference import is_release_judgments, placed_split_half
 
     print("split-half reliability, mean ± sd over trials:")
-    for line in placed_split_half(result, release=is_release_judgments(args.annotations) and ann.dropped == 0):
-        print(f"  {line}")
-    if result["pearson"]["mean"] != result["pearson"]["mean"]:  # NaN
-        print("  undefined: too few items were scored in both halves (each half needs judgments of 2+ distinct items)")
+    if why is not None:  # no figure to print: say so once per figure, never "nan"
+        for figure in _RELIABILITY_FIGURES:
+            print(f"  {figure}: undefined: {why}")
+    else:
+        for line in placed_split_half(result, release=is_release_judgments(args.annotations) and ann.dropped == 0):
+            print(f"  {line}")
     if agreement is not None:
         print("annotators: agreement with the leave-one-out consensus of the others (best, worst, mean); * = outlier")
         for r in agreement:
