@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, iter_jsonl, read_utf8
+from fsb.core.files import InputError, iter_jsonl, quoted, read_utf8
 from fsb.core.tables import INT64_MAX, id_problem
 from fsb.evaluate.fewshot import fewshot_sets
 from fsb.evaluate.runfiles import Run, TaskSamples, load_run, load_runs
@@ -127,6 +127,8 @@ def read_predictions(path: str | Path) -> dict[int, float]:
     def add(line: int, raw_id: Any, raw_score: Any) -> None:
         text = raw_id.strip() if isinstance(raw_id, str) else json.dumps(raw_id)  # a JSON 7 is "7"; true, 7.0, [7] are not ids
         if (why := id_problem(text, INT64_MAX)) is not None:  # the one id rule: "+7", "007", "1_000" are refused
+            if why.startswith("not an integer id"):
+                why = f"id {quoted(text)} is not an integer id (ASCII digits only: no sign, no '_', no decimal point)"
             raise InputError(p, why, line=line, field="id")
         i = int(text)
         try:
