@@ -26,5 +26,5 @@ def test_analyse_prior_scale_is_refused_in_one_line(value: str, tmp_path: object
         main(["analyse", "somewhere", f"--prior-scale={value}", "--out", "x"])
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("fsb analyse: error: argument --prior-scale: must be a finite number greater than 0")
+    assert err[-1].startswith("fsb analyse: error: argument --prior-scale: must be greater than 0 and finite")
     assert "Traceback" not in "\n".join(err)

@@ -135,7 +135,7 @@ def distinctive_terms(
         `prior_scale` is not a finite number > 0 (one line, exit code 2 from the CLI).
     """
     if prior_scale is not None and not _finite_positive(prior_scale):
-        raise FsbError(f"--prior-scale must be a finite number greater than 0 (pseudo-counts), got {prior_scale!r}")
+        raise FsbError(f"--prior-scale must be greater than 0 and finite (pseudo-counts), got {prior_scale!r}")
     names = list(groups)
     pooled: Counter[str] = Counter()
     for counts in groups.values():

@@ -51,7 +51,7 @@ def pos_float(text: str) -> float:
     """A finite number > 0 (NaN and infinity refused: no option here means anything by them)."""
     value = float(_number(text, float))
     if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a finite number greater than 0, got {text.strip()!r}")
+        raise argparse.ArgumentTypeError(f"must be greater than 0 and finite, got {text.strip()!r}")
     return value
 
 
