@@ -71,7 +71,7 @@ _UNTESTED_BY_NAME = {  # wing -> modules with no test module of their own today 
     "analyse": "figures sentences",
     "annotate": "bwsprompt llm study",
     "bws": "bootstrap counting designs reliability tuples",
-    "cli": "annotate_llm common data engine_args evaluate generate publish registry",
+    "cli": "annotate_llm common data engine_args evaluate publish registry",
     "core": "atomic csvrows errors folders items judgments readers resources seals",
     "data": "annotators buildfolder cardmeta hub intervals localbuild publish_plan reference rounds study_card study_items",
     "engine": "batch console endpoint journal outputs plan responses runner",
