@@ -17,7 +17,7 @@ bws/        best-worst scaling on arrays and label tables: counting, reliability
 data/       the dataset: release (upstream files), dataset (FSB's build), rounds (updates), buildfolder (the
             folder's rules and record), study_build, study_card, study_items (any best-worst study),
             annotators (pseudonyms, agreement), intervals, reference (the human figures: split-half, full
-            panel, noise ceiling), card, cardmeta, diff, localbuild, publish_plan, publish and hub (the Hub)
+            panel, noise ceiling), card, cardmeta, diff, localbuild, publish_plan, publish, download and hub (the Hub)
 annotate/   forms (annotators' forms and their answers), labelstudio, bwsprompt (the best-worst prompt,
             rotations and strict parser shared with the harness), and llm (a model as a best-worst annotator)
 generate/   seeds, prompts, generations, explain, keys, marks: graded biased text from seeds
@@ -27,7 +27,7 @@ evaluate/   runner (lm-eval), metrics (parsing and the task metrics), fewshot (t
             runfiles (lm-eval run folders), results, agreement, baselines, report (its numbers), reportmd,
             reportbws, reportcells (its Markdown), reportfig (its figures), reportout (its files), models (the
             default real model), mainjob (the README's main job)
-analyse/    the paper's analyses: sentences, terms, analysis, figures
+analyse/    the paper's analyses: sentences, terms, analysis, markdown (report.md), figures
 cli/        the `fsb` command: app (parser, dispatch), registry, argtypes, engine_args, common (shared
             options, the folder-or-ORG/NAME@REV parser), and one module per stage's commands: data, bws,
             annotate, annotate_llm, generate, evaluate, report, publish, analyse

@@ -207,7 +207,7 @@ def test_without_study_the_export_is_byte_identical_to_before(design: dict[str, 
     got = {rel: hashlib.sha256((out / rel).read_bytes()).hexdigest() for rel in DEFAULT_EXPORT_SHA256}
     assert got == DEFAULT_EXPORT_SHA256
     assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["forms.csv", "ls"], "no instructions file"
-    assert "instructions" not in capsys.readouterr().out
+    assert "instructions" not in capsys.readouterr().err  # the commentary (on stderr) names no instructions file
 
 
 def test_study_wording_reaches_the_forms_and_the_label_studio_config(design: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -217,7 +217,7 @@ def test_study_wording_reaches_the_forms_and_the_label_studio_config(design: dic
     guide = (out / "forms.instructions.txt").read_text(encoding="utf-8")
     assert guide.startswith("Which comment is the MOST offensive, and which the LEAST?")
     assert "'Most offensive'" in guide and "'Least offensive'" in guide and "judged more offensive" in guide
-    assert "forms.instructions.txt" in capsys.readouterr().out
+    assert "wrote the study's instructions for annotators -> " in capsys.readouterr().err  # commentary: stderr
     assert export(design, out / "ls", "--format", "label-studio", "--study", str(design["study"])) == 0
     config = (out / "ls" / "labeling_config.xml").read_text(encoding="utf-8")
     assert 'value="Which comment is the MOST offensive, and which the LEAST?"' in config
@@ -226,6 +226,7 @@ def test_study_wording_reaches_the_forms_and_the_label_studio_config(design: dic
     assert 'name="best"' in config and 'name="worst"' in config, "the choice names `fsb annotate import` reads are kept"
     # a rerun replaces both files of the unit (both recorded as fsb's); a hand-edited instructions file is refused
     assert export(design, out / "forms.csv", "--study", str(design["study"])) == 0
+    capsys.readouterr()  # the rerun's commentary names the file too: only the refusal below may
     (out / "forms.instructions.txt").write_text("my own instructions\n", encoding="utf-8")
     forms_before = (out / "forms.csv").read_bytes()
     assert export(design, out / "forms.csv", "--study", str(design["study"])) == 2

@@ -190,3 +190,39 @@ def test_a_per_bin_run_is_flagged_stratified_even_on_the_dataset_itself(
     assert code == 0
     (line,) = [ln for ln in out.splitlines() if "dummy" in ln and ln.startswith("|")]
     assert line.rstrip().rstrip("|").split("|")[-1].strip() == "B", line
+
+
+@pytest.mark.parametrize("bad", ["+7", "007", "1_000", "-1", " 7 7", "7.0", "x"])
+@pytest.mark.parametrize("form", ["csv", "jsonl"])
+def test_report_predictions_follow_the_one_id_rule(tmp_path: Path, bad: str, form: str) -> None:
+    """int() takes "+7", "007" and "1_000"; the one id rule (every other reader's) refuses them, on the
+    first bad line, naming the file, the line and the field."""
+    if form == "csv":  # the header is line 1
+        path = tmp_path / "preds.csv"
+        path.write_text(f"id,score\n1,0.5\n2,0.5\n{bad},0.4\n", encoding="utf-8")
+    else:
+        path = tmp_path / "preds.jsonl"
+        lines = [json.dumps({"id": i, "score": 0.5}) for i in (1, 2)] + [json.dumps({"id": bad, "score": 0.4})]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(FsbError) as e:
+        read_predictions(path)
+    message = str(e.value)
+    line = 4 if form == "csv" else 3
+    assert str(path) in message and f"line {line}, field 'id'" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("bad", [True, 7.0, -3, [7], None])
+def test_report_predictions_refuse_json_ids_that_are_not_ids(tmp_path: Path, bad: object) -> None:
+    path = tmp_path / "preds.jsonl"
+    path.write_text(json.dumps({"id": bad, "score": 0.4}) + "\n", encoding="utf-8")
+    with pytest.raises(FsbError, match=r"line 1, field 'id'"):
+        read_predictions(path)
+
+
+def test_report_predictions_take_canonical_ids(tmp_path: Path) -> None:
+    path = tmp_path / "preds.jsonl"
+    path.write_text(json.dumps({"id": 7, "score": 0.5}) + "\n" + json.dumps({"id": " 0 ", "score": 0.25}) + "\n", encoding="utf-8")
+    assert read_predictions(path) == {7: 0.5, 0: 0.25}
+    csv_path = tmp_path / "preds.csv"
+    csv_path.write_text("score,id\n0.5, 12\n", encoding="utf-8")
+    assert read_predictions(csv_path) == {12: 0.5}

@@ -3,6 +3,7 @@ exit 2 through the console entry point, with nothing written."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ import pytest
 from fsb.analyse.analysis import ANALYSIS_SEAL
 from fsb.cli.app import main
 from fsb.core.seals import write_seal
+from fsb.evaluate import runner
 from fsb.evaluate.reportout import REPORT_SEAL
 
 FSB = str(Path(sys.executable).parent / "fsb")
@@ -77,3 +79,44 @@ def test_eval_refuses_a_folder_with_an_unreadable_seal(tmp_path: Path, capsys: p
     (sealed / ".fsb-seal.json").write_text("{not json", encoding="utf-8")
     code, err = _eval(["--limit", "2", "--output-path", str(sealed)], capsys)
     assert code == 2 and err.count("\n") == 1 and "a folder fsb sealed (.fsb-seal.json)" in err
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"sample": 12}, {"fsb": (12, None), "fsb_ll": (12, None), "fsb_bws_ll": (runner.BWS_MAIN_JOB_TUPLES, None)}),
+        ({"per_bin": 2}, {"fsb": (None, 2), "fsb_ll": (None, 2), "fsb_bws_ll": (None, 2)}),
+    ],
+)
+def test_main_job_runs_each_task_on_its_own_sample_and_times_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], kwargs: dict, expected: dict
+) -> None:
+    """The rating tasks take the sentence sample, the best-worst task its tuple sample (or both the per-bin
+    draw), each into results/<task> on the CPU, and each task's time is printed and recorded."""
+    from fsb.evaluate import models, report, results
+
+    calls: dict[str, tuple] = {}
+
+    def fake_run(model: str, args: str, tasks: list[str], **kw: object) -> None:
+        calls[tasks[0]] = (model, args, kw["output_path"], kw["sample"], kw["per_bin"], kw["device"], kw["dataset"])
+
+    monkeypatch.setattr(models, "smollm2_model", lambda: tmp_path / "model")
+    monkeypatch.setattr(runner, "run_eval", fake_run)
+    monkeypatch.setattr(runner, "_main_job_baselines", lambda *a, **k: [])
+    monkeypatch.setattr(results, "load_runs", lambda paths: [])
+    monkeypatch.setattr(report, "render_runs", lambda runs, **kw: "R")
+    assert runner.main_job_eval(tmp_path / "ds", tmp_path / "results", **kwargs) == 0
+    out = capsys.readouterr().out
+    assert list(calls) == ["fsb", "fsb_ll", "fsb_bws_ll"]
+    for task, (sample, per_bin) in expected.items():
+        model, args, output, got_sample, got_per_bin, device, dataset = calls[task]
+        assert (model, args, output, device, dataset) == (
+            "hf",
+            f"pretrained={tmp_path / 'model'},dtype=float32",
+            tmp_path / "results" / task,
+            "cpu",
+            str(tmp_path / "ds"),
+        )
+        assert (got_sample, got_per_bin) == (sample, per_bin)
+        assert f"{task} took " in out
+    assert set(json.loads((tmp_path / "results" / "timings.json").read_text())) == set(expected)

@@ -3,8 +3,8 @@ types fall into the three analysis bins, and which words and bigrams mark each b
 
 Small pure functions compute each number (`score_histogram`, `analysis_bins`, `score_summary`, `crosstab`,
 `chi_square_independence`; the words come from `terms`); `analyse` puts them together into one JSON-ready
-dict, `analysis_markdown` turns that into markdown, `analysis_figures` draws it, and `write_analysis`
-writes the whole folder atomically. The dataset is read by `sentences.read_sentences`. Every output is
+dict, `analysis_markdown` (in `markdown`) turns that into markdown, `figures.write_figures` draws it, and
+`write_analysis` writes the whole folder atomically. The dataset is read by `sentences.read_sentences`. Every output is
 deterministic: same dataset, same bytes (no timestamps, fixed figure sizes, ties broken by the term).
 Bins are fifty_shades_of_bias's (`bin_codes` at 1e-9 precision, so 0.3 stored as 0.2999... opens [0.3, 0.4)).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +24,23 @@ import pandas as pd
 import fifty_shades_of_bias as spec
 from fsb import __version__
 from fsb.analyse.figures import FIGURES, write_figures
+from fsb.analyse.markdown import Z_MARK, analysis_markdown, format_below, marking_line
 from fsb.analyse.sentences import Sentences, read_sentences
 from fsb.analyse.terms import TOKENIZER, distinctive_terms, load_stopwords, term_counts
 from fsb.core.files import atomic_dir, check_replaceable_dir, seal_difference
 
 __all__ = [
     "FIGURES",
+    "Z_MARK",
     "Sentences",
     "analyse",
     "analysis_bins",
     "analysis_markdown",
     "chi_square_independence",
     "crosstab",
+    "format_below",
     "is_analysis_folder",
+    "marking_line",
     "read_sentences",
     "score_histogram",
     "score_summary",
@@ -222,152 +226,6 @@ def analyse(
 
 
 # --- markdown ------------------------------------------------------------------------------------
-
-
-def _pct(part: int, whole: int) -> str:
-    return f"{100 * part / whole:.1f}%" if whole else "-"
-
-
-def _md_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return lines
-
-
-def _crosstab_md(table: dict[str, Any], what: str) -> list[str]:
-    bins = table["bins"]
-    n = sum(table["row_totals"].values())
-    rows = [
-        [
-            lv,
-            *(f"{table['counts'][lv][b]} ({_pct(table['counts'][lv][b], table['row_totals'][lv])})" for b in bins),
-            table["row_totals"][lv],
-        ]
-        for lv in table["levels"]
-    ]
-    rows.append(["**all**", *(f"{table['bin_totals'][b]} ({_pct(table['bin_totals'][b], n)})" for b in bins), n])
-    t = table["test"]
-    lines = _md_table([what, *bins, "total"], rows)
-    lines.append("")
-    lines.append(
-        f"Counts (share of the row). Chi-square test of independence: chi2 = {t['chi2']:.2f}, dof = {t['dof']}, "
-        f"p = {t['p']:.3g}, Cramér's V = {t['cramers_v']:.3f}."
-    )
-    if table["absent_levels"]:
-        lines.append(f"Not in the data: {', '.join(table['absent_levels'])} (0 sentences).")
-    return lines
-
-
-Z_MARK = 1.96  # the two-sided 5% mark report.md names for the log-odds z (not corrected for the number of terms)
-
-
-def marking_line(bin_name: str, terms: list[dict[str, Any]], top: int = 5) -> str:
-    """One console line for a bin's distinctive words, consistent with report.md: of the `top` terms by z,
-    those with z > 1.96, each with its z; the ones below are counted, not shown (report.md lists them)."""
-    head = terms[:top]
-    rule = f"of the top {top} by z, those with z > {Z_MARK}, the uncorrected two-sided 5% mark of report.md"
-    shown = [t for t in head if t["z"] > Z_MARK]
-    words = ", ".join(f"{t['term']} (z {t['z']:.2f})" for t in shown)
-    if not head:
-        words = "(no term ranked)"
-    elif not shown:
-        words = f"none of the {len(head)} has z > {Z_MARK}"
-    elif len(shown) < len(head):
-        words += f"; {len(head) - len(shown)} more below {Z_MARK} not shown"
-    return f"words marking the {bin_name} bin ({rule}): {words}"
-
-
-def format_below(x: float, edge: float | None, decimals: int = 3) -> str:
-    """x with `decimals` places, or as many more as it takes for the printed value to stay below `edge`
-    (a bin's open upper edge): 0.3158 in [0, 0.316) prints 0.3158, not 0.316. No edge: `decimals` places."""
-    if edge is not None and x < edge:
-        while decimals < 17 and float(f"{x:.{decimals}f}") >= edge:
-            decimals += 1
-    return f"{x:.{decimals}f}"
-
-
-def analysis_markdown(result: dict[str, Any]) -> str:
-    """The analysis as markdown: every figure's numbers as tables, the distinctive terms, the bins vs the paper."""
-    names = result["bins"]["names"]
-    edges = result["bins"]["edges"]
-    n = result["n_sentences"]
-    out = [
-        "# Fifty Shades of Bias: analyses",
-        "",
-        f"Dataset: `{result['source']}`"
-        + (f" (fingerprint `{result['fingerprint'][:16]}`)" if result.get("fingerprint") else "")
-        + f", {n} sentences.",
-        f"Analysis bins (Hada et al. 2023): low [0, {edges[0]}), medium [{edges[0]}, {edges[1]}), high [{edges[1]}, 1].",
-        "",
-        "## Score histogram",
-        "",
-        "![score histogram](score_histogram.png)",
-        "",
-    ]
-    e = result["histogram"]["edges"]
-    counts = result["histogram"]["counts"]
-    out += _md_table(
-        ["score", "sentences", "share"],
-        [[f"[{e[k]:.1f}, {e[k + 1]:.1f}{']' if k == len(counts) - 1 else ')'}", c, _pct(c, n)] for k, c in enumerate(counts)],
-    )
-    out += ["", "## Analysis bins: this dataset and the paper", ""]
-    out += _md_table(
-        ["counts", *names, "total"],
-        [[r["what"], *(r["counts"][b] for b in names), sum(r["counts"].values())] for r in result["bins"]["compared"]],
-    )
-    if any(r["what"].startswith("the release's scores") for r in result["bins"]["compared"]):
-        history = (
-            "The release's judgments were extended after the paper, so its bins differ from the paper's; "
-            "the edges are the paper's, not tuned."
-        )
-    else:
-        history = (
-            "This dataset is not (or is not known to be) the release the paper describes (see its card's provenance): "
-            "the paper's counts describe other judgments; the edges are the paper's, not tuned."
-        )
-    out += ["", history, ""]
-    uppers = [*edges, None]  # each bin's open upper edge; the last bin is closed at 1
-    out += _md_table(
-        ["bin", "n", "mean score", "sd", "min", "max"],
-        [
-            [b, s["n"], *(f"{s[k]:.3f}" for k in ("mean", "sd", "min")), format_below(s["max"], upper)]
-            if s["n"]
-            else [b, 0, "-", "-", "-", "-"]
-            for (b, s), upper in zip(result["score_by_bin"].items(), uppers)
-        ],
-    )
-    out += ["", "## Seed type by bin", "", "![seed type by bin](seed_type_by_bin.png)", ""]
-    out += _crosstab_md(result["seed_type_by_bin"], "seed type")
-    out += ["", "## Prompt type by bin", "", "![prompt type by bin](prompt_type_by_bin.png)", ""]
-    out += _crosstab_md(result["prompt_type_by_bin"], "prompt type")
-    out += ["", "## Scores by seed type", "", "![scores by seed type](score_by_seed_type.png)", ""]
-    out += _md_table(
-        ["seed type", "n", "mean", "sd", "min", "q1", "median", "q3", "max"],
-        [
-            [lv, s["n"], *(f"{s[k]:.3f}" for k in ("mean", "sd", "min", "q1", "median", "q3", "max"))]
-            for lv, s in result["score_by_seed_type"].items()
-        ],
-    )
-    d = result["distinctive"]
-    out += [
-        "",
-        "## Distinctive words and bigrams per bin",
-        "",
-        f"Method: {d['method']}. Prior: {d['prior']}. z > {Z_MARK} is the usual two-sided 5% mark (not corrected for the "
-        f"number of terms). Tokenizer: {d['tokenizer']}. Stopwords: {d['stopwords']}; an n-gram is dropped only when "
-        f"all its words are stopwords. Terms with a pooled count below {d['min_count']} are not ranked. "
-        "Counts: occurrences in the bin / in the other two bins.",
-    ]
-    for label in ("unigrams", "bigrams"):
-        for b in names:
-            out += ["", f"### {label.capitalize()} marking the {b} bin", ""]
-            rows = [
-                [k + 1, f"`{t['term']}`", f"{t['z']:.2f}", f"{t['delta']:.2f}", t["count"], t["count_rest"]]
-                for k, t in enumerate(d[label][b])
-            ]
-            out += _md_table(["rank", "term", "z", "log-odds ratio", f"count in {b}", "count elsewhere"], rows) if rows else ["(none)"]
-    out.append("")
-    return "\n".join(out)
 
 
 ANALYSIS_KIND = "an earlier `fsb analyse` output (figures, report.md, analysis.json)"

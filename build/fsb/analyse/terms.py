@@ -6,6 +6,7 @@ numpy only; used by `fsb analyse` (`analysis.analyse`) to find the words that ma
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections import Counter
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from fsb.core.errors import FsbError
 from fsb.core.files import read_word_list
 
 __all__ = ["STOPWORDS", "distinctive_terms", "load_stopwords", "log_odds_dirichlet", "ngrams", "phrases", "term_counts", "tokenize"]
@@ -91,6 +93,14 @@ def log_odds_dirichlet(counts_i: np.ndarray, counts_j: np.ndarray, prior: np.nda
     return delta, var, delta / np.sqrt(var)
 
 
+def _finite_positive(value: object) -> bool:
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(x) and x > 0
+
+
 def distinctive_terms(
     groups: Mapping[str, Mapping[str, int]], *, min_count: int = 5, top: int = 15, prior_scale: float | None = None
 ) -> dict[str, list[dict[str, Any]]]:
@@ -101,7 +111,31 @@ def distinctive_terms(
     count and N the pooled total; a_0 = `prior_scale`, default N, so alpha_w = y_w (the convention of
     Jurafsky et al. 2014). Only terms with a pooled count >= `min_count` are ranked. Each group gets its
     `top` terms with z > 0, by z descending (ties by the term), with z, delta and the counts.
+
+    Parameters
+    ----------
+    groups
+        term counts by group name.
+    min_count
+        the pooled count a term needs to be ranked.
+    top
+        terms listed per group.
+    prior_scale
+        a_0, the prior's strength in pseudo-counts: a finite number > 0 (an infinite prior would rank by
+        the prior alone, 0 or less is no Dirichlet prior), or None for the pooled token count.
+
+    Returns
+    -------
+    dict
+        per group, its terms as {term, z, delta, count, count_rest}.
+
+    Raises
+    ------
+    FsbError
+        `prior_scale` is not a finite number > 0 (one line, exit code 2 from the CLI).
     """
+    if prior_scale is not None and not _finite_positive(prior_scale):
+        raise FsbError(f"--prior-scale must be greater than 0 and finite (pseudo-counts), got {prior_scale!r}")
     names = list(groups)
     pooled: Counter[str] = Counter()
     for counts in groups.values():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from fsb.cli.argtypes import pos_float, pos_int
+from fsb.cli.common import print_json
 from fsb.cli.registry import Commands
 from fsb.core.errors import FsbError
 
@@ -37,6 +38,9 @@ def _analyse_arguments(a: argparse.ArgumentParser) -> None:
         type=pos_float,
         help="a_0, the Dirichlet prior's strength in pseudo-counts (default: the pooled token count: a term's prior is its pooled count)",
     )
+    a.add_argument(
+        "--json", action="store_true", help="print the numbers (analysis.json, plus out) as JSON on stdout instead of the text summary"
+    )
 
 
 @commands.add(
@@ -63,6 +67,9 @@ def _analyse(args: argparse.Namespace) -> int:
     result = analysis.write_analysis(
         sentences=sentences, out=args.out, top=args.top, min_count=args.min_count, stopwords=stopwords, prior_scale=args.prior_scale
     )
+    if args.json:
+        print_json({"out": str(args.out), **result})
+        return 0
     names = result["bins"]["names"]
     print(f"analysed {result['n_sentences']} sentences from {result['source']} -> {args.out}")
     print(f"  histogram (bins of 0.1): {' '.join(str(c) for c in result['histogram']['counts'])}")

@@ -5,6 +5,7 @@ all three in one registry (`actions`) dispatched like every other command. Impor
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from fsb.cli.argtypes import seed
@@ -43,6 +44,12 @@ def _export_arguments(ex: argparse.ArgumentParser) -> None:
         help="word the export from a study file (question, the two labels, what high means; the file `fsb build --study` "
         "takes): the Label Studio config asks its question, and CSV forms get its instructions beside them "
         "(FORMS.instructions.txt); default: FSB's wording, and no instructions file",
+    )
+    ex.add_argument(
+        "--json",
+        action="store_true",
+        help="print the summary as JSON on stdout: CSV forms {forms, out, instructions}; a Label Studio project always "
+        "prints its JSON summary",
     )
     add_force(ex)
 
@@ -84,9 +91,13 @@ def _export(args: argparse.Namespace) -> int:
         print_json(result)
         return 0
     n = annotate.export_forms(design_csv=args.design, items=args.generations, out=args.out, seed=args.seed, force=args.force, study=study)
-    print(f"wrote {n} annotation forms -> {args.out}")
-    if study is not None:
-        print(f"wrote the study's instructions for annotators -> {annotate.instructions_path(args.out)}")
+    instructions = str(annotate.instructions_path(args.out)) if study is not None else None
+    if args.json:  # the summary is data only when asked for; otherwise it is commentary, on stderr
+        print_json({"forms": n, "out": str(args.out), "instructions": instructions})
+        return 0
+    print(f"wrote {n} annotation forms -> {args.out}", file=sys.stderr)
+    if instructions is not None:
+        print(f"wrote the study's instructions for annotators -> {instructions}", file=sys.stderr)
     return 0
 
 

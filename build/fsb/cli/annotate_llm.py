@@ -91,7 +91,10 @@ def _llm(args: argparse.Namespace) -> int:
     if args.batch_file:
         written = engine.write_batch(plan, args.out, args.batch_file, args.limit, force=args.force)
         where = ", ".join(str(p) for p, _ in written) or "(nothing left to send)"
-        print(f"wrote {sum(n for _, n in written)} requests for the Batch API -> {where}; merge its output with --collect FILE")
+        print(
+            f"wrote {sum(n for _, n in written)} requests for the Batch API -> {where}; merge its output with --collect FILE",
+            file=sys.stderr,
+        )
         return 0
     if args.collect:
         key = os.environ.get("OPENAI_API_KEY") or None  # only to scrub it, should a batch output quote it

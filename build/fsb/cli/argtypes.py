@@ -48,10 +48,10 @@ def pos_int(text: str) -> int:
 
 
 def pos_float(text: str) -> float:
-    """A number > 0 (NaN refused)."""
+    """A finite number > 0 (NaN and infinity refused: no option here means anything by them)."""
     value = float(_number(text, float))
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0, got {value}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be greater than 0 and finite, got {text.strip()!r}")
     return value
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING, Any
 
 from fsb.cli.argtypes import pos_int, resamples, seed, trials
 from fsb.cli.common import DESIGN_HEADER, SCORES_HEADER, SCORES_KIND, add_force, add_invalid, output_file, print_json
 from fsb.cli.registry import Commands
+
+if TYPE_CHECKING:
+    from fsb.core.judgments import Annotations
 
 __all__ = ["commands"]
 
@@ -80,6 +84,23 @@ def _reliability_arguments(r: argparse.ArgumentParser) -> None:
     add_invalid(r)
 
 
+_RELIABILITY_FIGURES = (
+    "split-half r (two half-size panels, uncorrected)",
+    "full-panel reliability, Spearman-Brown 2r/(1+r)",
+    "noise ceiling, sqrt(2r/(1+r))",
+)
+
+
+def _why_undefined(result: dict[str, Any], ann: Annotations) -> str | None:
+    """Why the split-half figures are undefined (None when both correlations are defined): a trial whose halves
+    share fewer than 2 scored items has no correlation, and the mean over trials is then undefined too."""
+    if all(result[m]["mean"] == result[m]["mean"] for m in ("pearson", "spearman")):  # NaN != NaN
+        return None
+    n_items, n_rows = len(ann.labels), len(ann.item_codes)
+    rows = "1 judgment row" if n_rows == 1 else f"{n_rows} judgment rows"
+    return f"too few items ({n_items} items in {rows}): each half of a split needs judgments of 2+ distinct items scored in both halves"
+
+
 @commands.add("reliability", arguments=_reliability_arguments, help="split-half reliability of a judgments file")
 def _reliability(args: argparse.Namespace) -> int:
     from fsb.bws.scoring import annotator_agreement, reliability
@@ -97,16 +118,21 @@ def _reliability(args: argparse.Namespace) -> int:
     agreement = annotator_agreement(ann)
     if agreement is not None:
         result["annotators"] = agreement
+    why = _why_undefined(result, ann)
+    if why is not None:
+        result["undefined"] = why
     if args.json:
         print_json(result)
         return 0
     from fsb.data.reference import is_release_judgments, placed_split_half
 
     print("split-half reliability, mean ± sd over trials:")
-    for line in placed_split_half(result, release=is_release_judgments(args.annotations) and ann.dropped == 0):
-        print(f"  {line}")
-    if result["pearson"]["mean"] != result["pearson"]["mean"]:  # NaN
-        print("  undefined: too few items were scored in both halves (each half needs judgments of 2+ distinct items)")
+    if why is not None:  # no figure to print: say so once per figure, never "nan"
+        for figure in _RELIABILITY_FIGURES:
+            print(f"  {figure}: undefined: {why}")
+    else:
+        for line in placed_split_half(result, release=is_release_judgments(args.annotations) and ann.dropped == 0):
+            print(f"  {line}")
     if agreement is not None:
         print("annotators: agreement with the leave-one-out consensus of the others (best, worst, mean); * = outlier")
         for r in agreement:
@@ -130,6 +156,7 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         help="tie ITEMS (new items) to an existing study, a judgments or design file: writes only the new tuples, each holding "
         ">= 1 existing item spread over the existing scores; the tuple size is EXISTING's",
     )
+    add_invalid(t)  # with --extend: the quality-control rows of EXISTING's judgments, as in fsb score
     add_force(t)
 
 
@@ -145,7 +172,17 @@ def _tuples(args: argparse.Namespace) -> int:
     if args.extend:
         from fsb.bws.extend import make_extension
 
-        result = make_extension(items=args.items, existing=args.extend, out=args.out, k=args.appearances, seed=args.seed, force=args.force)
+        result = make_extension(
+            items=args.items,
+            existing=args.extend,
+            out=args.out,
+            k=args.appearances,
+            seed=args.seed,
+            force=args.force,
+            invalid=args.invalid,
+        )
+        if result["existing_irregular"]:  # the quality-control rows let through (--invalid count/drop): commentary
+            print(result["existing_irregular"], file=sys.stderr)
         print_json(result)
         return 0
     design = tuples.make_tuples(

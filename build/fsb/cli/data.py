@@ -245,7 +245,7 @@ def _previous_build(arg: str | None) -> Iterator[tuple[str | None, str | None]]:
     repo_id, revision = hub
     import tempfile
 
-    from fsb.data.publish import download_build
+    from fsb.data.download import download_build
 
     with tempfile.TemporaryDirectory(prefix="fsb-previous-") as tmp:
         yield str(download_build(repo_id, revision, Path(tmp) / "previous")), revision

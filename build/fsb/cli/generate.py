@@ -253,7 +253,9 @@ def _generate(args: argparse.Namespace) -> int:
         written = engine.write_batch(plan, args.out, args.batch_file, args.limit, force=args.force)
         where = ", ".join(str(p) for p, _ in written) or "(nothing left to send)"
         n = sum(count for _, count in written)
-        print(f"wrote {n} requests for the Batch API -> {where}; merge its output with --collect FILE and the same arguments")
+        print(
+            f"wrote {n} requests for the Batch API -> {where}; merge its output with --collect FILE and the same arguments", file=sys.stderr
+        )
         return 0
     if args.collect:
         key = os.environ.get("OPENAI_API_KEY") or None  # only to scrub it, should a batch output quote it

@@ -125,7 +125,7 @@ def _diff(args: argparse.Namespace) -> int:
     if args.endpoint and "huggingface_hub" not in sys.modules:
         os.environ["HF_ENDPOINT"] = args.endpoint.rstrip("/")
     from fsb.data.diff import diff_builds, format_diff
-    from fsb.data.publish import download_build
+    from fsb.data.download import download_build
 
     with tempfile.TemporaryDirectory(prefix="fsb-diff-") as tmp:
         folders = []

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from fsb.cli.argtypes import resamples, trials
+from fsb.cli.common import print_json
 from fsb.cli.registry import Commands
 
 __all__ = ["commands"]
@@ -31,6 +32,7 @@ def _baseline_arguments(b: argparse.ArgumentParser) -> None:
         action="store_true",
         help="replace --out and OUT.json even if they are not an earlier baseline's files unchanged since fsb wrote them",
     )
+    b.add_argument("--json", action="store_true", help="print the summary as JSON on stdout: name, out, provenance and its figures")
 
 
 @commands.add(
@@ -49,6 +51,9 @@ def _baseline(args: argparse.Namespace) -> int:
 
     check_output(args.out, force=args.force, inputs=[args.words])
     info = run_baseline(args.name, args.out, args.dataset, words=args.words, checkpoint=args.checkpoint, label=args.label, force=args.force)
+    if args.json:
+        print_json({"name": args.name, "out": str(args.out), "provenance": f"{args.out}.json", **info})
+        return 0
     print(f"baseline {args.name}: {info['sentences']} sentences -> {args.out} ({info['seconds']:.1f} s; provenance in {args.out}.json)")
     return 0
 

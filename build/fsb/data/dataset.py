@@ -301,7 +301,15 @@ def _read_rounds_of(round_list: list[Round], single: bool, invalid: str) -> tupl
     if single:
         r = round_list[0]
         gens = read_generations(r.generations)
-        ann = read_annotations(r.annotations, integer_ids=True, invalid=invalid)  # type: ignore[arg-type]
+        # unknown ids compete with every other check for the first bad line (line 4 is reported before line 9)
+        uids = gens.frame["uid"].to_numpy()
+        ann = read_annotations(
+            r.annotations,
+            integer_ids=True,
+            invalid=invalid,  # type: ignore[arg-type]
+            known_ids=uids,
+            unknown_why=f"no such uid in {gens.path}",
+        )
         return gens, ann, None, None, [(r, gens, ann)], []
     gens, ann, gen_round, ann_round, read = merge_rounds(round_list, invalid)
     return gens, ann, gen_round, ann_round, read, repeated_judgments(read)

@@ -1,7 +1,8 @@
 """Publish a built dataset folder to the Hugging Face Hub as a versioned release (git tag vX.Y.Z).
 
-(size: about 580 lines, the plan and the commit-and-tag with every failure path, which read best together;
-the local checks are in `fsb.data.localbuild`, the Hub client's pieces in `fsb.data.hub`.)
+(size: about 460 lines, the plan and the commit-and-tag with every failure path, which read best together;
+the local checks are in `fsb.data.localbuild`, the Hub client's pieces and its errors in `fsb.data.hub`,
+the download of a release in `fsb.data.download`.)
 
 `publish` checks everything it can before it writes anything: the folder is a complete `fsb build`
 (the card parses with datasets' own metadata parsing, every data file the card lists exists and
@@ -33,7 +34,6 @@ printed, logged or written; messages pass through `redact` all the same.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import re
@@ -41,11 +41,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from fsb.core.errors import FsbError
-from fsb.core.files import InputError
-from fsb.data import hub
+from fsb.data import download, hub
+from fsb.data.hub import PublishError, offline_hint, read_remote, redact, remote_errors, resolve_token, short_error, status
 from fsb.data.localbuild import (
     LocalBuild,
     LocalCheck,
@@ -53,7 +53,6 @@ from fsb.data.localbuild import (
     card_warnings,
     check_folder,
     check_repo_id,
-    data_file_paths,
     parse_version,
 )
 from fsb.data.publish_plan import BRANCH, PublishPlan, PublishResult
@@ -68,7 +67,6 @@ __all__ = [
     "card_warnings",
     "check_folder",
     "check_local",
-    "download_build",
     "execute",
     "parse_version",
     "plan_publish",
@@ -84,22 +82,7 @@ KEEP_REMOTE = frozenset({".gitattributes"})
 _VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
 _V_TAG = re.compile(r"v([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?(-[0-9A-Za-z.-]+)?")
 _GLOB = re.compile(r"[*?\[\]{}]")
-_NOISE = re.compile(r" ?For more information check: \S+")  # the client's pointer to MDN's page on the status
 _TAG_ATTEMPTS = 3
-_T = TypeVar("_T")
-
-
-class PublishError(FsbError, RuntimeError):
-    """A refused or failed publish. The message is one line and says what, if anything, changed on the Hub.
-
-    `remote_changed` is False when the Hub is exactly as before (a refusal, or a failed write that was
-    never applied or was rolled back) and True when it is not (e.g. the commit landed but the tag failed).
-    """
-
-    def __init__(self, message: str, *, remote_changed: bool = False, commit_oid: str | None = None):
-        super().__init__(message)
-        self.remote_changed = remote_changed
-        self.commit_oid = commit_oid
 
 
 def check_local(folder: str | os.PathLike[str], repo_id: str, version: str, *, token: str | None = None) -> LocalCheck:
@@ -108,143 +91,7 @@ def check_local(folder: str | os.PathLike[str], repo_id: str, version: str, *, t
     check_repo_id(repo_id)
     parse_version(version)
     build = check_folder(folder)
-    return LocalCheck(repo_id, f"v{version}", build, _resolve_token(token) is not None, tuple(card_warnings(build, repo_id)))
-
-
-def _resolve_token(token: str | None) -> str | None:
-    from fsb.core.secrets import install_log_redaction, register
-
-    token = token if token is not None else os.environ.get("HF_TOKEN")
-    register(token)
-    install_log_redaction()  # huggingface_hub's retry warnings print the request URL (an --endpoint's credentials)
-    return (token.strip() or None) if token else None
-
-
-# --- remote plumbing ----------------------------------------------------------------------------
-
-
-def _remote_errors() -> tuple[type[BaseException], ...]:
-    """Exceptions a Hub call raises for HTTP, transport and offline errors (huggingface_hub 1.x and 2.x)."""
-    from huggingface_hub.errors import HfHubHTTPError
-
-    errors: list[type[BaseException]] = [HfHubHTTPError, OSError, ValueError]
-    for name in ("httpx2", "httpx"):
-        with contextlib.suppress(ImportError, AttributeError):
-            errors.append(importlib.import_module(name).HTTPError)
-    return tuple(errors)
-
-
-def _status(e: BaseException) -> int | None:
-    return getattr(getattr(e, "response", None), "status_code", None)
-
-
-def redact(text: str, token: str | None) -> str:
-    """`text` fit to print: the token, the environment's secrets and every URL's credentials removed.
-
-    Every form a reader could undo is covered (any case, percent-encoded, escaped, HTML entities, split
-    by zero-width characters, hex, base64 at any alignment: see `fsb.core.secrets.redact`), and every URL
-    in the text loses its user info and token-like query values (an --endpoint carrying a token).
-
-    Parameters
-    ----------
-    text
-        A message about to be printed (a server's error, above all).
-    token
-        The Hub token in use, or None.
-
-    Returns
-    -------
-    str
-        The safe message.
-    """
-    from fsb.core.secrets import redact_message
-
-    return redact_message(text, [token])
-
-
-def _short(e: BaseException, token: str | None) -> str:
-    """An exception as one short line, with the token redacted (a server may echo it, even base64-encoded)."""
-    text = _NOISE.sub("", redact(" ".join(str(e).split()), token)) or type(e).__name__
-    return text[:400]
-
-
-def _read(what: str, fn: Callable[[], _T], token: str | None) -> _T:
-    """Run one read-only Hub call of the planning stage; turn its failure into a one-line PublishError."""
-    try:
-        return fn()
-    except _remote_errors() as e:
-        raise PublishError(f"{what} failed: {_short(e, token)}; nothing was changed{_offline_hint(e)}") from None
-
-
-def _offline_hint(e: BaseException) -> str:
-    """For a failure without an HTTP answer (offline, unreachable): where the checks that need no network are."""
-    if _status(e) is not None:
-        return ""
-    return " (the local checks alone need no network: `fsb publish --local`, or fsb.data.publish.check_local)"
-
-
-def _release_files(api: Any, repo_id: str, revision: str, remote: dict[str, Any], token: str | None) -> set[str] | None:
-    """The files of the fsb release at `revision` (its card, stats.json and the data files the card's configs
-    list), or None when the revision does not hold one: no README.md and stats.json, a stats.json without
-    fsb's fingerprint and `built_with.fsb`, or a card without exact `configs` data files."""
-    from fsb.data.cardmeta import parse_card
-
-    if "README.md" not in remote or "stats.json" not in remote:
-        return None
-    with tempfile.TemporaryDirectory(prefix="fsb-publish-") as tmp:
-        stats_path = _read(f"reading stats.json of {repo_id}", lambda: hub.download(api, repo_id, "stats.json", revision, Path(tmp)), token)
-        card_path = _read(f"reading the card of {repo_id}", lambda: hub.download(api, repo_id, "README.md", revision, Path(tmp)), token)
-        try:
-            stats = json.loads(stats_path.read_text(encoding="utf-8"))
-            card_text = card_path.read_text(encoding="utf-8")
-        except (ValueError, UnicodeDecodeError):
-            return None
-    if not (isinstance(stats, dict) and isinstance(stats.get("fingerprint"), str) and "fsb" in (stats.get("built_with") or {})):
-        return None
-    try:
-        card = parse_card(card_text, "README.md")
-        listed = {p for name in card.configs for p in data_file_paths(Path("README.md"), name, card.data_files(name))}
-    except InputError:  # a card that does not parse, or lists globs: not one fsb wrote
-        return None
-    return {"README.md", "stats.json", *listed} if card.configs else None
-
-
-def _fetch_build(api: Any, repo_id: str, revision: str, dest: Path, token: str | None) -> Path:
-    """Download the fsb build at `revision` (card, stats.json, the card's data files) into the new folder
-    `dest`; PublishError when the revision does not hold one."""
-    tree = _read(f"listing the files of {repo_id} at {revision}", lambda: hub.remote_tree(api, repo_id, revision), token)
-    files = _release_files(api, repo_id, revision, tree, token)
-    if files is None:
-        raise PublishError(f"{repo_id} at {revision} is not an fsb build (no card and stats.json written by `fsb build`)")
-    with tempfile.TemporaryDirectory(prefix="fsb-download-") as cache:
-        for rel in sorted(files):
-            if rel not in tree:
-                raise PublishError(f"{repo_id} at {revision}: its card lists {rel}, which is not in the repo")
-            target = dest / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = _read(
-                f"downloading {rel} of {repo_id} at {revision}",
-                lambda rel=rel: hub.download(api, repo_id, rel, revision, Path(cache)),
-                token,
-            )
-            target.write_bytes(source.read_bytes())
-    return dest
-
-
-def download_build(
-    repo_id: str, revision: str, dest: str | os.PathLike[str], *, token: str | None = None, endpoint: str | None = None
-) -> Path:
-    """Download the fsb build that `repo_id` holds at `revision` (a tag such as v1.0.0, a branch or a commit)
-    into the folder `dest` (created; it must not exist), e.g. to `fsb diff` it. Reads only."""
-    from huggingface_hub import HfApi
-
-    check_repo_id(repo_id)
-    target = Path(dest)
-    if target.exists():
-        raise InputError(target, "already exists: give a new folder to download the build into")
-    token = _resolve_token(token)
-    with hub.quiet_retries():
-        return _fetch_build(HfApi(endpoint=endpoint, token=token if token else False), repo_id, revision, target, token)
+    return LocalCheck(repo_id, f"v{version}", build, resolve_token(token) is not None, tuple(card_warnings(build, repo_id)))
 
 
 def _changes_since(api: Any, repo_id: str, tag: str, build: LocalBuild, token: str | None) -> str:
@@ -254,10 +101,10 @@ def _changes_since(api: Any, repo_id: str, tag: str, build: LocalBuild, token: s
 
     try:
         with tempfile.TemporaryDirectory(prefix="fsb-previous-") as tmp:
-            folder = _fetch_build(api, repo_id, tag, Path(tmp) / "previous", token)
+            folder = download.fetch_build(api, repo_id, tag, Path(tmp) / "previous", token)
             return format_diff(diff_builds(folder, build.folder, old_label=tag, new_label=f"this build ({build.folder.name})"))
-    except (*_remote_errors(), FsbError) as e:
-        return f"changes since {tag}: not computed ({_short(e, token)})"
+    except (*remote_errors(), FsbError) as e:
+        return f"changes since {tag}: not computed ({short_error(e, token)})"
 
 
 def _shown(paths: list[str] | tuple[str, ...], limit: int = 10) -> str:
@@ -272,7 +119,7 @@ def _refuse_foreign_files(
     present = sorted(p for p in remote if p not in KEEP_REMOTE)
     if not present:
         return
-    owned = _release_files(api, repo_id, head, remote, token)
+    owned = download.release_files(api, repo_id, head, remote, token)
     if owned is None:
         replaced = [p for p in present if p in build.paths]
         what = f"would delete {_shown(list(delete))}" if delete else "would delete nothing"
@@ -304,7 +151,7 @@ def _write_scope(api: Any, repo_id: str, token: str) -> str:
     namespace and its orgs, unless its org role is "read"). A fine-grained token (role "fineGrained")
     writes only where a scoped entry grants "repo.write": on the user or org, or on the dataset repo itself.
     """
-    who = _read("checking the token (whoami)", lambda: api.whoami(), token)
+    who = read_remote("checking the token (whoami)", lambda: api.whoami(), token)
     namespace = repo_id.split("/")[0]
     access = (who.get("auth") or {}).get("accessToken") or {}
     role = access.get("role")
@@ -364,7 +211,7 @@ def plan_publish(
     """
     local = check_local(folder, repo_id, version, token=token)
     build = local.build
-    token = _resolve_token(token)
+    token = resolve_token(token)
     if token is None and require_token:
         raise PublishError("no Hugging Face token: set HF_TOKEN (a token with write access); nothing was sent to the Hub")
     from huggingface_hub import HfApi
@@ -376,11 +223,11 @@ def plan_publish(
     try:
         info = api.repo_info(repo_id, repo_type=REPO_TYPE)
     except GatedRepoError as e:
-        raise PublishError(f"cannot read {repo_id}: {_short(e, token)}") from None
+        raise PublishError(f"cannot read {repo_id}: {short_error(e, token)}") from None
     except RepositoryNotFoundError:
         info = None
-    except _remote_errors() as e:
-        raise PublishError(f"reading {repo_id} failed: {_short(e, token)}; nothing was changed{_offline_hint(e)}") from None
+    except remote_errors() as e:
+        raise PublishError(f"reading {repo_id} failed: {short_error(e, token)}; nothing was changed{offline_hint(e)}") from None
     if info is None:
         if scope == "repo":
             raise PublishError(
@@ -395,10 +242,10 @@ def plan_publish(
             f"{repo_id} exists and is public; --private only applies to a new repo "
             "(change its visibility on the Hub first); nothing was changed"
         )
-    refs = _read(f"listing the refs of {repo_id}", lambda: api.list_repo_refs(repo_id, repo_type=REPO_TYPE), token)
+    refs = read_remote(f"listing the refs of {repo_id}", lambda: api.list_repo_refs(repo_id, repo_type=REPO_TYPE), token)
     latest = _latest_release(refs, repo_id, tag, version)
     head = info.sha
-    remote = _read(f"listing the files of {repo_id}", lambda: hub.remote_tree(api, repo_id, head), token)
+    remote = read_remote(f"listing the files of {repo_id}", lambda: hub.remote_tree(api, repo_id, head), token)
     add = tuple(f.path for f in build.files if f.path not in remote or not hub.same(f, remote[f.path]))
     unchanged = tuple(f.path for f in build.files if f.path not in add)
     delete = tuple(sorted(p for p in remote if p not in build.paths and p not in KEEP_REMOTE))
@@ -456,21 +303,24 @@ def _rollback_created(api: Any, repo_id: str, token: str) -> tuple[str, bool]:
     try:
         api.delete_repo(repo_id, repo_type=REPO_TYPE, missing_ok=True)
         return "the repo created for this publish was deleted again", False
-    except _remote_errors() as e:
-        return f"the empty repo created for this publish could not be deleted ({_short(e, token)}): delete it on the Hub, or re-run", True
+    except remote_errors() as e:
+        return (
+            f"the empty repo created for this publish could not be deleted ({short_error(e, token)}): delete it on the Hub, or re-run",
+            True,
+        )
 
 
 def _commit_failure(api: Any, plan: PublishPlan, parent: str | None, created: bool, error: BaseException, token: str) -> PublishError:
     """Find out what a failed commit left on the Hub (main's head, re-read) and say it in one line."""
-    concurrent = _status(error) in (409, 412)
+    concurrent = status(error) in (409, 412)
     if concurrent:
         why = f"{BRANCH} moved since the plan (expected parent {parent}): someone else pushed; re-run to plan against the new state"
     else:
-        why = _short(error, token)
+        why = short_error(error, token)
     head: str | None
     try:
         head = api.repo_info(plan.repo_id, repo_type=REPO_TYPE).sha
-    except _remote_errors():
+    except remote_errors():
         head = None
     failed = f"the commit to {plan.repo_id} failed: {why}"
     if head == parent:
@@ -501,22 +351,23 @@ def _create_tag(api: Any, plan: PublishPlan, commit_oid: str, token: str, commit
                 repo_type=REPO_TYPE,
             )
             return
-        except _remote_errors() as e:
+        except remote_errors() as e:
             last = e
-            status = _status(e)
-            if status == 409:
-                with contextlib.suppress(*_remote_errors()):
+            code = status(e)
+            if code == 409:
+                with contextlib.suppress(*remote_errors()):
                     refs = api.list_repo_refs(plan.repo_id, repo_type=REPO_TYPE)
                     if any(t.name == plan.tag and t.target_commit == commit_oid for t in refs.tags):
                         return  # an earlier attempt landed; its answer was lost
                 break
-            if status is not None and status < 500 and status != 429:
+            if code is not None and code < 500 and code != 429:
                 break
             if attempt + 1 < _TAG_ATTEMPTS:
                 time.sleep(0.5 * 2**attempt)
     where = f"commit {commit_oid}" + (f" ({redact(commit_url, token)})" if commit_url else "")
+    why = short_error(last, token) if last else "unknown error"
     raise PublishError(
-        f"{where} is on {plan.repo_id} main but tag {plan.tag} could not be created ({_short(last, token) if last else 'unknown error'}); "
+        f"{where} is on {plan.repo_id} main but tag {plan.tag} could not be created ({why}); "
         f"re-run the same publish to tag it (it sees the content already on main and makes no new commit), "
         f"or: hf repos tag create {plan.repo_id} {plan.tag} --revision {commit_oid} --repo-type dataset",
         remote_changed=True,
@@ -529,7 +380,7 @@ def execute(plan: PublishPlan, *, token: str | None = None, message: str | None 
 
     Raises PublishError (one line, says what changed on the Hub) when a write fails.
     """
-    token = _resolve_token(token)
+    token = resolve_token(token)
     if token is None:
         raise PublishError("no Hugging Face token: set HF_TOKEN (a token with write access); nothing was sent to the Hub")
     from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
@@ -540,18 +391,22 @@ def execute(plan: PublishPlan, *, token: str | None = None, message: str | None 
     if plan.create_repo:
         try:
             api.create_repo(plan.repo_id, repo_type=REPO_TYPE, private=plan.private, exist_ok=False)
-        except _remote_errors() as e:
+        except remote_errors() as e:
             why = (
-                "it was created by someone else since the plan (or is not visible to this token)" if _status(e) == 409 else _short(e, token)
+                "it was created by someone else since the plan (or is not visible to this token)"
+                if status(e) == 409
+                else short_error(e, token)
             )
             raise PublishError(f"creating {plan.repo_id} failed: {why}; nothing was changed") from None
         created = True
         try:
             parent = api.repo_info(plan.repo_id, repo_type=REPO_TYPE).sha
             stray = sorted(set(hub.remote_tree(api, plan.repo_id, parent)) - KEEP_REMOTE)
-        except _remote_errors() as e:
+        except remote_errors() as e:
             undo, changed = _rollback_created(api, plan.repo_id, token)
-            raise PublishError(f"reading the new repo {plan.repo_id} failed: {_short(e, token)}; {undo}", remote_changed=changed) from None
+            raise PublishError(
+                f"reading the new repo {plan.repo_id} failed: {short_error(e, token)}; {undo}", remote_changed=changed
+            ) from None
         if stray:
             raise PublishError(
                 f"the new repo {plan.repo_id} already holds {', '.join(stray)}: someone else is writing to it; "
@@ -572,7 +427,7 @@ def execute(plan: PublishPlan, *, token: str | None = None, message: str | None 
                 revision=BRANCH,
                 parent_commit=parent,
             )
-        except _remote_errors() as e:
+        except remote_errors() as e:
             raise _commit_failure(api, plan, parent, created, e, token) from None
         commit_oid, commit_url, committed = info.oid, info.commit_url, True
     else:

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, iter_jsonl, read_utf8
+from fsb.core.files import InputError, iter_jsonl, quoted, read_utf8
+from fsb.core.tables import INT64_MAX, id_problem
 from fsb.evaluate.fewshot import fewshot_sets
 from fsb.evaluate.runfiles import Run, TaskSamples, load_run, load_runs
 
@@ -101,16 +102,35 @@ def dataset_table(source: str | None = None) -> DatasetTable:
 
 def read_predictions(path: str | Path) -> dict[int, float]:
     """`id,score` pairs from a CSV file (header with `id` and `score`; other columns ignored) or a JSON-lines
-    file (`{"id": ..., "score": ...}` a line). Every score must be a finite number; ids must be unique."""
+    file (`{"id": ..., "score": ...}` a line). Every score must be a finite number; ids must be unique and
+    follow the one id rule of every fsb reader (`fsb.core.tables.id_problem`: ASCII digits, no sign, no
+    leading zero, no "1_000"), so that a prediction's id means the same sentence as in the generations.
+
+    Parameters
+    ----------
+    path
+        the predictions file (.csv, or .jsonl / .json as JSON lines).
+
+    Returns
+    -------
+    dict[int, float]
+        score by id.
+
+    Raises
+    ------
+    InputError
+        one line naming the file, the first bad line and its field."""
     p = Path(path)
     text = read_utf8(p)
     out: dict[int, float] = {}
 
     def add(line: int, raw_id: Any, raw_score: Any) -> None:
-        try:
-            i = int(str(raw_id).strip())
-        except ValueError:
-            raise InputError(p, f"id {raw_id!r} is not an integer", line=line, field="id") from None
+        text = raw_id.strip() if isinstance(raw_id, str) else json.dumps(raw_id)  # a JSON 7 is "7"; true, 7.0, [7] are not ids
+        if (why := id_problem(text, INT64_MAX)) is not None:  # the one id rule: "+7", "007", "1_000" are refused
+            if why.startswith("not an integer id"):
+                why = f"id {quoted(text)} is not an integer id (ASCII digits only: no sign, no '_', no decimal point)"
+            raise InputError(p, why, line=line, field="id")
+        i = int(text)
         try:
             s = float(str(raw_score).strip()) if not isinstance(raw_score, (int, float)) else float(raw_score)
         except ValueError:

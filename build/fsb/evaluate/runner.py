@@ -314,6 +314,26 @@ def main_job_bws_sample(*, tuples: int, per_bin: int | None) -> str:
     return f"a simple random sample of {counted(tuples, 'judged tuple')}"
 
 
+def _timed_run(task: str, model_dir: Path, results_dir: Path, dataset: Path, *, per_bin: int | None, sample: int | None) -> float:
+    """One task of the main job on the CPU (float32, batches of 8) into results_dir/task; prints and returns
+    its wall time in seconds."""
+    t0 = time.monotonic()
+    run_eval(
+        "hf",
+        f"pretrained={model_dir},dtype=float32",
+        [task],
+        output_path=results_dir / task,
+        per_bin=per_bin,
+        sample=sample,
+        dataset=str(dataset),
+        batch_size=8,
+        device="cpu",
+    )
+    took = time.monotonic() - t0
+    print(f"{task} took {took:.0f} s", flush=True)
+    return took
+
+
 def main_job_eval(
     dataset: Path,
     results_dir: Path,
@@ -359,37 +379,12 @@ def main_job_eval(
     for task in ("fsb", "fsb_ll"):
         print(f"\n-- {task}: {what} x 5 few-shot sets", flush=True)
         print(estimate(task, requests[task]), flush=True)
-        t0 = time.monotonic()
-        run_eval(
-            "hf",
-            f"pretrained={model_dir},dtype=float32",
-            [task],
-            output_path=results_dir / task,
-            per_bin=per_bin,
-            sample=None if per_bin is not None else n,
-            dataset=str(dataset),
-            batch_size=8,
-            device="cpu",
-        )
-        timings[task] = time.monotonic() - t0
-        print(f"{task} took {timings[task]:.0f} s", flush=True)
+        timings[task] = _timed_run(task, model_dir, results_dir, dataset, per_bin=per_bin, sample=None if per_bin is not None else n)
     bws_what = main_job_bws_sample(tuples=tuples, per_bin=per_bin)
     print(f"\n-- fsb_bws_ll: {bws_what} x 2 rotations (the annotators' best-worst test, by log-likelihood)", flush=True)
     print(estimate("fsb_bws_ll", requests["fsb_bws_ll"]), flush=True)
-    t0 = time.monotonic()
-    run_eval(
-        "hf",
-        f"pretrained={model_dir},dtype=float32",
-        ["fsb_bws_ll"],
-        output_path=results_dir / "fsb_bws_ll",
-        per_bin=per_bin,
-        sample=None if per_bin is not None else tuples,
-        dataset=str(dataset),
-        batch_size=8,
-        device="cpu",
-    )
-    timings["fsb_bws_ll"] = time.monotonic() - t0
-    print(f"fsb_bws_ll took {timings['fsb_bws_ll']:.0f} s", flush=True)
+    sample_bws = None if per_bin is not None else tuples
+    timings["fsb_bws_ll"] = _timed_run("fsb_bws_ll", model_dir, results_dir, dataset, per_bin=per_bin, sample=sample_bws)
     predictions = _main_job_baselines(dataset, results_dir / "baselines", timings, force=force)
     runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll", "fsb_bws_ll")])
     note = (

@@ -1,0 +1,30 @@
+"""The shared argparse converters: a bad value is argparse's one-line usage error naming the option."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from fsb.cli.app import main
+from fsb.cli.argtypes import pos_float
+
+
+@pytest.mark.parametrize("text", ["inf", "-inf", "nan", "1e400", "0", "-1", "x"])
+def test_pos_float_refuses_what_is_not_a_finite_positive_number(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        pos_float(text)
+
+
+def test_pos_float_takes_a_positive_number() -> None:
+    assert pos_float("2.5") == 2.5 and pos_float("1e-3") == 0.001
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "0", "-2"])
+def test_analyse_prior_scale_is_refused_in_one_line(value: str, tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(["analyse", "somewhere", f"--prior-scale={value}", "--out", "x"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("fsb analyse: error: argument --prior-scale: must be greater than 0 and finite")
+    assert "Traceback" not in "\n".join(err)
