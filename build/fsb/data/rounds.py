@@ -2,6 +2,9 @@
 files read and joined into one study (uids unique across rounds, labels re-coded over the union), with
 each round's inputs described for the card's provenance table.
 
+(size: about 400 lines: the manifest's checks and the join of rounds read best together, one refusal per
+way a manifest or a round can be wrong.)
+
 `fsb build --rounds MANIFEST` builds from these; `fsb.data.dataset.build_dataset` calls `merge_rounds`.
 """
 
@@ -205,9 +208,19 @@ def _short_text(value: object, limit: int = 40) -> str:
 def _read_each(rounds: list[Round], invalid: str) -> list[tuple[Round, Generations, Annotations]]:
     """Each round's generations and judgments, read and checked (judgments over 4-tuples)."""
     read = []
-    for r in rounds:
-        gens = read_generations(r.generations)
-        ann = read_annotations(r.annotations, integer_ids=True, invalid=invalid)  # type: ignore[arg-type]
+    all_gens = [read_generations(r.generations) for r in rounds]
+    # a uid in two rounds is refused first; then an unknown id competes with every other check of a judgments
+    # file for its first bad line
+    owner = _owners(list(zip(rounds, all_gens)))
+    known = np.fromiter(owner, dtype=np.int64, count=len(owner))
+    for r, gens in zip(rounds, all_gens):
+        ann = read_annotations(
+            r.annotations,
+            integer_ids=True,
+            invalid=invalid,  # type: ignore[arg-type]
+            known_ids=known,
+            unknown_why="no such uid in any round's generations",
+        )
         if ann.item_codes.shape[1] != spec.TUPLE_SIZE:
             k = ann.item_codes.shape[1]
             raise InputError(
@@ -220,10 +233,10 @@ def _read_each(rounds: list[Round], invalid: str) -> list[tuple[Round, Generatio
     return read
 
 
-def _check_uids(read: list[tuple[Round, Generations, Annotations]]) -> None:
-    """Refuse a uid in two rounds' generations, a judged id in none, and a sentence no round judged."""
+def _owners(pairs: list[tuple[Round, Generations]]) -> dict[int, tuple[int, Path]]:
+    """uid -> (round number, generations file); refuses a uid in two rounds' generations (its second line)."""
     owner: dict[int, tuple[int, Path]] = {}
-    for r, gens, _ in read:
+    for r, gens in pairs:
         for i, uid in enumerate(gens.frame["uid"].tolist()):
             if uid in owner:
                 number, where = owner[uid]
@@ -231,6 +244,12 @@ def _check_uids(read: list[tuple[Round, Generations, Annotations]]) -> None:
                     gens.path, f"uid {uid} is already a sentence of round {number} ({where})", line=gens.line_of(i), field="uid"
                 )
             owner[uid] = (r.number, gens.path)
+    return owner
+
+
+def _check_uids(read: list[tuple[Round, Generations, Annotations]]) -> None:
+    """Refuse a uid in two rounds' generations, a judged id in none, and a sentence no round judged."""
+    owner = _owners([(r, gens) for r, gens, _ in read])
     all_uids = np.fromiter(owner, dtype=np.int64, count=len(owner))
     for _, _, ann in read:
         refuse_unknown_ids(ann, all_uids, "no such uid in any round's generations")
