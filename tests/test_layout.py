@@ -39,7 +39,7 @@ TESTS_ON_PRIVATE_NAMES = {
     "tests/core/test_bad_input.py: fsb.cli.app._expected_failure": "split pending in cli: make public or test via its caller",
     "tests/core/test_data_loss.py: fsb.cli.app._parser": "split pending in cli: make public or test via its caller",
     "tests/core/test_files.py: fsb.core.files._exchange": "split pending in core: make public or test via its caller",
-    "tests/core/test_reader_properties.py: fsb.core.tables._LEADING_ZERO": "split pending in core: make public or test via its caller",
+    "tests/core/test_reader_properties.py: fsb.core.csvrows._LEADING_ZERO": "split pending in core: make public or test via its caller",
     "tests/data/test_publish.py: fsb.data.publish._version_of_tag": "split pending in data: make public or test via its caller",
     "tests/evaluate/test_harness.py: fsb.evaluate.runner._quiet_lm_eval": "split pending in evaluate: make public or test via its caller",
     "tests/generate/test_generate.py: fsb.engine.runner._GroupCommit": "split pending in engine: make public or test via its caller",

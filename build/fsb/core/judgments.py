@@ -318,10 +318,14 @@ def _row_problems(items, best, worst, labels, fields, invalid, known) -> tuple[l
     if known is not None:
         is_known = np.isin(labels, known[0])
         if not is_known.all():
-            cell_bad = ~is_known[items]
+            # every label column: the items, then best and worst (a label only there is unknown too)
+            columns = np.column_stack([items, best, worst])
+            names = fields  # Item1..ItemK, BestItem, WorstItem
+            cell_bad = ~is_known[columns]
             row = first_true(cell_bad.any(axis=1))
-            col = int(np.flatnonzero(cell_bad[row])[0])
-            candidates.append((row, 0.5, fields[col], f"unknown id {show_label(labels[items[row, col]])}: {known[1]}"))
+            if row is not None:
+                col = int(np.flatnonzero(cell_bad[row])[0])
+                candidates.append((row, 0.5, names[col], f"unknown id {show_label(labels[columns[row, col]])}: {known[1]}"))
     repeat = np.zeros(best.size, dtype=bool)
     for a in range(1, k):
         for b in range(a):
