@@ -20,7 +20,7 @@ import pytest
 from fsb.core.output import OutputPlan, recover_units, write_unit
 from fsb.core.readers import InputError
 
-SOURCES = Path(__file__).resolve().parents[3] / "shared" / "data" / "seed-sources"
+SOURCES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "seed-sources"  # ../shared beside the checkout
 COPA = SOURCES / "balacopa-dev-all.xml"
 STEREOSET = SOURCES / "editbias_gender_test.json"
 
@@ -341,3 +341,24 @@ def test_kill_between_generate_output_and_csv_leaves_both_old_or_both_new(tmp_pa
     kills = _kill_at_every_step(everything, tmp_path / "run", [old, new], files)
     assert kills > 5
     assert {f: (tmp_path / "run" / f).read_bytes() for f in files} == new
+
+
+def test_no_output_is_written_inside_a_sealed_folder_even_with_force(tmp_path: Path) -> None:
+    """The adversarial pass: `annotate llm --dataset ds --batch-file ds/stats.json --force` replaced the input build's
+    stats.json (every later reader then failed), and `generate --out ds/gen.jsonl` added files to a sealed build.
+    Any output at or below a folder with a seal (a build, an analysis, a report) is refused, --force or not,
+    and the folder is left byte for byte."""
+    from tests._support import make_raw
+
+    gens, ann = make_raw(tmp_path / "raw")
+    built = fsb("build", "--generations", gens, "--annotations", ann, "--out", tmp_path / "ds", "--no-record", "--trials", "2")
+    assert built.returncode == 0, built.stderr
+    ds = tmp_path / "ds"
+    before = {p: p.read_bytes() for p in sorted(ds.rglob("*")) if p.is_file()}
+    for target in (ds / "stats.json", ds / "data" / "new.csv", ds / "scores.csv"):
+        for force in ((), ("--force",)):
+            proc = fsb("score", ann, "--out", target, *force)
+            refused(proc, "sealed as", "never writes into a sealed folder")
+    assert {p: p.read_bytes() for p in sorted(ds.rglob("*")) if p.is_file()} == before
+    ok = fsb("score", ann, "--out", tmp_path / "scores.csv")  # beside it is fine
+    assert ok.returncode == 0, ok.stderr

@@ -119,6 +119,7 @@ class OutputPlan:
                 if _same(here, identity(other.path)):
                     raise InputError(out.path, f"{out.option} and {other.option} name the same file; give each output its own path")
         for out in self.outputs:
+            _refuse_inside_sealed(out)
             check_replaceable_file(out.path)  # a folder, device, FIFO or socket: whatever --force says
             if out.kind is not None:
                 with contextlib.suppress(OSError):
@@ -140,6 +141,22 @@ class OutputPlan:
         outs = [self._declared(p) for p in files]
         kinds = {o.path: o.kind or "an output of " + self.command for o in outs}
         write_unit({o.path: files[p] for o, p in zip(outs, files, strict=True)}, kinds=kinds, force=any(o.force for o in outs))
+
+
+def _refuse_inside_sealed(out: Output) -> None:
+    """Refuse an output inside a folder another command sealed (a dataset build, an analysis, a report), even
+    with --force: such a folder is replaced whole by its own command, never written into file by file."""
+    from fsb.core.seals import SEAL_FILE, read_seal
+
+    here = Path(os.path.realpath(out.path)).parent
+    for folder in (here, *here.parents):
+        if (folder / SEAL_FILE).is_file():
+            kind = (read_seal(folder) or {}).get("kind") or "another command's output"  # read_seal never raises
+            raise InputError(
+                out.path,
+                f"is inside {folder}, sealed as {kind} (its {SEAL_FILE}); fsb never writes into a sealed folder, even "
+                f"with --force: choose a path outside it for {out.option}",
+            )
 
 
 def write_unit(
