@@ -226,3 +226,22 @@ def test_report_predictions_take_canonical_ids(tmp_path: Path) -> None:
     csv_path = tmp_path / "preds.csv"
     csv_path.write_text("score,id\n0.5, 12\n", encoding="utf-8")
     assert read_predictions(csv_path) == {12: 0.5}
+
+
+def test_a_dataset_whose_stats_json_is_not_json_or_too_small_is_one_line(tmp_path: Path) -> None:
+    """The adversarial pass: a build's stats.json with extra data after the object made `fsb baseline` and
+    `fsb report --dataset` end in a JSONDecodeError traceback; a dataset too small for the protocol's
+    few-shot sets ended in a ValueError traceback. Both are one line, exit 2."""
+    from tests._support import make_raw, run_fsb
+
+    for n, edit in ((12, False), (160, True)):
+        gens, ann = make_raw(tmp_path / f"raw{n}", n=n)
+        ds = tmp_path / f"ds{n}"
+        built = run_fsb("build", "--generations", str(gens), "--annotations", str(ann), "--out", str(ds), "--no-record", "--trials", "2")
+        assert built.returncode == 0, built.stderr
+        if edit:
+            (ds / "stats.json").write_text((ds / "stats.json").read_text() + '\n{"x": 1}\n')
+        for args in (("baseline", "mean", "--dataset", str(ds), "--out", str(tmp_path / f"b{n}.csv")),):
+            proc = run_fsb(*args)
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+            assert ("stats.json: not the JSON fsb build writes" if edit else "not a dataset the fsb tasks can use") in proc.stderr

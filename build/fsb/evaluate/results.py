@@ -90,9 +90,17 @@ def dataset_table(source: str | None = None) -> DatasetTable:
         arr = np.asarray([names[v] if names is not None and isinstance(v, (int, np.integer)) else v for v in values], dtype=object)
         fields[name] = arr[order]
     in_sets = np.zeros(ids.size, dtype=bool)
-    in_sets[np.concatenate(fewshot_sets(scores))] = True
+    try:
+        in_sets[np.concatenate(fewshot_sets(scores))] = True
+    except ValueError as e:  # too few sentences in a score bin for the protocol's five few-shot sets
+        raise InputError(where, f"not a dataset the fsb tasks can use: {e}") from None
     stats_path = Path(where) / "stats.json"
-    stats = json.loads(stats_path.read_text(encoding="utf-8")) if stats_path.is_file() else {}
+    try:
+        stats = json.loads(read_utf8(stats_path)) if stats_path.is_file() else {}
+    except ValueError as e:
+        raise InputError(stats_path, f"not the JSON fsb build writes ({e}): rebuild the dataset") from None
+    if not isinstance(stats, dict):
+        raise InputError(stats_path, "not the JSON object fsb build writes: rebuild the dataset")
     is_release = bool((stats.get("release") or {}).get("is_release"))
     return DatasetTable(str(where), ids[order], scores, fields, ~in_sets, stats.get("fingerprint"), is_release)
 
