@@ -28,3 +28,24 @@ def test_analyse_prior_scale_is_refused_in_one_line(value: str, tmp_path: object
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("fsb analyse: error: argument --prior-scale: must be greater than 0 and finite")
     assert "Traceback" not in "\n".join(err)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--backoff", "inf"),
+        ("--backoff", "1e9"),
+        ("--timeout", "inf"),
+        ("--retries", "99999999999"),
+        ("--max-tokens", "99999999999999"),
+        ("--api-seed", "99999999999999999999999999"),
+        ("--shots", "999999"),
+    ],
+)
+def test_absurd_request_options_are_refused_in_one_line(option: str, value: str) -> None:
+    """The adversarial pass: `fsb generate --backoff inf` against a closed port hung until killed, and absurd
+    --timeout/--retries/--max-tokens/--api-seed/--shots were accepted with exit 0 (and sent on to servers)."""
+    from tests._support import run_fsb
+
+    proc = run_fsb("generate", "--seeds", "implicit=seeds.txt", "--out", "o.jsonl", "--model", "m", option, value)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and option in proc.stderr and "must be from" in proc.stderr, proc.stderr

@@ -5,20 +5,28 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 from typing import NoReturn
 
 __all__ = [
     "MAX_CONCURRENCY",
     "MAX_RESAMPLES",
     "MAX_TRIALS",
+    "api_seed",
+    "backoff",
     "batch_size",
+    "bounded",
     "concurrency",
+    "max_tokens",
     "nonneg_int",
     "penalty",
     "pos_float",
     "pos_int",
     "resamples",
+    "retries",
+    "shots",
     "temperature",
+    "timeout",
     "top_p",
     "trials",
 ]
@@ -146,6 +154,30 @@ def seed(text: str) -> int:
     if not 0 <= value < 2**63:
         raise argparse.ArgumentTypeError(f"a seed is an integer from 0 to 2**63 - 1, got {text}")
     return value
+
+
+def bounded(kind: type[int] | type[float], low: float, high: float, why: str) -> Callable[[str], int | float]:
+    """An argparse type for a finite `kind` from `low` to `high` (inclusive); `why` says, in the refusal, what
+    the upper bound protects (an absurd value hung a run or was sent on to a server unchecked)."""
+
+    def parse(text: str) -> int | float:
+        value = _number(text, kind)
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g} ({why}), got {text.strip()!r}")
+        return value
+
+    parse.__name__ = f"bounded_{kind.__name__}"
+    return parse
+
+
+# The request options' bounds: beyond them a run hangs (a backoff of 1e300 seconds), or a server is sent a
+# value no API accepts.
+retries = bounded(int, 0, 100, "retries per request; each doubles the wait")
+timeout = bounded(float, 0.001, 3600, "seconds one attempt may take")
+backoff = bounded(float, 0.001, 600, "seconds before the first retry, doubled each retry up to 60")
+max_tokens = bounded(int, 1, 1_000_000, "new tokens per answer")
+api_seed = bounded(int, -(2**63), 2**63 - 1, "a 64-bit integer, as the OpenAI API's seed")
+shots = bounded(int, 0, 100, "in-context examples per request")
 
 
 class OneLineParser(argparse.ArgumentParser):

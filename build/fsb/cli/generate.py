@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from fsb.cli.argtypes import nonneg_int, pos_int, seed
+from fsb.cli.argtypes import nonneg_int, pos_int, seed, shots
 from fsb.cli.engine_args import add_endpoint_options
 from fsb.cli.registry import Commands
 
@@ -116,7 +116,7 @@ def _generate_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--ic", type=_ic, action="append", default=[], metavar="[SEED_TYPE:]FORMAT=FILE", help="your own in-context examples (repeatable)"
     )
-    g.add_argument("--shots", type=nonneg_int, default=2, help="in-context examples per request (default 2, as the release)")
+    g.add_argument("--shots", type=shots, default=2, help="in-context examples per request (default 2, as the release)")
     g.add_argument("--seed", type=seed, default=0, help="seed for choosing in-context examples (default 0)")
     g.add_argument(
         "--first-uid",
