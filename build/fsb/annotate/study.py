@@ -90,6 +90,21 @@ def _languages(path: Path, value: object) -> tuple[str, ...]:
     return tuple(values)
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a key given twice in one mapping (plain YAML keeps the last silently: a
+    study file with two `question:` lines would word the forms with whichever came last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str) and key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"key {key[:40]!r} is given twice", key_node.start_mark)
+            if isinstance(key, str):
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def read_study(path: str | os.PathLike[str] | None) -> Study:
     """Read a study file (YAML mapping, keys as `Study`'s fields; missing keys take FSB's wording), or
     `DEFAULT` for None. Refuses anything else with one line naming the file and the key."""
@@ -98,7 +113,7 @@ def read_study(path: str | os.PathLike[str] | None) -> Study:
     p = Path(path)
     text = read_utf8(p)
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise InputError(
@@ -119,7 +134,14 @@ def read_study(path: str | os.PathLike[str] | None) -> Study:
             values[key] = _text(p, key, value)
     if "license" in values and not _LICENSE.fullmatch(values["license"]):
         raise InputError(p, f"license must be a Hub licence id such as cc-by-4.0 or mit, got {values['license'][:40]!r}", field="license")
-    return Study(**values)
+    study = Study(**values)
+    if study.best_label.strip().casefold() == study.worst_label.strip().casefold():
+        raise InputError(
+            p,
+            f"best_label and worst_label are the same ({study.best_label[:40]!r}): annotators could not tell the choices apart",
+            field="worst_label",
+        )
+    return study
 
 
 def form_wording(study: Study = DEFAULT) -> dict[str, str]:
