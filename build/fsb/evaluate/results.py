@@ -1,6 +1,9 @@
 """Scored sentences from any scorer, read into one shape: lm-eval runs (`--output_path` with
 `--log_samples`) and prediction files (`id,score` as CSV or JSON lines, e.g. from `fsb baseline`).
 
+(size: about 410 lines: the dataset table, the prediction-file reader and the entries built from both share
+one id rule and one set of refusals, which read best together.)
+
 Every scorer becomes a `Scored` entry: one `TaskSamples` per few-shot set (five for an `fsb` group,
 one for a single task or a prediction file), aligned by sentence id, with the gold scores and the
 breakdown fields (seed type, prompt type, analysis bin). The metric functions are the ones lm-eval runs
