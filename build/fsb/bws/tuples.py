@@ -27,6 +27,8 @@ MAX_ITEMS = 2**21  # bws.bws_design codes 3-subsets of item indices in 63 bits
 def _item_labels(items: str | int) -> np.ndarray:
     """Item labels: 1..N for a number, else the ids of an item list or generations file (sorted)."""
     text = str(items)
+    if text.startswith(("-", "+")) and text[1:].isascii() and text[1:].isdigit() and not Path(text).exists():
+        raise InputError(text, f"a design needs from 1 to {MAX_ITEMS - 1} items (a count, or an item list file), got {text}")
     if text.isascii() and text.isdigit():
         n = int(text)
         if not 1 <= n < MAX_ITEMS:
