@@ -8,11 +8,11 @@ import codecs
 import gzip
 import html
 import json
-import time
-import zlib
 import logging
 import subprocess
 import sys
+import time
+import zlib
 from collections.abc import Callable
 from urllib.parse import quote
 

@@ -285,7 +285,7 @@ def _spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | 
         words = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"\S+", run[0])][:64]
         first, last = 0, len(words)
 
-        def decodes(i: int, j: int) -> bool:
+        def decodes(i: int, j: int, words: list[tuple[int, int]] = words) -> bool:
             return _decodes_to_secret("".join(text[a:b] for a, b in words[i:j]), pattern, 2, fuzzy)
 
         if len(words) < 2 or not decodes(first, last):
@@ -391,7 +391,8 @@ def safe_url(url: str) -> str:
     """`url` as it may be printed: user info replaced by ``***@``, token-like query and path (``;name=``)
     parameter values by ``***``, any fragment by ``#***``; a URL that does not parse as its scheme and ``***``.
 
-    Call it for every URL that is printed, logged or recorded (an output row's ``base_url`` too). Token-like parameters are named token, key, api_key, access_token, sig, signature, secret, password,
+    Call it for every URL that is printed, logged or recorded (an output row's ``base_url`` too).
+    Token-like parameters are named token, key, api_key, access_token, sig, signature, secret, password,
     auth..., in any case. The scheme, host, port and path are kept, so a message still says where.
 
     Parameters
