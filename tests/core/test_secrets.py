@@ -12,6 +12,7 @@ import logging
 import subprocess
 import sys
 import time
+import unicodedata
 import zlib
 from collections.abc import Callable
 from urllib.parse import quote
@@ -313,3 +314,17 @@ def test_no_base64_blob_holding_the_secret_survives(secret: str, head: bytes, ta
 def test_text_without_the_secret_is_unchanged(secret: str, text: str) -> None:
     assume(secret.lower() not in text.lower())
     assert redact(text, [secret]) == text
+
+
+_WHOLE = ["rot13", "reversed", "rot13-reversed", "fullwidth", "per-space", "per-dash", "per-dot", "per-zero-width", "b64-lines", "gzip-b64"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(secret=_SECRETS, before=_AROUND, after=_AROUND, name=st.sampled_from(_WHOLE))
+def test_no_fuzzy_or_wrapped_form_survives_and_the_text_around_is_kept(secret: str, before: str, after: str, name: str) -> None:
+    """For random keys of FUZZY_MIN characters or more: rot13, reversed, fullwidth, separated, wrapped base64
+    and gzip+base64 forms are replaced whole, the surrounding text intact."""
+    encoded = ADVERSARIAL[name](secret)
+    assume(not any(unicodedata.normalize("NFKC", c)[:1].isspace() for c in secret))  # ¸ is " ̧": its edge is a space
+    assume(redact(before, [secret]) == before and redact(after, [secret]) == after)
+    assert redact(f"{before} {encoded} {after}", [secret]) == f"{before} {REDACTED} {after}"

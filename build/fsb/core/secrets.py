@@ -210,12 +210,14 @@ def _fuzzy(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
         plain = unicodedata.normalize("NFKC", secret)
         if len(plain) < FUZZY_MIN:
             continue
-        rot = codecs.encode(plain, "rot13")
-        for target in dict.fromkeys((plain, rot, plain[::-1], rot[::-1])):
-            alternatives.append(re.escape(target))
+        forms = [f(s) for s in (secret, plain) for f in (str, lambda t: codecs.encode(t, "rot13"))]
+        forms += [f[::-1] for f in forms]  # the NFKC of each form and each form of the NFKC (ª is a; ¨ is 2 chars)
+        for form in dict.fromkeys(forms):
+            units = [re.escape(unicodedata.normalize("NFKC", c)) for c in form]  # Ŀ is L· wherever it stands
+            alternatives.append("".join(units))
             group += 1
-            sep, rest = f"(?P<s{group}>[^A-Za-z0-9]{{1,3}})", "".join(f"(?P=s{group}){re.escape(c)}" for c in target[2:])
-            alternatives.append(re.escape(target[0]) + sep + re.escape(target[1]) + rest)
+            rest = "".join(f"(?P=s{group}){u}" for u in units[2:])
+            alternatives.append(f"{units[0]}(?P<s{group}>[^A-Za-z0-9]{{1,3}}){units[1]}{rest}")
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
@@ -281,7 +283,8 @@ def _spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | 
         index = [run.start() + i for i, c in enumerate(run[0]) if not c.isspace()]
         squashed = "".join(c for c in run[0] if not c.isspace())
         found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
-        spans += [(a, b) for a, b in found if re.search(r"\s", text[a:b])]  # within one word: the plain pass's
+        plain = [(m.start(), m.end()) for m in pattern.finditer(text, run.start(), run.end())]  # the plain pass's own
+        spans += [(a, b) for a, b in found if re.search(r"\s", text[a:b]) and not any(c < b and a < d for c, d in plain)]
         words = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"\S+", run[0])][:64]
         first, last = 0, len(words)
 
@@ -290,16 +293,25 @@ def _spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | 
 
         if len(words) < 2 or not decodes(first, last):
             continue
-        while last - first > 2 and decodes(first, last - 1):
+        while last - first > 1 and decodes(first, last - 1):
             last -= 1
-        while last - first > 2 and decodes(first + 1, last):
+        while last - first > 1 and decodes(first + 1, last):
             first += 1
-        width = max(b - a for a, b in words[first:last])
-        while last < len(words) and words[last - 1][1] - words[last - 1][0] == width >= words[last][1] - words[last][0]:
-            last += 1  # the rest of a wrapped blob (a gzip trailer, padding) goes with it
-        if last - first > 2 or not (decodes(first, first + 1) or decodes(first + 1, last)):
-            spans.append((words[first][0], words[last - 1][1]))
+        if last - first < 2:  # one word: the plain pass's
+            continue
+        spans.append((words[first][0], words[_wrapped_end(text, words, first, last)][1]))
     return spans
+
+
+def _wrapped_end(text: str, words: list[tuple[int, int]], first: int, last: int) -> int:
+    """The index of the last word of the wrapped blob whose words `first`..`last` hold a secret: full-width
+    lines go on to a shorter last one (a gzip trailer, padding), when the whole is a whole base64 blob."""
+    width, end = max(b - a for a, b in words[first:last]), last
+    while end < len(words) and not text[: words[end - 1][1]].endswith("="):
+        if not words[end - 1][1] - words[end - 1][0] == width >= words[end][1] - words[end][0]:
+            break
+        end += 1
+    return end - 1 if sum(b - a for a, b in words[first:end]) % 4 == 0 else last - 1
 
 
 def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re.Pattern[str] | None = None) -> bool:
