@@ -72,6 +72,8 @@ def test_provenance_names_the_folder_and_its_content(two_builds: tuple[Path, Pat
         ("http://me:UrlSecret0987654@{host}/{{commit}}/{{path}}", "http://***@{host}/"),
         ("http://{host}/{{commit}}/{{path}}?token=UrlSecret0987654&x=1", "?token=***&x=1"),
         ("http://UrlSecret0987654@{host}/{{commit}}/{{path}}", "http://***@{host}/"),
+        ("http://{host}/x;access_token=UrlSecret0987654/{{commit}}/{{path}}", "/x;access_token=***/"),  # a matrix parameter
+        ("http://{host}/{{commit}}/{{path}}#UrlSecret0987654", "#***"),  # a fragment is never printed
     ],
 )
 def test_fetch_release_never_echoes_url_credentials(url: str, shown: str, tmp_path: Path) -> None:
@@ -104,3 +106,15 @@ def test_fetch_release_refuses_a_bad_url_template_in_one_line(tmp_path: Path) ->
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "not a URL template with {commit} and {path}" in proc.stderr and "key=***" in proc.stderr
     assert "UrlSecret0987654" not in proc.stderr
+
+
+def test_fetch_release_prints_an_unparseable_url_as_its_scheme_only(tmp_path: Path) -> None:
+    """Main printed `http://[::1:UrlSecret0987654/{path}` in full after 'Invalid IPv6 URL'."""
+    from tests.generate.test_generate import fsb
+    from tests.generate.test_generations_secrets import assert_nowhere
+
+    proc = fsb("fetch-release", "--dest", tmp_path / "r", "--url", "http://[::1:UrlSecret0987654/{commit}/{path}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("fsb fetch-release: error: http://***") and len(proc.stderr.splitlines()) == 1
+    assert_nowhere("UrlSecret0987654", proc.stdout + proc.stderr)
+    assert not (tmp_path / "r").exists()

@@ -158,3 +158,67 @@ def test_check_usage_keeps_only_believable_counts(usage: object, kept: bool) -> 
     assert (got is not None) == kept and (why is None) == kept
     if kept:
         assert got is not None and all(v is None or type(v) is int for v in got.values())
+
+
+ADV_KEY = "sk-fsbADVERSARY123456"
+
+
+def _adversarial_encodings() -> dict[str, object]:
+    from tests.core.test_secrets import ADVERSARIAL
+
+    return ADVERSARIAL
+
+
+@pytest.mark.parametrize("encoding", ["b32", "b64-lines", "b85", "rot13", "reversed", "per-space", "per-dash", "gzip-b64", "fullwidth"])
+def test_the_adversarial_encodings_are_written_nowhere(encoding: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adversarial pass's leaks: the echo server answers the key base32-, wrapped-base64-, base85-, rot13-,
+    gzip+base64-encoded, reversed, spaced or fullwidth (and rot13 in the response id); OUT.jsonl, the journal
+    and --csv stored it undecoded."""
+    import codecs
+
+    forms = _adversarial_encodings()
+    monkeypatch.setitem(ENCODINGS, f"adv-{encoding}", forms[encoding])
+    monkeypatch.setitem(ENCODINGS, "b64", lambda k: codecs.encode(k, "rot13"))  # the response id: chatcmpl-<rot13>
+    work = tmp_path / "run"
+    work.mkdir()
+    seeds = write_seed_file(work / "seeds.jsonl", per_type=1)
+    out, csv_path = work / "gens.jsonl", work / "gens.csv"
+    with EchoServer() as server:
+        proc = _generate(server, seeds, out, f"echo:adv-{encoding}", "--csv", csv_path, key=ADV_KEY)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_jsonl(out)
+    assert len(rows) == 4
+    for row in rows:
+        assert row["raw_response"].startswith("Your key: ***") and row["raw_response"].endswith(" (keep it)")
+        assert row["response_id"] == "chatcmpl-***"
+    text = everything(work, proc)
+    assert ADV_KEY.lower() not in text.lower()
+    for form in ("b32", "b85", "rot13", "reversed", "per-space", "per-dash", "fullwidth"):
+        assert forms[form](ADV_KEY)[:16] not in text, form
+    assert_nowhere(ADV_KEY, text)
+
+
+def test_a_token_in_a_base_url_matrix_parameter_is_written_nowhere(tmp_path: Path) -> None:
+    """`--base-url http://127.0.0.1:PORT/v1;token=sk-...` was stored in the clear as `base_url` in outputs and journal."""
+    seeds = write_seed_file(tmp_path / "seeds.jsonl", per_type=1)
+    out = tmp_path / "gens.jsonl"
+    with EchoServer() as server:
+        url = f"{server.url}/v1;token=sk-fsbURLSECRET999"
+        proc = fsb(
+            "generate",
+            "--seeds",
+            seeds,
+            "--out",
+            out,
+            "--model",
+            "plain",
+            "--base-url",
+            url,
+            "--formats",
+            "conversion",
+            "--no-progress",
+            key=SECRET,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert all(row["base_url"].endswith("/v1;token=***") for row in read_jsonl(out))
+    assert_nowhere("sk-fsbURLSECRET999", everything(tmp_path, proc))

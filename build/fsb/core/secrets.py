@@ -1,5 +1,7 @@
 """Secrets never leave the process: one redaction for every form a client could undo, one URL sanitiser.
 
+(size: one module, so that every encoding the redaction knows is listed and tested in one place.)
+
 Secrets come from the environment only ($OPENAI_API_KEY, $HF_TOKEN, credentials inside $OPENAI_BASE_URL,
 $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are resolved (`register`).
 `redact` replaces a secret with ``***`` in every form a reader could turn back into it:
@@ -12,7 +14,16 @@ $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are 
 - hex (the UTF-8 bytes, any case);
 - base64, standard and URL-safe, with or without padding, alone or inside a longer blob at each of
   the three byte alignments: the characters that depend on the secret's bytes only are removed (at most
-  the one or two characters at each edge, which mix in neighbouring bytes, are left).
+  the one or two characters at each edge, which mix in neighbouring bytes, are left); base32 (any case,
+  the 5 alignments) and base85 / ascii85 (the 4 alignments) the same way;
+- base64, hex or base32 runs with whitespace or newlines inside (matched with the whitespace removed);
+- base64 runs (over 20 characters) that decode to gzip, zlib or raw deflate data holding the secret in
+  any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is replaced.
+
+Fuzzy forms, for secrets of `FUZZY_MIN` characters or more only (a shorter one would match ordinary
+text): NFKC compatibility forms (fullwidth ``ｓｋ－``, ligatures...), rot13, reversed (and both), and
+the characters separated by one repeated separator of one to three non-alphanumeric characters
+(``s k - f``, ``s-k---f``, ``s.k.-.f``, zero-width characters), in any letter case.
 
 `safe_url` prints a URL without its user info and without the values of token-like query parameters;
 `redact_message` does both for any text about to be printed (the environment's secrets, the registered
@@ -25,6 +36,7 @@ message (they would match ordinary words); `safe_url` still removes them from UR
 from __future__ import annotations
 
 import base64
+import codecs
 import functools
 import html.entities
 import logging
@@ -32,12 +44,16 @@ import os
 import re
 import threading
 import traceback
+import unicodedata
 import warnings
+import zlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
 
 __all__ = [
+    "FUZZY_MIN",
+    "INFLATE_CAP",
     "MIN_SECRET",
     "REDACTED",
     "RedactingFilter",
@@ -53,6 +69,8 @@ __all__ = [
 
 REDACTED = "***"
 MIN_SECRET = 4
+FUZZY_MIN = 8
+INFLATE_CAP = 1 << 16
 SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN")
 URL_ENV = ("OPENAI_BASE_URL", "HF_ENDPOINT", "FSB_RELEASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")
 JOINERS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"  # zero-width space/non-joiner/joiner, word joiner, BOM, soft hyphen
@@ -113,6 +131,24 @@ def _base64_cores(data: bytes) -> set[tuple[str, str]]:
     return cores
 
 
+def _block_cores(data: bytes) -> list[tuple[str, bool]]:
+    """(core, case-sensitive) for base32 at its 5 byte alignments (bits: the characters between the
+    secret's first and last whole 5-bit group) and base85 / ascii85 at their 4 (the whole 4-byte groups)."""
+    cores: list[tuple[str, bool]] = []
+    for k in range(5):
+        encoded = base64.b32encode(b"\0" * k + data).decode("ascii")
+        start, end = -(-8 * k // 5), 8 * (k + len(data)) // 5
+        if end - start >= 8:
+            cores.append((encoded[start:end], False))
+    for encode in (base64.b85encode, base64.a85encode):
+        for k in range(4):
+            first, last = -(-k // 4), (k + len(data)) // 4  # the whole groups inside the secret
+            if last - first >= 2:
+                encoded = encode(b"\0" * k + data + b"\0" * 4).decode("ascii")
+                cores.append((encoded[5 * first : 5 * last], True))
+    return cores
+
+
 def _b64_char(c: str) -> str:
     if c == "+":
         return r"(?:\+|-|%2[bB]|\\u002[bB])"
@@ -132,6 +168,8 @@ def _compiled(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
             for core, tail in sorted(_base64_cores(data), key=lambda ct: -len(ct[0])):
                 end = f"(?:{tail}(?:=|%3[dD])*(?![A-Za-z0-9+/]))?" if tail else ""
                 alternatives.append("(?-i:" + "".join(_b64_char(c) for c in core) + end + ")")
+            for core, cased in _block_cores(data):
+                alternatives.append(f"(?-i:{re.escape(core)})" if cased else re.escape(core))
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
@@ -159,11 +197,127 @@ def secrets_pattern(secrets: Iterable[str | None]) -> re.Pattern[str] | None:
 
 
 _B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}(?:=|%3[dD]){0,2}")
+_WS_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{2,}(?:[ \t\r\n]+[A-Za-z0-9+/_=-]{2,})+")
 
 
-def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int) -> bool:
-    """Whether a base64 run decodes (standard or URL-safe, padded or not) to text holding a secret,
-    itself in any form `redact` knows, nested base64 included (a Basic header echoed base64-encoded)."""
+@functools.lru_cache(maxsize=64)
+def _fuzzy(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The fuzzy forms of the secrets of `FUZZY_MIN` characters or more, matched in the NFKC view of a
+    text: each secret, its rot13, reversed and both, as is or with one repeated separator between characters."""
+    alternatives: list[str] = []
+    group = 0
+    for secret in secrets:
+        plain = unicodedata.normalize("NFKC", secret)
+        if len(plain) < FUZZY_MIN:
+            continue
+        forms = [f(s) for s in (secret, plain) for f in (str, lambda t: codecs.encode(t, "rot13"))]
+        forms += [f[::-1] for f in forms]  # the NFKC of each form and each form of the NFKC (ª is a; ¨ is 2 chars)
+        for form in dict.fromkeys(forms):
+            units = [re.escape(unicodedata.normalize("NFKC", c)) for c in form]  # Ŀ is L· wherever it stands
+            alternatives.append("".join(units))
+            group += 1
+            rest = "".join(f"(?P=s{group}){u}" for u in units[2:])
+            alternatives.append(f"{units[0]}(?P<s{group}>[^A-Za-z0-9]{{1,3}}){units[1]}{rest}")
+    return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
+
+
+def _nfkc_view(text: str) -> tuple[str, list[int] | None]:
+    """`text` NFKC-normalised, and for each of its characters the index of the source character (None: the same)."""
+    if text.isascii():
+        return text, None
+    view: list[str] = []
+    index: list[int] = []
+    for i, ch in enumerate(text):
+        norm = unicodedata.normalize("NFKC", ch) if ord(ch) > 127 else ch
+        view.append(norm)
+        index += [i] * len(norm)
+    return "".join(view), index
+
+
+def _fuzzy_spans(text: str, fuzzy: re.Pattern[str] | None) -> list[tuple[int, int]]:
+    """The spans of `text` holding a fuzzy form of a secret."""
+    if fuzzy is None:
+        return []
+    view, index = _nfkc_view(text)
+    spans = []
+    for m in fuzzy.finditer(view):
+        if m.end() > m.start():
+            spans.append((m.start(), m.end()) if index is None else (index[m.start()], index[m.end() - 1] + 1))
+    return spans
+
+
+def _holds(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> bool:
+    return bool(pattern.search(text)) or bool(_fuzzy_spans(text, fuzzy))
+
+
+def _inflated(raw: bytes) -> list[bytes]:
+    """`raw` decompressed as gzip, zlib and raw deflate (at most `INFLATE_CAP` bytes each), where it is one."""
+    out = []
+    for wbits in (47, -15):  # 47: gzip or zlib by header; -15: raw deflate
+        try:
+            out.append(zlib.decompressobj(wbits).decompress(raw, INFLATE_CAP))
+        except zlib.error:
+            continue
+    return out
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each (merged) span replaced by ***."""
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if start < last:
+            if end > last:
+                last = end
+            continue
+        out += [text[last:start], REDACTED]
+        last = end
+    return "".join(out) + text[last:]
+
+
+def _spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> list[tuple[int, int]]:
+    """Spans of encoded runs cut by whitespace (base64 -w, wrapped hex): matched with the whitespace removed.
+    A whole run that decodes to a secret is narrowed to the fewest words that still do (never one word:
+    the plain pass sees those), so the words around it are kept."""
+    spans = []
+    for run in _WS_RUN.finditer(text):
+        index = [run.start() + i for i, c in enumerate(run[0]) if not c.isspace()]
+        squashed = "".join(c for c in run[0] if not c.isspace())
+        found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
+        plain = [(m.start(), m.end()) for m in pattern.finditer(text, run.start(), run.end())]  # the plain pass's own
+        spans += [(a, b) for a, b in found if re.search(r"\s", text[a:b]) and not any(c < b and a < d for c, d in plain)]
+        words = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"\S+", run[0])][:64]
+        first, last = 0, len(words)
+
+        def decodes(i: int, j: int, words: list[tuple[int, int]] = words) -> bool:
+            return _decodes_to_secret("".join(text[a:b] for a, b in words[i:j]), pattern, 2, fuzzy)
+
+        if len(words) < 2 or not decodes(first, last):
+            continue
+        while last - first > 1 and decodes(first, last - 1):
+            last -= 1
+        while last - first > 1 and decodes(first + 1, last):
+            first += 1
+        if last - first < 2:  # one word: the plain pass's
+            continue
+        spans.append((words[first][0], words[_wrapped_end(text, words, first, last)][1]))
+    return spans
+
+
+def _wrapped_end(text: str, words: list[tuple[int, int]], first: int, last: int) -> int:
+    """The index of the last word of the wrapped blob whose words `first`..`last` hold a secret: full-width
+    lines go on to a shorter last one (a gzip trailer, padding), when the whole is a whole base64 blob."""
+    width, end = max(b - a for a, b in words[first:last]), last
+    while end < len(words) and not text[: words[end - 1][1]].endswith("="):
+        if not words[end - 1][1] - words[end - 1][0] == width >= words[end][1] - words[end][0]:
+            break
+        end += 1
+    return end - 1 if sum(b - a for a, b in words[first:end]) % 4 == 0 else last - 1
+
+
+def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re.Pattern[str] | None = None) -> bool:
+    """Whether a base64 run decodes (standard or URL-safe, padded or not; gzip, zlib or deflate inside
+    when over 20 characters) to text holding a secret in any form `redact` knows, nested base64 included
+    (a Basic header echoed base64-encoded)."""
     data = run.replace("%3D", "=").replace("%3d", "=").rstrip("=")
     data = data.translate(str.maketrans("-_", "+/"))
     for start in range(4):  # the run may begin inside a blob: try each character alignment
@@ -173,20 +327,21 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int) -> bool:
             raw = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
         except ValueError:
             continue
-        for decoded in {raw.decode("utf-8", "replace"), raw.decode("latin-1")}:
-            if pattern.search(decoded) or (
-                depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1) for m in _B64_RUN.finditer(decoded))
+        blobs = [raw, *_inflated(raw)] if start == 0 and len(run) > 20 else [raw]
+        for decoded in {form for blob in blobs for form in (blob.decode("utf-8", "replace"), blob.decode("latin-1"))}:
+            if _holds(decoded, pattern, fuzzy) or (
+                depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1, fuzzy) for m in _B64_RUN.finditer(decoded))
             ):
                 return True
     return False
 
 
-def _without_b64_secret(run: str, pattern: re.Pattern[str]) -> str:
+def _without_b64_secret(run: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> str:
     """A base64 run that decodes to a secret as ***, keeping a leading `word-`/`word_` (an id's prefix) that is not part of it."""
-    if not _decodes_to_secret(run, pattern, 2):
+    if not _decodes_to_secret(run, pattern, 2, fuzzy):
         return run
     head = ""
-    while (cut := re.search(r"[-_]", run[1:])) is not None and _decodes_to_secret(run[cut.end() + 1 :], pattern, 2):
+    while (cut := re.search(r"[-_]", run[1:])) is not None and _decodes_to_secret(run[cut.end() + 1 :], pattern, 2, fuzzy):
         head, run = head + run[: cut.end() + 1], run[cut.end() + 1 :]
     return head + REDACTED
 
@@ -214,10 +369,13 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     if pattern is None or not text:
         return text
     inner = _compiled(tuple(s for s in secrets if len(s) >= MIN_SECRET))  # a short one would match random decoded bytes
+    fuzzy = _fuzzy(secrets)
     for _ in range(4):  # until nothing is left: a removal may join the pieces of a nested form
         clean = text  # whole base64 runs first: the pattern below would cut a blob's core out and leave its edges
         if inner is not None:
-            clean = _B64_RUN.sub(lambda m: _without_b64_secret(m[0], inner), clean)
+            clean = _B64_RUN.sub(lambda m: _without_b64_secret(m[0], inner, fuzzy), clean)
+            clean = _replace_spans(clean, _spaced_spans(clean, inner, fuzzy))
+        clean = _replace_spans(clean, _fuzzy_spans(clean, fuzzy))
         clean = pattern.sub(REDACTED, clean)
         if clean == text:
             break
@@ -230,6 +388,9 @@ def _token_like(name: str) -> bool:
     return name in _TOKEN_NAMES or name.endswith(("key", "_sig", "-sig")) or any(w in name for w in _TOKEN_WORDS)
 
 
+_PATH_PARAM = re.compile(r";([^;/=?#]*)=([^;/?#]*)")  # matrix parameters: /v1;token=VALUE/x
+
+
 def _safe_params(query: str) -> str:
     pieces = []
     for piece in query.split("&"):
@@ -239,8 +400,10 @@ def _safe_params(query: str) -> str:
 
 
 def safe_url(url: str) -> str:
-    """`url` as it may be printed: user info replaced by ``***@``, token-like query (and fragment) values by ``***``.
+    """`url` as it may be printed: user info replaced by ``***@``, token-like query and path (``;name=``)
+    parameter values by ``***``, any fragment by ``#***``; a URL that does not parse as its scheme and ``***``.
 
+    Call it for every URL that is printed, logged or recorded (an output row's ``base_url`` too).
     Token-like parameters are named token, key, api_key, access_token, sig, signature, secret, password,
     auth..., in any case. The scheme, host, port and path are kept, so a message still says where.
 
@@ -256,13 +419,15 @@ def safe_url(url: str) -> str:
     """
     try:
         parts = urlsplit(url)
-    except ValueError:
-        return re.sub(r"//[^/@\s]*@", f"//{REDACTED}@", url)
+    except ValueError:  # the rest may be anything (a credential in a broken host): the scheme only
+        scheme = re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", url)
+        return f"{scheme[0]}//{REDACTED}" if scheme else REDACTED
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
-    fragment = _safe_params(parts.fragment) if "=" in parts.fragment else parts.fragment
-    return urlunsplit((parts.scheme, netloc, parts.path, _safe_params(parts.query), fragment))
+    path = _PATH_PARAM.sub(lambda m: f";{m[1]}={REDACTED}" if _token_like(m[1]) else m[0], parts.path)
+    safe = urlunsplit((parts.scheme, netloc, path, _safe_params(parts.query), ""))
+    return f"{safe}#{REDACTED}" if parts.fragment or url.endswith("#") else safe
 
 
 def url_secrets(url: str | None) -> list[str]:
@@ -291,6 +456,9 @@ def url_secrets(url: str | None) -> list[str]:
             name, eq, value = piece.partition("=")
             if eq and value and _token_like(name):
                 found += [value, unquote_plus(value)]
+    for m in _PATH_PARAM.finditer(parts.path):
+        if m[2] and _token_like(m[1]):
+            found += [m[2], unquote(m[2])]
     return [s for s in dict.fromkeys(found) if s]
 
 
