@@ -557,7 +557,7 @@ def test_unknown_format_and_missing_key_are_refused_before_sending(counting_prox
     proc = fsb("generate", "--seeds", seeds, "--out", out, "--model", "gpt-4o-mini")  # OpenAI's endpoint by default
     _refused(proc, counting_proxy, out, "OPENAI_API_KEY is not set")
     proc = fsb("generate", "--seeds", seeds, "--out", tmp_path / "gens.csv", "--model", tiny_model, "--base-url", counting_proxy.url)
-    _refused(proc, counting_proxy, out, "the output must be a .jsonl file")
+    _refused(proc, counting_proxy, out, "--out must be a .jsonl file")
 
 
 @pytest.mark.slow
