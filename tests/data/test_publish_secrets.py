@@ -109,3 +109,15 @@ def test_publish_prints_the_plan_and_result_without_endpoint_credentials() -> No
     assert f"to https://***@hub.example.com/datasets/{REPO} as v1.0.0" in text
     assert f"commit abc https://***@hub.example.com/datasets/{REPO}/commit/abc?token=***" in text
     assert_nowhere("EndpointSecret42xyz", text)
+
+
+@pytest.mark.parametrize("endpoint", ["http://[::1:SECRETabc123/x", "ftp://u:SECRETabc123@h/", "http://h:0/"])
+def test_an_endpoint_that_is_no_http_url_is_refused_before_the_client_reads_it(endpoint: str, tmp_path: Path) -> None:
+    """`fsb diff --endpoint 'http://[::1:SECRET'` ended in huggingface_hub's traceback (exit 1); publish and diff
+    now refuse such an endpoint in one line that names it without credentials."""
+    from tests._support import run_fsb
+
+    for args in (("diff", "org/a@v1", str(tmp_path)), ("publish", str(tmp_path), "--repo-id", "org/a", "--version", "1.0.0", "--dry-run")):
+        proc = run_fsb(*args, "--endpoint", endpoint)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "not an http(s) URL" in proc.stderr and "SECRETabc123" not in proc.stderr

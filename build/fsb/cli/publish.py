@@ -33,6 +33,25 @@ def _print_plan(plan: PublishPlan) -> None:
         print(f"warning: {redact_message(w)}", file=sys.stderr, flush=True)
 
 
+def check_endpoint(url: str | None) -> None:
+    """Refuse an --endpoint that is no http(s) URL before huggingface_hub reads it (an unparseable one ended in
+    a traceback); the refusal names it without credentials."""
+    if not url:
+        return
+    from urllib.parse import urlsplit
+
+    from fsb.core.errors import FsbError
+    from fsb.core.secrets import safe_url
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise FsbError(f"--endpoint {safe_url(url)}: not an http(s) URL with a host")
+
+
 def _publish_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("folder", help="the dataset folder (README.md card, stats.json, data/<config>/*.parquet)")
     p.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="the dataset repo on the Hub (a namespace is required)")
@@ -64,6 +83,7 @@ def _publish(args: argparse.Namespace) -> int:
     """Plan, print the plan, and (unless --dry-run) publish; --local (or a dry run with HF_HUB_OFFLINE=1)
     runs the local checks only, without the network. Any failure is a PublishError/InputError: one line,
     exit 2, and the message says what, if anything, changed on the Hub."""
+    check_endpoint(args.endpoint)
     if args.endpoint and "huggingface_hub" not in sys.modules:
         # huggingface_hub reads HF_ENDPOINT once, at import: set it first so that every request the
         # client makes (not only HfApi's) goes to the endpoint asked for.
@@ -122,6 +142,7 @@ def _diff_arguments(d: argparse.ArgumentParser) -> None:
 def _diff(args: argparse.Namespace) -> int:
     import tempfile
 
+    check_endpoint(args.endpoint)
     if args.endpoint and "huggingface_hub" not in sys.modules:
         os.environ["HF_ENDPOINT"] = args.endpoint.rstrip("/")
     from fsb.data.diff import diff_builds, format_diff

@@ -57,7 +57,7 @@ class Endpoint:
         if ":" in host:
             host = f"[{host}]"
         netloc = f"{host}:{parts.port}" if parts.port else host
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        return safe_url(urlunsplit((parts.scheme, netloc, parts.path, "", "")))  # ;token=... path parameters too
 
     @cached_property
     def secrets(self) -> tuple[str, ...]:
