@@ -27,9 +27,10 @@ actions = Commands()
 def _export_arguments(ex: argparse.ArgumentParser) -> None:
     ex.add_argument("design", help="design CSV from `fsb tuples`")
     ex.add_argument(
-        "--generations",
         "--items",
+        "--generations",
         dest="generations",
+        metavar="ITEMS",
         action="append",
         required=True,
         help="the texts: a CSV with id and text columns, or generations; repeat to join several files (an extended design "
