@@ -34,7 +34,7 @@ def test_the_page_says_when_on_what_and_how_long() -> None:
     assert "| total | 82 min (4896 s) |" in text, "the total is the sum of the steps here"
     marked = [ln for ln in text.splitlines() if ln.startswith(MAIN_JOB_MARK)]
     assert marked == [
-        f"{MAIN_JOB_MARK} **Total time of `make main`:** 82 min on 2026-12-01 (2 cores, load average 3.50 at the start; "
+        f"{MAIN_JOB_MARK} **Total time of `make main`:** 82 min on 2026-12-01 (2 cores; the machine's load beside it in "
         "docs/figures/main-job.md)."
     ]
     assert mainjob.marked_line(text) == marked[0].removeprefix(MAIN_JOB_MARK).strip()
@@ -105,3 +105,20 @@ def test_fsb_main_refuses_a_hand_edited_page_before_any_work(
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "main-job.md" in err and "--force" in err, err
     assert page.read_text(encoding="utf-8") == "# my own figures\n" and not (tmp_path / "ds").exists()
+
+
+def test_the_committed_page_of_a_fresh_clone_is_replaced_without_force(tmp_path: Path) -> None:
+    """A fresh clone carries the measured page but no record of it (.fsb-files.json is never committed): the
+    README's `make main` must replace it, not refuse; once fsb wrote and recorded it, a hand edit is refused."""
+    committed = ROOT / "docs" / "figures" / "main-job.md"
+    page = tmp_path / "main-job.md"
+    page.write_bytes(committed.read_bytes())
+    mainjob.check_page(page)  # no record, the page's shape: passes
+    write_page(page, committed.read_text(encoding="utf-8").replace("20 min", "21 min"))
+    page.write_text(page.read_text(encoding="utf-8") + "my note\n", encoding="utf-8")
+    with pytest.raises(InputError):
+        mainjob.check_page(page)
+    other = tmp_path / "notes.md"
+    other.write_text("# my own notes\n", encoding="utf-8")
+    with pytest.raises(InputError):
+        mainjob.check_page(other)

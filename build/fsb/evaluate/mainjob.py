@@ -266,9 +266,21 @@ def planned_page(*, default_job: bool, force: bool = False) -> Path | None:
 
 
 def _is_placeholder(path: Path) -> bool:
+    """The committed page may be replaced without --force: gen_ref's placeholder, or a measured page as the
+    repository carries it (a fresh clone has no record of it; its shape is the page's: its title and one
+    marked line). A page fsb recorded and someone then edited still needs --force."""
     try:
-        return path.is_file() and not path.is_symlink() and path.read_bytes() == PLACEHOLDER.encode("utf-8")
-    except OSError:
+        if not path.is_file() or path.is_symlink():
+            return False
+        data = path.read_bytes()
+        if data == PLACEHOLDER.encode("utf-8"):
+            return True
+        from fsb.core.seals import file_difference
+
+        unrecorded = (file_difference(path, PAGE_KIND) or "").startswith("no record of it")
+        text = data.decode("utf-8")
+        return unrecorded and text.startswith("# The main job, measured\n") and text.count(MAIN_JOB_MARK) == 1
+    except (OSError, UnicodeDecodeError):
         return False
 
 
@@ -315,7 +327,6 @@ def page_text(started: dt.datetime, start: Machine, end: Machine, steps: Sequenc
     """
     when = started.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows = "".join(f"| {name} | {_cell(sec)} |\n" for name, sec in steps)
-    first = "" if start.load is None else f", load average {start.load[0]:.2f} at the start"
     return (
         "# The main job, measured\n\n"
         f"Written by `fsb main` (`make main`), started {when}. Wall times on this machine, under its load at the\n"
@@ -325,7 +336,7 @@ def page_text(started: dt.datetime, start: Machine, end: Machine, steps: Sequenc
         "| step | wall time |\n|---|---|\n"
         f"{rows}| total | {_cell(total)} |\n\n"
         f"{MAIN_JOB_MARK} **Total time of `make main`:** {_duration(total)} on {when[:10]} "
-        f"({start.cores} cores{first}; docs/figures/main-job.md).\n"
+        f"({start.cores} cores; the machine's load beside it in docs/figures/main-job.md).\n"
     )
 
 
