@@ -10,8 +10,6 @@ Mohammad 2016); `BWSCounts.score` rescales it to [0, 1].
 
 References
 ----------
-References
-----------
 Louviere, Flynn and Marley (2015), *Best-Worst Scaling: Theory, Methods and Applications*.
 Orme (2009), "MaxDiff analysis: simple counting, individual-level logit, and HB", Sawtooth Software.
 Kiritchenko and Mohammad (2016, 2017), "Capturing reliable fine-grained sentiment associations by

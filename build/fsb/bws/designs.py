@@ -3,8 +3,6 @@ tuples sharing more than 2 items (checked and reported, unlike the reference too
 
 References
 ----------
-References
-----------
 Louviere, Flynn and Marley (2015), *Best-Worst Scaling: Theory, Methods and Applications*.
 Orme (2009), "MaxDiff analysis: simple counting, individual-level logit, and HB", Sawtooth Software.
 Kiritchenko and Mohammad (2016, 2017), "Capturing reliable fine-grained sentiment associations by

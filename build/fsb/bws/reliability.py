@@ -2,10 +2,8 @@
 
 Annotations are grouped by tuple; each trial shuffles a tuple's n annotations, gives floor(n/2) to one
 half (one more with probability 0.5 when n is odd), scores both halves by counting and correlates them
-over the items (Pearson and Spearman). No Spearman-Brown correction: see `fsb.evaluate.runner.reference`.
+over the items (Pearson and Spearman). No Spearman-Brown correction: see `fsb.data.reference`.
 
-References
-----------
 References
 ----------
 Louviere, Flynn and Marley (2015), *Best-Worst Scaling: Theory, Methods and Applications*.

@@ -265,7 +265,7 @@ def planned_page(*, default_job: bool, force: bool = False) -> Path | None:
     return page
 
 
-def _is_placeholder(path: Path) -> bool:
+def _replaceable_page(path: Path) -> bool:
     """The committed page may be replaced without --force: gen_ref's placeholder, or a measured page as the
     repository carries it (a fresh clone has no record of it; its shape is the page's: its title and one
     marked line). A page fsb recorded and someone then edited still needs --force."""
@@ -292,7 +292,7 @@ def check_page(path: Path, *, force: bool = False) -> None:
     ----------
     path : the page; force : replace it whatever it holds (never a folder or a special file).
     """
-    if not _is_placeholder(path):
+    if not _replaceable_page(path):
         check_recorded_file(path, force=force, kind=PAGE_KIND, hint=", or pass --force")
 
 
@@ -362,7 +362,7 @@ def write_page(path: Path, text: str, *, force: bool = False) -> None:
     ----------
     path : the page; text : `page_text`'s output; force : replace a page edited by hand.
     """
-    write_unit({path: text}, kinds={path: PAGE_KIND}, force=force or _is_placeholder(path))
+    write_unit({path: text}, kinds={path: PAGE_KIND}, force=force or _replaceable_page(path))
 
 
 def _step(message: str) -> None:
