@@ -38,6 +38,7 @@ from fsb.core.csvrows import (
     show_label,
 )
 from fsb.core.files import InputError, read_input_bytes, read_utf8
+from fsb.core.labelcodes import encode_cells, key_order, packed_keys, unpack_keys
 
 __all__ = [
     "IRREGULAR_KINDS",
@@ -100,13 +101,15 @@ class Annotations:
 @dataclass
 class _Cells:
     """The label columns of an annotation file, factorised: `cells[j, i]` (column j, row i) indexes `uniques` (stripped
-    strings, or int64 values when pyarrow read every label as an integer in range)."""
+    strings as a list or a numpy unicode array, or int64 values when pyarrow read every label as an integer
+    in range); `order`, when known, sorts a unicode `uniques` (so they are not sorted again)."""
 
     cells: np.ndarray
     uniques: list[str] | np.ndarray
     annotator: np.ndarray | None
     line_of: Callable[[int], int]
     timestamp: np.ndarray | None = None
+    order: np.ndarray | None = None
 
 
 def _lazy_lines(path: Path, text: str | None = None) -> Callable[[int], int]:
@@ -190,14 +193,30 @@ def _fast_cells(
     n = table.num_rows
     if n == 0:
         raise InputError(path, "file holds a header but no rows")
-    chunks = [chunk for c in columns for chunk in c.chunks]
-    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=columns[0].type))
-    indices = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(len(fields), n)
-    dictionary = encoded.chunks[0].dictionary
-    uniques = arrow_to_numpy(dictionary) if pa.types.is_integer(dictionary.type) else dictionary.to_pylist()
     ann = np.array(table[annotator].to_pylist(), dtype=object) if annotator else None
     stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
-    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps)
+    del table
+    order = None
+    if pa.types.is_integer(columns[0].type):
+        keys = [[arrow_to_numpy(chunk) for chunk in c.chunks] for c in columns]
+    else:  # short labels as uint64 keys, when no label holds a NUL byte (the packing's padding)
+        plain = data.find(b"\0", start + offset) < 0
+        keys = [packed_keys(c) for c in columns] if plain else [None]
+    if all(key is not None for key in keys):
+        del columns
+        indices, dictionary = encode_cells(keys, len(fields) - 2)
+        del keys
+        if dictionary.dtype.kind == "u":  # packed strings: labels and their sort order with no Python str
+            uniques, order = unpack_keys(dictionary, ascii_only=_ascii_only(data, start + offset)), key_order(dictionary)
+        else:
+            uniques = dictionary
+    else:
+        chunks = [chunk for c in columns for chunk in c.chunks]
+        encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=columns[0].type))
+        indices = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(len(fields), n)
+        dictionary = encoded.chunks[0].dictionary
+        uniques = dictionary.to_pylist()
+    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order)
 
 
 def _may_hold_spaces(data: bytes, pos: int) -> bool:
@@ -208,6 +227,11 @@ def _may_hold_spaces(data: bytes, pos: int) -> bool:
     if any(data.find(c, pos) >= 0 for c in (b'"', b" ", b"\t", b"\x0b", b"\x0c", b"\r", b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
         return True
     return bool(len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
+
+
+def _ascii_only(data: bytes, pos: int) -> bool:
+    """Whether `data[pos:]` holds only ASCII bytes."""
+    return not (len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
 
 
 def _labels_look_numeric(head: bytes, columns: list[int], rows: int = 50) -> bool:
@@ -300,14 +324,30 @@ def read_annotations(
     return _validate(p, got, fields, integer_ids, high, invalid, known)
 
 
-def _label_values(uniques: list[str] | np.ndarray, integer_ids: bool, high: int) -> tuple[list[str | None], np.ndarray]:
-    """Per distinct label: its problem (or None) and its value (int64 ids, or the strings)."""
-    if isinstance(uniques, np.ndarray):  # pyarrow read every label as an id in range
-        return [None] * uniques.size, uniques.astype(np.int64)
+def _label_values(uniques: list[str] | np.ndarray, integer_ids: bool, high: int) -> tuple[np.ndarray, Callable[[int], str], np.ndarray]:
+    """Per distinct label: whether it breaks the id rule, the problem of label i, and the values (int64 ids, or the strings)."""
+    if isinstance(uniques, np.ndarray) and uniques.dtype.kind in "iu":  # pyarrow read every label as an id in range
+        return np.zeros(uniques.size, dtype=bool), str, uniques.astype(np.int64)
+    if isinstance(uniques, np.ndarray):  # packed short strings: vectorised, unless they are all ids after all
+        if not integer_ids and not _all_canonical(uniques):
+            return np.char.str_len(uniques) == 0, lambda i: "empty value", uniques
+        uniques = uniques.tolist()
     if integer_ids or all(canonical_id(u) for u in uniques if u):
         problems = [id_problem(u, high) for u in uniques]
-        return problems, np.array([int(u) if q is None else -1 for u, q in zip(uniques, problems)], dtype=np.int64)
-    return [None if u else "empty value" for u in uniques], np.array(uniques, dtype=str)
+        values = np.array([int(u) if q is None else -1 for u, q in zip(uniques, problems)], dtype=np.int64)
+        return np.array([q is not None for q in problems], dtype=bool), problems.__getitem__, values
+    return np.array([not u for u in uniques], dtype=bool), lambda i: "empty value", np.array(uniques, dtype=str)
+
+
+def _all_canonical(labels: np.ndarray) -> bool:
+    """`canonical_id` of every non-empty label of a numpy unicode array, vectorised."""
+    if labels.size == 0:
+        return True
+    length = np.char.str_len(labels)
+    if int(labels.view(np.uint32).max(initial=0)) >= 0x80:
+        return False
+    ok = np.char.isdigit(labels) & ((length == 1) | ~np.char.startswith(labels, "0"))
+    return bool((ok | (length == 0)).all())
 
 
 def _row_problems(items, best, worst, labels, fields, invalid, known) -> tuple[list[tuple[float, ...]], dict, np.ndarray]:
@@ -356,15 +396,19 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
     """Label checks per distinct label, row checks vectorised over codes; the first bad row in file order wins."""
     k = len(fields) - 2
     cells = got.cells
-    problems, values = _label_values(got.uniques, integer_ids, high)
+    bad_label, problem, values = _label_values(got.uniques, integer_ids, high)
     candidates: list[tuple] = []
-    bad_label = np.array([q is not None for q in problems], dtype=bool)
     if bad_label.any():
         cell_bad = bad_label[cells]
         row = first_true(cell_bad.any(axis=0))
         col = int(np.flatnonzero(cell_bad[:, row])[0])
-        candidates.append((row, 0, fields[col], str(problems[int(cells[col, row])])))
-    labels, code_of_unique = np.unique(values, return_inverse=True)
+        candidates.append((row, 0, fields[col], str(problem(int(cells[col, row])))))
+    if got.order is not None and values.dtype.kind == "U":  # sorted by the reader, and distinct
+        labels = values[got.order]
+        code_of_unique = np.empty(values.size, dtype=np.int64)
+        code_of_unique[got.order] = np.arange(values.size)
+    else:
+        labels, code_of_unique = np.unique(values, return_inverse=True)
     code_of_unique = code_of_unique.reshape(-1).astype(np.int32 if labels.size < 2**31 else np.int64)
     items = np.empty((cells.shape[1], k), dtype=code_of_unique.dtype)
     for j in range(k):

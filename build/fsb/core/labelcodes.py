@@ -1,0 +1,144 @@
+"""Coding the label columns of a judgments file once, with no Python object per row: the fast path of
+`fsb.core.judgments.read_annotations` for large files.
+
+Why: hashing 6 label columns of 6e6 judgments (36e6 cells) as strings took 6 s of CPU at 1e6 items, three
+times the integer ids. Two things make string ids cost about what integer ids cost:
+
+- a label of at most 8 UTF-8 bytes is packed into one uint64 (its bytes, NUL-padded; `packed_keys`), so the
+  hash table works on integers, exactly (no hash collision to check: the packing is one-to-one when no
+  label holds a NUL byte, which the caller checks), and sorting the keys read big-endian sorts the labels
+  as Python sorts strings (code point order = UTF-8 byte order, a shorter prefix first);
+- BestItem and WorstItem are coded by comparing them with the row's items (`encode_cells`): only the K
+  item columns go through the hash table; a best or worst label equal to none of its row's items (a bad
+  row, refused later with its line) is coded with the items.
+
+Longer labels (hashes, URLs) keep pyarrow's string dictionary. Only numpy at import; pyarrow when called.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from fsb.core.csvrows import arrow_to_numpy, numpy_to_arrow
+
+__all__ = ["KEY_BYTES", "encode_cells", "key_order", "packed_keys", "unpack_keys"]
+
+KEY_BYTES = 8  # labels up to this many UTF-8 bytes are packed into one uint64
+
+
+def packed_keys(column: Any) -> list[np.ndarray] | None:
+    """Each string of a null-free pyarrow string ChunkedArray as one uint64 holding its UTF-8 bytes,
+    NUL-padded to `KEY_BYTES`; None when a label is longer (then the caller hashes the strings).
+
+    Parameters
+    ----------
+    column : pyarrow.ChunkedArray of type string (32-bit offsets), no nulls, no NUL byte in any label.
+
+    Returns
+    -------
+    list of numpy.ndarray, or None
+        uint64 keys, one array per chunk of `column`, one key per row; equal labels give equal keys and
+        distinct labels distinct keys (`unpack_keys` inverts it)."""
+    parts = []
+    for chunk in column.chunks:
+        n = len(chunk)
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+        lengths = np.diff(offsets)
+        widest = int(lengths.max(initial=0))
+        if widest > KEY_BYTES:
+            return None
+        data = chunk.buffers()[2]
+        body = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+        key = np.zeros((n, KEY_BYTES), dtype=np.uint8)
+        if n and int(lengths.min()) == widest:  # one length (the common fixed-format id): one strided copy
+            first = int(offsets[0])
+            key[:, :widest] = body[first : first + n * widest].reshape(n, widest)
+        else:
+            starts = offsets[:-1]
+            for p in range(widest):  # byte p of every label at least p + 1 bytes long
+                has = lengths > p
+                key[has, p] = body[starts[has] + p]
+        parts.append(key.view(np.uint64).reshape(n))
+    return parts
+
+
+def unpack_keys(keys: np.ndarray, ascii_only: bool) -> np.ndarray:
+    """The labels of `packed_keys` keys as a numpy unicode array (vectorised; `ascii_only` skips UTF-8 decoding).
+
+    Parameters
+    ----------
+    keys : uint64 keys from `packed_keys`.
+    ascii_only : whether every label is ASCII (then a plain cast decodes them).
+
+    Returns
+    -------
+    numpy.ndarray
+        dtype "<U8" or narrower: label i of key i."""
+    raw = np.ascontiguousarray(keys, dtype=np.uint64).view(f"S{KEY_BYTES}")  # numpy drops the NUL padding
+    return raw.astype(str) if ascii_only else np.char.decode(raw, "utf-8")
+
+
+def key_order(keys: np.ndarray) -> np.ndarray:
+    """The permutation that sorts packed keys as their labels sort (byte order = code point order)."""
+    big = keys.byteswap() if sys.byteorder == "little" else keys
+    return np.argsort(big, kind="stable")
+
+
+def encode_cells(keys: list[list[np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Code the label columns Item1..ItemK, BestItem, WorstItem (integer ids or packed strings) into one dictionary.
+
+    The K item columns are hashed by pyarrow's dictionary_encode; BestItem and WorstItem take the code of
+    the item of their row they equal (K vectorised comparisons), and only values equal to none of the row's
+    items are hashed as well. Same codes as hashing all K + 2 columns, two thirds of the hashing cost.
+    Works chunk by chunk (the CSV reader's blocks, the same in every column): no copy of a whole column.
+
+    Parameters
+    ----------
+    keys : per column (K + 2, in column order) its chunks as 1-D numpy arrays (int64 or uint64); chunk c
+        has the same length in every column.
+    k : the number of item columns.
+
+    Returns
+    -------
+    cells : (K + 2, n) int32 codes, `cells[j, i]` the code of column j in row i.
+    dictionary : the distinct keys, `dictionary[code]` (first-appearance order)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    sizes = [chunk.size for chunk in keys[0]]
+    bounds = np.cumsum([0, *sizes])
+    matched, missing = [], []  # per chosen column and chunk: which item it equals, and the rows equal to none
+    for column in keys[k:]:
+        which_c, missing_c = [], []
+        for c, chosen in enumerate(column):
+            which = np.full(chosen.size, -1, dtype=np.int16)
+            for j in range(k):
+                which[chosen == keys[j][c]] = j
+            which_c.append(which)
+            missing_c.append(np.flatnonzero(which < 0))
+        matched.append(which_c)
+        missing.append(missing_c)
+    pieces = [numpy_to_arrow(chunk) for column in keys[:k] for chunk in column]
+    pieces += [numpy_to_arrow(chunk[rows]) for column, rows_c in zip(keys[k:], missing) for chunk, rows in zip(column, rows_c)]
+    encoded = pc.dictionary_encode(pa.chunked_array(pieces, type=pieces[0].type))
+    n, extra = int(bounds[-1]), sum(rows.size for rows_c in missing for rows in rows_c)
+    flat = np.empty((k + 2) * n + extra, dtype=np.int32)  # the cells, then the codes of the unmatched chosen values
+    pos = 0
+    for chunk in encoded.chunks:  # the kernel's own chunking: written in sequence, the items' codes first
+        codes = arrow_to_numpy(chunk.indices)
+        head = max(0, min(codes.size, k * n - pos))
+        flat[pos : pos + head] = codes[:head]
+        flat[2 * n + pos + head : 2 * n + pos + codes.size] = codes[head:]
+        pos += codes.size
+    cells = flat[: (k + 2) * n].reshape(k + 2, n)
+    unmatched = iter(np.split(flat[(k + 2) * n :], np.cumsum([rows.size for rows_c in missing for rows in rows_c])[:-1]))
+    for j, (which_c, missing_c) in enumerate(zip(matched, missing), start=k):
+        for c, (which, rows) in enumerate(zip(which_c, missing_c)):
+            block = cells[:k, bounds[c] : bounds[c + 1]]
+            out = np.take_along_axis(block, np.maximum(which, 0).astype(np.intp)[None, :], axis=0)[0]
+            out[rows] = next(unmatched)
+            cells[j, bounds[c] : bounds[c + 1]] = out
+    return cells, arrow_to_numpy(encoded.chunks[0].dictionary)
