@@ -39,7 +39,10 @@ def test_encode_cells_matches_a_dictionary_of_every_cell() -> None:
     values[4, [3, 17]] = -5  # equal to none of the row's items
     values[5, 30] = 10**12
     chunks = [[row[:13], row[13:]] for row in values]
-    cells, dictionary = encode_cells(chunks, 4)
+    cells, dictionary, unmatched = encode_cells(chunks, 4)
+    assert unmatched == 3
     assert cells.shape == (6, 40) and cells.dtype == np.int32
     np.testing.assert_array_equal(dictionary[cells], values)
     assert np.unique(dictionary).size == dictionary.size  # one code per label
+    values[4, [3, 17]], values[5, 30] = values[0, [3, 17]], values[1, 30]
+    assert encode_cells([[row] for row in values], 4)[2] == 0  # all among the items: the reader skips that check

@@ -110,6 +110,7 @@ class _Cells:
     line_of: Callable[[int], int]
     timestamp: np.ndarray | None = None
     order: np.ndarray | None = None
+    chosen_in_items: bool = False  # every BestItem and WorstItem is known to be one of its row's items
 
 
 def _lazy_lines(path: Path, text: str | None = None) -> Callable[[int], int]:
@@ -196,7 +197,7 @@ def _fast_cells(
     ann = np.array(table[annotator].to_pylist(), dtype=object) if annotator else None
     stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
     del table
-    order = None
+    order, unmatched = None, -1
     if pa.types.is_integer(columns[0].type):
         keys = [[arrow_to_numpy(chunk) for chunk in c.chunks] for c in columns]
     else:  # short labels as uint64 keys, when no label holds a NUL byte (the packing's padding)
@@ -204,7 +205,7 @@ def _fast_cells(
         keys = [packed_keys(c) for c in columns] if plain else [None]
     if all(key is not None for key in keys):
         del columns
-        indices, dictionary = encode_cells(keys, len(fields) - 2)
+        indices, dictionary, unmatched = encode_cells(keys, len(fields) - 2)
         del keys
         if dictionary.dtype.kind == "u":  # packed strings: labels and their sort order with no Python str
             uniques, order = unpack_keys(dictionary, ascii_only=_ascii_only(data, start + offset)), key_order(dictionary)
@@ -216,7 +217,7 @@ def _fast_cells(
         indices = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(len(fields), n)
         dictionary = encoded.chunks[0].dictionary
         uniques = dictionary.to_pylist()
-    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order)
+    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
 
 
 def _may_hold_spaces(data: bytes, pos: int) -> bool:
@@ -288,6 +289,7 @@ def read_annotations(
     invalid: Invalid = "refuse",
     known_ids: np.ndarray | None = None,
     unknown_why: str = "not a known id",
+    annotators: bool = True,
 ) -> Annotations:
     """Read and validate a best-worst annotation file in the common format.
 
@@ -302,6 +304,8 @@ def read_annotations(
     known_ids, unknown_why : when given, a label not in `known_ids` is refused as "unknown id X: WHY",
         competing with every other check for the first line (use this rather than `refuse_unknown_ids`
         after reading, which can only report an unknown id after the other checks).
+    annotators : read the optional Annotator and Timestamp columns; False leaves them out (`annotator` and
+        `timestamp` are None), as `fsb score` does: they are kept as one Python object per row.
 
     Returns
     -------
@@ -316,6 +320,8 @@ def read_annotations(
     data = read_input_bytes(p)
     high = INT32_MAX if integer_ids else INT64_MAX
     fields, annotator, timestamp = _label_fields(p, peek_header(p, data))
+    if not annotators:
+        annotator = timestamp = None
     got = _fast_cells(p, data, fields, annotator, high, timestamp) if len(data) > FAST_READER_BYTES else None
     del data
     if got is None:
@@ -350,9 +356,12 @@ def _all_canonical(labels: np.ndarray) -> bool:
     return bool((ok | (length == 0)).all())
 
 
-def _row_problems(items, best, worst, labels, fields, invalid, known) -> tuple[list[tuple[float, ...]], dict, np.ndarray]:
+def _row_problems(
+    items, best, worst, labels, fields, invalid, known, chosen_in_items=False
+) -> tuple[list[tuple[float, ...]], dict, np.ndarray]:
     """The first row of each kind of problem as (row, priority within the row, field, message) candidates,
-    the irregular rows let through ({kind: {"rows", "first_line" (a row here)}}), and their mask."""
+    the irregular rows let through ({kind: {"rows", "first_line" (a row here)}}), and their mask.
+    `chosen_in_items`: the reader found every best and worst among its row's items (not checked again)."""
     k = items.shape[1]
     candidates: list[tuple] = []
     if known is not None:
@@ -384,7 +393,7 @@ def _row_problems(items, best, worst, labels, fields, invalid, known) -> tuple[l
             candidates.append((row, 1, fields[j], message + _IRREGULAR_HINT))
         else:
             candidates.append((row, 2, "WorstItem", f"best and worst are the same item {show_label(labels[best[row]])}" + _IRREGULAR_HINT))
-    for priority, (name, chosen) in enumerate((("BestItem", best), ("WorstItem", worst)), start=3):
+    for priority, (name, chosen) in enumerate(() if chosen_in_items else (("BestItem", best), ("WorstItem", worst)), start=3):
         row = first_true(~(items == chosen[:, None]).any(axis=1))
         if row is not None:
             shown = ", ".join(show_label(v) for v in labels[items[row]])
@@ -415,7 +424,7 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
         items[:, j] = code_of_unique[cells[j]]
     best, worst = code_of_unique[cells[k]], code_of_unique[cells[k + 1]]
     del cells
-    more, irregular, odd = _row_problems(items, best, worst, labels, fields, invalid, known)
+    more, irregular, odd = _row_problems(items, best, worst, labels, fields, invalid, known, got.chosen_in_items)
     candidates += more
     if candidates:
         row, _, name, message = min(candidates)

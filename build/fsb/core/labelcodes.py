@@ -87,7 +87,7 @@ def key_order(keys: np.ndarray) -> np.ndarray:
     return np.argsort(big, kind="stable")
 
 
-def encode_cells(keys: list[list[np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+def encode_cells(keys: list[list[np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Code the label columns Item1..ItemK, BestItem, WorstItem (integer ids or packed strings) into one dictionary.
 
     The K item columns are hashed by pyarrow's dictionary_encode; BestItem and WorstItem take the code of
@@ -104,7 +104,9 @@ def encode_cells(keys: list[list[np.ndarray]], k: int) -> tuple[np.ndarray, np.n
     Returns
     -------
     cells : (K + 2, n) int32 codes, `cells[j, i]` the code of column j in row i.
-    dictionary : the distinct keys, `dictionary[code]` (first-appearance order)."""
+    dictionary : the distinct keys, `dictionary[code]` (first-appearance order).
+    unmatched : how many BestItem or WorstItem cells equal none of their row's items (0: the reader need
+        not check that best and worst are among the items)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -141,4 +143,4 @@ def encode_cells(keys: list[list[np.ndarray]], k: int) -> tuple[np.ndarray, np.n
             out = np.take_along_axis(block, np.maximum(which, 0).astype(np.intp)[None, :], axis=0)[0]
             out[rows] = next(unmatched)
             cells[j, bounds[c] : bounds[c + 1]] = out
-    return cells, arrow_to_numpy(encoded.chunks[0].dictionary)
+    return cells, arrow_to_numpy(encoded.chunks[0].dictionary), extra
