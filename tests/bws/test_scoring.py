@@ -342,3 +342,22 @@ def test_refusals_are_one_line_with_the_reason(tmp_path: Path) -> None:
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     ok = _run(["score", str(one), "--method", "maxdiff", "--invalid", "drop"])
     assert ok.returncode == 0, ok.stderr
+
+
+def test_counting_a_large_file_imports_neither_pandas_nor_the_pyarrow_compute_module(tmp_path: Path) -> None:
+    """`fsb score` on a file over FAST_READER_BYTES (pyarrow's reader, string ids, the arrow CSV writer)
+    imports neither pandas nor `pyarrow.compute` (0.06 s of CPU building kernel wrappers at import, an
+    eighth of a 1e5-item run): the kernels are called through `fsb.core.csvrows.arrow_call`."""
+    rng = np.random.default_rng(2)
+    ids = [f"i{v:06d}" for v in range(40_000)]
+    rows = [[*(ids[i] for i in t), ids[t[0]], ids[t[3]]] for t in (rng.choice(len(ids), size=4, replace=False) for _ in range(120_000))]
+    ann = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], rows)
+    assert ann.stat().st_size > judgments.FAST_READER_BYTES
+    code = (
+        "import sys; from fsb.cli import main; "
+        f"assert main(['score', {str(ann)!r}, '--out', {str(tmp_path / 's.csv')!r}]) == 0; "
+        "print(sorted(m for m in ('pandas', 'pyarrow.compute', 'pyarrow.csv') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.split("\n")[-2] == "['pyarrow.csv']"  # the fast reader ran, and nothing heavier
+    assert sum(1 for _ in (tmp_path / "s.csv").open()) == len(ids) + 1

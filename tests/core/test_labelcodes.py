@@ -46,3 +46,17 @@ def test_encode_cells_matches_a_dictionary_of_every_cell() -> None:
     assert np.unique(dictionary).size == dictionary.size  # one code per label
     values[4, [3, 17]], values[5, 30] = values[0, [3, 17]], values[1, 30]
     assert encode_cells([[row] for row in values], 4)[2] == 0  # all among the items: the reader skips that check
+
+
+def test_fixed_width_labels_read_as_strided_words_match_byte_by_byte_packing() -> None:
+    """Labels of one length (the common fixed-format id) are packed from 8-byte windows with the bytes past
+    the label masked off; the last labels, whose window would run past the buffer, byte by byte. Every
+    key must be the label's bytes as a little-endian number, for widths 1 to 8 and a sliced chunk."""
+    rng = np.random.default_rng(5)
+    for width in range(1, 9):
+        labels = ["".join(chr(c) for c in rng.integers(33, 127, size=width)) for _ in range(50)]
+        for chunk in (pa.array(labels), pa.array(labels).slice(7, 30)):
+            keys = np.concatenate(packed_keys(pa.chunked_array([chunk])))
+            expected = [int.from_bytes(x.encode(), "little") for x in chunk.to_pylist()]
+            assert keys.tolist() == expected, width
+            assert unpack_keys(keys, ascii_only=True).tolist() == chunk.to_pylist()

@@ -13,9 +13,12 @@ coded once, by pyarrow's hash dictionary, with no Python object per row.
 from __future__ import annotations
 
 import csv
+import mmap
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +29,7 @@ from fsb.core.csvrows import (
     INVALID_POLICIES,
     Generations,
     Invalid,
+    arrow_call,
     arrow_to_numpy,
     canonical_id,
     check_header,
@@ -125,11 +129,11 @@ def _lazy_lines(path: Path, text: str | None = None) -> Callable[[int], int]:
     return line_of
 
 
-def _header_of(path: Path, data: bytes) -> tuple[list[str], int] | None:
-    """The header and the byte offset of the data when the first line is the whole header record (quoted
-    names allowed, no newline inside quotes), else None (then Python's reader handles the file)."""
-    end = data.find(b"\n")
-    first = data[: end if end >= 0 else len(data)]
+def _header_of(path: Path, data: bytes | mmap.mmap, start: int = 0) -> tuple[list[str], int] | None:
+    """The header and the byte offset of the data (from `start`) when the first line is the whole header
+    record (quoted names allowed, no newline inside quotes), else None (then Python's reader handles the file)."""
+    end = data.find(b"\n", start)
+    first = data[start : end if end >= 0 else len(data)]
     if first.count(b'"') % 2 or not first.strip() or b"\r" in first.rstrip(b"\r"):  # a CR inside: CR-only line ends
         return None
     try:
@@ -137,20 +141,38 @@ def _header_of(path: Path, data: bytes) -> tuple[list[str], int] | None:
     except UnicodeDecodeError:
         return None
     names = next(csv.reader([line]))
-    return check_header(path, names), (end + 1 if end >= 0 else len(data))
+    return check_header(path, names), (end + 1 - start if end >= 0 else len(data) - start)
+
+
+def _bom(data: bytes | mmap.mmap) -> int:
+    """Bytes of a UTF-8 byte order mark at the start of `data` (3 or 0)."""
+    return 3 if data[:3] == b"\xef\xbb\xbf" else 0
+
+
+def _input_data(path: Path) -> bytes | mmap.mmap:
+    """The file's bytes: a large regular file memory-mapped (no copy of it in this process's memory: the
+    CSV reader parses the page cache), anything else (pipes, small files, and every problem, which
+    `read_input_bytes` names) read whole."""
+    try:
+        info = path.stat()
+        if stat.S_ISREG(info.st_mode) and info.st_size > FAST_READER_BYTES:
+            with path.open("rb") as f:
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        pass
+    return read_input_bytes(path)
 
 
 def _fast_cells(
-    path: Path, data: bytes, fields: list[str], annotator: str | None, high: int, timestamp: str | None = None
+    path: Path, data: bytes | mmap.mmap, fields: list[str], annotator: str | None, high: int, timestamp: str | None = None
 ) -> _Cells | None:
     """Parse with pyarrow: first every label column as int64 (ids in 0..high, the common case), else as
     stripped strings; None when pyarrow cannot parse the file (then Python's reader finds the exact line)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    head = _header_of(path, data[start:])
+    start = _bom(data)
+    head = _header_of(path, data, start)
     if head is None:
         return None
     header, offset = head
@@ -179,8 +201,7 @@ def _fast_cells(
             raise pa.ArrowInvalid("a label that is not digits")  # string ids: the file is not parsed twice
         table = read(pa.int64())
         columns = [table[c] for c in fields]
-        ranges = [pc.min_max(c) for c in columns]
-        if any(c.null_count for c in columns) or any(r["min"].as_py() < 0 or r["max"].as_py() > high for r in ranges):
+        if any(c.null_count for c in columns) or not all(int(v.min()) >= 0 and int(v.max()) <= high for c in columns for v in _chunks(c)):
             columns = None
     except pa.ArrowInvalid:
         pass
@@ -190,7 +211,7 @@ def _fast_cells(
         except pa.ArrowInvalid:
             return None
         trim = _may_hold_spaces(data, start + offset)
-        columns = [pc.utf8_trim_whitespace(table[c]) if trim else table[c] for c in fields]
+        columns = [arrow_call("utf8_trim_whitespace", table[c]) if trim else table[c] for c in fields]
     n = table.num_rows
     if n == 0:
         raise InputError(path, "file holds a header but no rows")
@@ -199,7 +220,7 @@ def _fast_cells(
     del table
     order, unmatched = None, -1
     if pa.types.is_integer(columns[0].type):
-        keys = [[arrow_to_numpy(chunk) for chunk in c.chunks] for c in columns]
+        keys = [_chunks(c) for c in columns]
     else:  # short labels as uint64 keys, when no label holds a NUL byte (the packing's padding)
         plain = data.find(b"\0", start + offset) < 0
         keys = [packed_keys(c) for c in columns] if plain else [None]
@@ -213,14 +234,19 @@ def _fast_cells(
             uniques = dictionary
     else:
         chunks = [chunk for c in columns for chunk in c.chunks]
-        encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=columns[0].type))
+        encoded = arrow_call("dictionary_encode", pa.chunked_array(chunks, type=columns[0].type))
         indices = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(len(fields), n)
         dictionary = encoded.chunks[0].dictionary
         uniques = dictionary.to_pylist()
     return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
 
 
-def _may_hold_spaces(data: bytes, pos: int) -> bool:
+def _chunks(column: Any) -> list[np.ndarray]:
+    """The chunks of a null-free numeric pyarrow ChunkedArray as numpy views (empty chunks left out)."""
+    return [arrow_to_numpy(chunk) for chunk in column.chunks if len(chunk)]
+
+
+def _may_hold_spaces(data: bytes | mmap.mmap, pos: int) -> bool:
     """Whether `data[pos:]` holds a byte that Unicode whitespace trimming could remove (ASCII spaces, tabs,
     vertical tab, form feed, carriage return, separators 0x1c-0x1f, a quote (a quoted value may hold a
     newline), or any non-ASCII byte): without one, trimming every label
@@ -230,7 +256,7 @@ def _may_hold_spaces(data: bytes, pos: int) -> bool:
     return bool(len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
 
 
-def _ascii_only(data: bytes, pos: int) -> bool:
+def _ascii_only(data: bytes | mmap.mmap, pos: int) -> bool:
     """Whether `data[pos:]` holds only ASCII bytes."""
     return not (len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
 
@@ -275,8 +301,9 @@ def _label_fields(path: Path, header: list[str]) -> tuple[list[str], str | None,
     return [*item_cols, "BestItem", "WorstItem"], annotator, timestamp
 
 
-def peek_header(path: Path, data: bytes) -> list[str]:
-    head = _header_of(path, data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+def peek_header(path: Path, data: bytes | mmap.mmap) -> list[str]:
+    """The stripped column names of a CSV file's header, from its bytes."""
+    head = _header_of(path, data, _bom(data))
     if head is not None:
         return head[0]
     return parse_rows(path).header
@@ -317,7 +344,7 @@ def read_annotations(
     if invalid not in INVALID_POLICIES:
         raise ValueError(f"invalid must be one of {INVALID_POLICIES}")
     p = Path(path)
-    data = read_input_bytes(p)
+    data = _input_data(p)
     high = INT32_MAX if integer_ids else INT64_MAX
     fields, annotator, timestamp = _label_fields(p, peek_header(p, data))
     if not annotators:
