@@ -42,7 +42,6 @@ from fsb.core.csvrows import (
     show_label,
 )
 from fsb.core.files import InputError, read_input_bytes, read_utf8
-from fsb.core.labelcodes import encode_cells, key_order, packed_keys, unpack_keys
 
 __all__ = [
     "IRREGULAR_KINDS",
@@ -218,25 +217,26 @@ def _fast_cells(
     ann = np.array(table[annotator].to_pylist(), dtype=object) if annotator else None
     stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
     del table
-    order, unmatched = None, -1
+    order, plain = None, False
+    from fsb.core.labelcodes import encode_cells, key_order, packed_keys, strings_to_numpy, unpack_keys
+
     if pa.types.is_integer(columns[0].type):
-        keys = [_chunks(c) for c in columns]
+        keys: list = [_chunks(c) for c in columns]
     else:  # short labels as uint64 keys, when no label holds a NUL byte (the packing's padding)
         plain = data.find(b"\0", start + offset) < 0
         keys = [packed_keys(c) for c in columns] if plain else [None]
-    if all(key is not None for key in keys):
-        del columns
-        indices, dictionary, unmatched = encode_cells(keys, len(fields) - 2)
-        del keys
-        if dictionary.dtype.kind == "u":  # packed strings: labels and their sort order with no Python str
-            uniques, order = unpack_keys(dictionary, ascii_only=_ascii_only(data, start + offset)), key_order(dictionary)
-        else:
-            uniques = dictionary
-    else:
-        chunks = [chunk for c in columns for chunk in c.chunks]
-        encoded = arrow_call("dictionary_encode", pa.chunked_array(chunks, type=columns[0].type))
-        indices = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(len(fields), n)
-        dictionary = encoded.chunks[0].dictionary
+    if any(key is None for key in keys):  # longer labels: pyarrow's string hash, best and worst still compared
+        keys = [[chunk for chunk in c.chunks if len(chunk)] for c in columns]
+    del columns
+    indices, dictionary, unmatched = encode_cells(keys, len(fields) - 2)
+    del keys
+    if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind == "u":  # packed strings: no Python str
+        uniques, order = unpack_keys(dictionary, ascii_only=_ascii_only(data, start + offset)), key_order(dictionary)
+    elif isinstance(dictionary, np.ndarray):
+        uniques = dictionary
+    elif plain:
+        uniques, order = strings_to_numpy(dictionary, ascii_only=_ascii_only(data, start + offset))
+    else:  # a NUL byte in a label: numpy's fixed-width strings would drop a trailing one
         uniques = dictionary.to_pylist()
     return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from fsb.core.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
 
-__all__ = ["KEY_BYTES", "encode_cells", "key_order", "packed_keys", "unpack_keys"]
+__all__ = ["KEY_BYTES", "encode_cells", "key_order", "packed_keys", "strings_to_numpy", "unpack_keys"]
 
 KEY_BYTES = 8  # labels up to this many UTF-8 bytes are packed into one uint64
 
@@ -102,8 +102,8 @@ def key_order(keys: np.ndarray) -> np.ndarray:
     return np.argsort(big, kind="stable")
 
 
-def encode_cells(keys: list[list[np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Code the label columns Item1..ItemK, BestItem, WorstItem (integer ids or packed strings) into one dictionary.
+def encode_cells(keys: list[list[Any]], k: int) -> tuple[np.ndarray, Any, int]:
+    """Code the label columns Item1..ItemK, BestItem, WorstItem into one dictionary.
 
     The K item columns are hashed by pyarrow's dictionary_encode; BestItem and WorstItem take the code of
     the item of their row they equal (K vectorised comparisons), and only values equal to none of the row's
@@ -112,35 +112,42 @@ def encode_cells(keys: list[list[np.ndarray]], k: int) -> tuple[np.ndarray, np.n
 
     Parameters
     ----------
-    keys : per column (K + 2, in column order) its chunks as 1-D numpy arrays (int64 or uint64); chunk c
-        has the same length in every column.
+    keys : per column (K + 2, in column order) its chunks: 1-D numpy arrays (integer ids, or packed
+        strings) or pyarrow string Arrays (longer labels); chunk c has the same length in every column.
     k : the number of item columns.
 
     Returns
     -------
     cells : (K + 2, n) int32 codes, `cells[j, i]` the code of column j in row i.
-    dictionary : the distinct keys, `dictionary[code]` (first-appearance order).
+    dictionary : the distinct keys, `dictionary[code]` (first-appearance order): a numpy array, or a
+        pyarrow string Array for string chunks.
     unmatched : how many BestItem or WorstItem cells equal none of their row's items (0: the reader need
         not check that best and worst are among the items)."""
     import pyarrow as pa
 
-    sizes = [chunk.size for chunk in keys[0]]
+    arrow = not isinstance(keys[0][0], np.ndarray)
+    sizes = [len(chunk) for chunk in keys[0]]
     bounds = np.cumsum([0, *sizes])
     matched, missing = [], []  # per chosen column and chunk: which item it equals, and the rows equal to none
     for column in keys[k:]:
         which_c, missing_c = [], []
         for c, chosen in enumerate(column):
-            which = np.full(chosen.size, -1, dtype=np.int16)
+            which = np.full(len(chosen), -1, dtype=np.int16)
             for j in range(k):
-                which[chosen == keys[j][c]] = j
+                which[_equal(chosen, keys[j][c]) if arrow else chosen == keys[j][c]] = j
             which_c.append(which)
             missing_c.append(np.flatnonzero(which < 0))
         matched.append(which_c)
         missing.append(missing_c)
-    narrow = _narrow_type(keys)  # ids in 0..2**31-1 hash as int32: a third less CPU than int64
-    pieces = [numpy_to_arrow(chunk.astype(narrow, copy=False)) for column in keys[:k] for chunk in column]
-    for column, rows_c in zip(keys[k:], missing):
-        pieces += [numpy_to_arrow(chunk[rows].astype(narrow, copy=False)) for chunk, rows in zip(column, rows_c)]
+    if arrow:
+        pieces = [chunk for column in keys[:k] for chunk in column]
+        for column, rows_c in zip(keys[k:], missing):
+            pieces += [arrow_call("take", chunk, numpy_to_arrow(rows.astype(np.int64))) for chunk, rows in zip(column, rows_c)]
+    else:
+        narrow = _narrow_type(keys)  # ids in 0..2**31-1 hash as int32: a third less CPU than int64
+        pieces = [numpy_to_arrow(chunk.astype(narrow, copy=False)) for column in keys[:k] for chunk in column]
+        for column, rows_c in zip(keys[k:], missing):
+            pieces += [numpy_to_arrow(chunk[rows].astype(narrow, copy=False)) for chunk, rows in zip(column, rows_c)]
     encoded = arrow_call("dictionary_encode", pa.chunked_array(pieces, type=pieces[0].type))
     n, extra = int(bounds[-1]), sum(rows.size for rows_c in missing for rows in rows_c)
     flat = np.empty((k + 2) * n + extra, dtype=np.int32)  # the cells, then the codes of the unmatched chosen values
@@ -159,8 +166,48 @@ def encode_cells(keys: list[list[np.ndarray]], k: int) -> tuple[np.ndarray, np.n
             out = np.take_along_axis(block, np.maximum(which, 0).astype(np.intp)[None, :], axis=0)[0]
             out[rows] = next(unmatched)
             cells[j, bounds[c] : bounds[c + 1]] = out
+    if arrow:
+        return cells, encoded.chunks[0].dictionary, extra
     dictionary = arrow_to_numpy(encoded.chunks[0].dictionary)
     return cells, dictionary.astype(keys[0][0].dtype, copy=False), extra
+
+
+def _equal(a: Any, b: Any) -> np.ndarray:
+    """Element-wise a == b of two null-free pyarrow Arrays, as a numpy bool array."""
+    result = arrow_call("equal", a, b)
+    if isinstance(result, np.ndarray):
+        return result
+    bits = np.frombuffer(result.buffers()[1], dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little")[result.offset : result.offset + len(result)].astype(bool)
+
+
+def strings_to_numpy(array: Any, ascii_only: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A null-free pyarrow string Array with no NUL byte as a numpy unicode array, and the permutation
+    that sorts it (pyarrow's sort: UTF-8 byte order = code point order), with no Python str per element.
+
+    Parameters
+    ----------
+    array : pyarrow string Array (32-bit offsets).
+    ascii_only : whether every string is ASCII (then a plain cast decodes them).
+
+    Returns
+    -------
+    labels : numpy unicode array, label i of element i.
+    order : int64 permutation, `labels[order]` sorted."""
+    n = len(array)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + 1, offset=array.offset * 4)
+    lengths = np.diff(offsets)
+    width = max(int(lengths.max(initial=0)), 1)
+    matrix = np.zeros((n, width), dtype=np.uint8)
+    data = array.buffers()[2]
+    if data is not None and int(offsets[-1]) > int(offsets[0]):
+        body = np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]]
+        rows = np.repeat(np.arange(n), lengths)
+        matrix[rows, np.arange(body.size) - np.repeat(offsets[:-1] - offsets[0], lengths)] = body
+    raw = matrix.view(f"S{width}").reshape(n)
+    labels = raw.astype(str) if ascii_only else np.char.decode(raw, "utf-8")
+    order = arrow_to_numpy(arrow_call("array_sort_indices", array)).astype(np.int64)
+    return labels, order
 
 
 def _narrow_type(keys: list[list[np.ndarray]]) -> np.dtype:
