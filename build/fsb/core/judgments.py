@@ -1,13 +1,15 @@
 """The individual best-worst judgments file (`Item1..ItemK,BestItem,WorstItem[,Annotator][,Timestamp]`)
 -> validated, integer-coded `Annotations` (`read_annotations`), and the checks against a set of uids.
-(size: one reader, about 450 lines: its fast pyarrow path, its exact Python path and the vectorised
-checks share one first-bad-line rule, and apart they would need each other's private pieces.)
+(size: one reader, about 560 lines: its fast pyarrow path, its exact Python path and the vectorised
+checks share one first-bad-line rule, and apart they would need each other's private pieces; the
+label coding itself is in `fsb.core.csvrows`.)
 
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
 always the FIRST offending line of the file, whatever the column or the kind of check (an unknown id
 included: `refuse_unknown_ids`). Labels follow the one id rule of `fsb.core.csvrows.id_problem`. Large
-files are parsed by pyarrow's CSV reader (imported when needed), small ones by Python's; string ids are
-coded once, by pyarrow's hash dictionary, with no Python object per row.
+files are parsed by pyarrow's CSV reader (imported when needed; a regular file is memory-mapped, not
+copied), small ones by Python's; labels are coded once (`fsb.core.csvrows.encode_cells`: ids up to 8 bytes as
+integer keys, best and worst by comparison with their row's items) with no Python object per row.
 """
 
 from __future__ import annotations
@@ -33,13 +35,18 @@ from fsb.core.csvrows import (
     arrow_to_numpy,
     canonical_id,
     check_header,
+    encode_cells,
     first_true,
     has_leading_zero,
     id_problem,
+    key_order,
+    packed_keys,
     parse_rows,
     record_lines,
     require_header,
     show_label,
+    strings_to_numpy,
+    unpack_keys,
 )
 from fsb.core.files import InputError, read_input_bytes, read_utf8
 
@@ -217,28 +224,38 @@ def _fast_cells(
     ann = np.array(table[annotator].to_pylist(), dtype=object) if annotator else None
     stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
     del table
-    order, plain = None, False
-    from fsb.core.labelcodes import encode_cells, key_order, packed_keys, strings_to_numpy, unpack_keys
+    indices, uniques, order, unmatched = _code_columns(columns, data, start + offset, len(fields) - 2)
+    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
 
+
+def _code_columns(columns: list[Any], data: bytes | mmap.mmap, pos: int, k: int) -> tuple[np.ndarray, Any, np.ndarray | None, int]:
+    """The label columns (pyarrow ChunkedArrays, integers or strings; the file's body from `data[pos]`) coded
+    by `fsb.core.csvrows.encode_cells`: (cells, the distinct labels, their sort order when known, the
+    count of best/worst cells equal to none of their row's items). Integer ids are hashed as integers,
+    labels of up to 8 bytes as packed integer keys, longer ones as strings; no Python str per row, and
+    none per label unless a label holds a NUL byte (numpy's fixed-width strings drop a trailing one)."""
+    import pyarrow as pa
+
+    order, plain = None, False
     if pa.types.is_integer(columns[0].type):
         keys: list = [_chunks(c) for c in columns]
     else:  # short labels as uint64 keys, when no label holds a NUL byte (the packing's padding)
-        plain = data.find(b"\0", start + offset) < 0
+        plain = data.find(b"\0", pos) < 0
         keys = [packed_keys(c) for c in columns] if plain else [None]
     if any(key is None for key in keys):  # longer labels: pyarrow's string hash, best and worst still compared
         keys = [[chunk for chunk in c.chunks if len(chunk)] for c in columns]
-    del columns
-    indices, dictionary, unmatched = encode_cells(keys, len(fields) - 2)
+    del columns[:]  # the caller's list too: each column is freed once coded
+    indices, dictionary, unmatched = encode_cells(keys, k)
     del keys
-    if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind == "u":  # packed strings: no Python str
-        uniques, order = unpack_keys(dictionary, ascii_only=_ascii_only(data, start + offset)), key_order(dictionary)
+    if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind == "u":  # packed strings
+        uniques, order = unpack_keys(dictionary, ascii_only=_ascii_only(data, pos)), key_order(dictionary)
     elif isinstance(dictionary, np.ndarray):
         uniques = dictionary
     elif plain:
-        uniques, order = strings_to_numpy(dictionary, ascii_only=_ascii_only(data, start + offset))
-    else:  # a NUL byte in a label: numpy's fixed-width strings would drop a trailing one
+        uniques, order = strings_to_numpy(dictionary, ascii_only=_ascii_only(data, pos))
+    else:
         uniques = dictionary.to_pylist()
-    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
+    return indices, uniques, order, unmatched
 
 
 def _chunks(column: Any) -> list[np.ndarray]:
