@@ -19,6 +19,7 @@ on every run (about 0.05 s of CPU): the line says which case was measured.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import resource
 import statistics
@@ -76,7 +77,10 @@ def score_startup(repeat: int) -> int:
         for _ in range(repeat):
             for name, cmd in runs.items():
                 times[name].append(_child_cpu(cmd, cwd))
-    compiled = "without compiled bytecode" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "with bytecode written/read as usual"
+    spec = importlib.util.find_spec("fsb")
+    root = Path(spec.origin).parent if spec is not None and spec.origin else Path()
+    cached = all(any((root / wing / "__pycache__").glob(f"{name}.*.pyc")) for wing, name in (("core", "judgments"), ("cli", "app")))
+    compiled = "with compiled bytecode" if cached else "without compiled bytecode (fsb's modules compiled on every run)"
     print(f"median (min-max) over {repeat} interleaved runs, {compiled}, load {os.getloadavg()[0]:.2f}:")
     for name, got in times.items():
         cpu, wall = [c for c, _ in got], [w for _, w in got]
