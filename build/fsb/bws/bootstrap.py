@@ -6,8 +6,12 @@ The MaxDiff refits are one batched Newton step from the full fit per resample (`
 per-tuple counts of `fsb.bws.maxdiff` (never per judgment): the full fit's per-tuple gradient and
 Hessian blocks are computed once, each resample only reweights them, and its Newton system is solved by
 Jacobi-preconditioned conjugate gradients in float32 (the step is a small correction; its error is far
-below the bootstrap's Monte Carlo error). Quantiles are taken column block by column block with one
-sort each (numpy's nanquantile calls Python once per item). Efron and Tibshirani (1993), ch. 13.
+below the bootstrap's Monte Carlo error). The resamples are solved a memory-sized chunk at a time
+(`NewtonChunks`; the Hessian products go tuple-major through one batched (k, k) @ (k, b) matmul per
+block of tuples) and only each item's lowest and highest draws are kept (`Tails`): the 95% interval
+of 200 draws reads 6 at each end. Counting draws are kept whole and their quantiles taken column
+block by column block with one sort each (numpy's nanquantile calls Python once per item). Efron and
+Tibshirani (1993), ch. 13.
 """
 
 from __future__ import annotations
@@ -92,10 +96,15 @@ class Resamples:
         import scipy.sparse as sp
 
         self.g, self.blocks = tuple_pieces(start, counts)
-        self.slots = np.ascontiguousarray(counts.slots.T)  # (T, k)
+        small = max(n, counts.slots.size) < 2**31
+        self.slots = np.ascontiguousarray(counts.slots.T, dtype=np.int32 if small else np.intp)  # (T, k)
         self.n_tuples, k = self.slots.shape
         cells = k * self.n_tuples
-        self.scatter = sp.csr_matrix((np.ones(cells, np.float32), (self.slots.ravel(), np.arange(cells))), shape=(n, cells))
+        flat = self.slots.ravel()
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(flat, minlength=n), out=indptr[1:])
+        order = np.argsort(flat, kind="stable").astype(np.int32 if small else np.int64)  # row i: the cells of item i
+        self.scatter = sp.csr_matrix((np.ones(cells, np.float32), order, indptr.astype(order.dtype)), shape=(n, cells))
         self.block_diag = np.ascontiguousarray(np.diagonal(self.blocks, axis1=1, axis2=2))
         self.n = n
 
@@ -203,11 +212,17 @@ class NewtonChunks:
             rhs[~seen] = 0.0
             step = pcg(lambda x, w=w: pieces.hessian_times(x, w, scratch), rhs, diag)
             del rhs
-            for r in range(min(b, self.bias - len(slopes))):
-                col = step[:, r].astype(np.float64)
-                slopes.append(_second_step(start, col, counts, w[:, r], seen[:, r], diag[:, r], pieces, self.anchor, scratch))
-            self.stretch = _stretch(slopes)
-            yield _centred(np.where(seen, start[:, None] + step, np.nan), seen & self.anchor[:, None]).T.astype(np.float32)
+            r = min(b, self.bias - len(slopes))
+            if r > 0:
+                slopes += _second_steps(start, step[:, :r], counts, w[:, :r], seen[:, :r], diag[:, :r], pieces, self.anchor, scratch)
+                self.stretch = _stretch(slopes)
+            if len(slopes) >= self.bias:
+                counts = None  # only the second steps read them: 216 MB at 1e6 items
+            u = step.astype(np.float64)  # in place from here: (n, b) float64 temporaries were the peak at 1e6
+            del step
+            u += start[:, None]
+            u[~seen] = np.nan
+            yield _centred(u, seen & self.anchor[:, None]).T.astype(np.float32)
 
 
 def _stretch(slopes: list[tuple[NDArray[np.float64], NDArray[np.float64]]]) -> float:
@@ -218,24 +233,30 @@ def _stretch(slopes: list[tuple[NDArray[np.float64], NDArray[np.float64]]]) -> f
     return float(x @ y / (x @ x)) if x @ x > 0 else 0.0
 
 
-def _second_step(start, step, counts, wr, seen, diag, pieces, anchor, scratch) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(centred u, centred second Newton step) over the anchor items a resample holds, for the stretch."""
-    u1 = start + step
-    _, g1 = maxdiff.tuple_nll(u1, counts.weighted(wr.astype(np.float64)))
-    wcol = wr[:, None]
-    rhs = -np.where(seen, g1, 0.0).astype(np.float32)[:, None]
-    second = pcg(lambda x: pieces.hessian_times(x, wcol, scratch), rhs, diag[:, None])[:, 0].astype(np.float64)
-    on = seen & anchor
-    if not on.any():
-        return np.zeros(0), np.zeros(0)
-    return start[on] - start[on].mean(), second[on] - second[on].mean()
+def _second_steps(start, steps, counts, w, seen, diag, pieces, anchor, scratch) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """For each column of the first Newton steps (n, r) (resample weights w (T, r)): (centred u, centred
+    second Newton step) over the anchor items the resample holds, for the stretch; the r second
+    steps solved together. One pair per column (empty where the resample holds no anchor item)."""
+    rhs = np.empty(steps.shape, dtype=np.float32)
+    for r in range(steps.shape[1]):
+        _, g1 = maxdiff.tuple_nll(start + steps[:, r], counts.weighted(w[:, r].astype(np.float64)))
+        rhs[:, r] = -np.where(seen[:, r], g1, 0.0)
+    second = pcg(lambda x: pieces.hessian_times(x, w, scratch), rhs, diag).astype(np.float64)
+    pairs = []
+    for r in range(steps.shape[1]):
+        on = seen[:, r] & anchor
+        pair = (start[on] - start[on].mean(), second[on, r] - second[on, r].mean()) if on.any() else (np.zeros(0), np.zeros(0))
+        pairs.append(pair)
+    return pairs
 
 
 def _centred(u: NDArray[np.floating], on: NDArray[np.bool_]) -> NDArray[np.floating]:
-    """Each column of u (n, R) minus its mean over the rows marked `on` (all NaN where a column has none)."""
+    """Each column of u (n, R) minus its mean over the rows marked `on` (all NaN where a column has none),
+    in place (u is returned)."""
     count = on.sum(axis=0)
-    mean = np.divide(np.where(on, u, 0.0).sum(axis=0), count, out=np.full(count.shape, np.nan), where=count > 0)
-    return u - mean
+    total = np.add.reduce(u, axis=0, where=on, initial=0.0)
+    u -= np.divide(total, count, out=np.full(count.shape, np.nan), where=count > 0)
+    return u
 
 
 def connected_main(design: NDArray[np.integer], n_items: int) -> NDArray[np.bool_]:
@@ -246,8 +267,11 @@ def connected_main(design: NDArray[np.integer], n_items: int) -> NDArray[np.bool
     from scipy.sparse.csgraph import connected_components
 
     n_tuples, k = design.shape
-    links = sp.csr_matrix((np.ones(n_tuples * k), (np.repeat(np.arange(n_tuples), k), design.ravel())), shape=(n_tuples, n_items))
-    _, label = connected_components(links.T @ links, directed=False)
+    nodes = n_items + n_tuples  # the bipartite graph of items and tuples (the item graph links.T @ links was 300 MB at 1e6)
+    indptr = np.concatenate([np.zeros(n_items, dtype=np.int64), np.arange(0, n_tuples * k + 1, k, dtype=np.int64)])
+    graph = sp.csr_matrix((np.ones(n_tuples * k, dtype=np.int8), np.asarray(design, dtype=np.int64).ravel(), indptr), shape=(nodes, nodes))
+    _, label = connected_components(graph, directed=False)
+    label = label[:n_items]
     return label == np.argmax(np.bincount(label))
 
 
