@@ -31,10 +31,21 @@ __all__ = ["NewtonChunks", "Resamples", "Tails", "bootstrap_intervals", "connect
 
 
 def tuple_pieces(u: NDArray[np.float64], counts: TupleCounts) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
-    """At utilities u: each tuple's gradient on its slots g (T, k) (sum over its judgments of
-    p - q - [b] + [w]) and its Hessian block (T, k, k), n_t (diag p - p p^T) + sum_i nb_it (diag q_i - q_i q_i^T),
-    q_i the worst softmax when slot i was best; float32, computed `maxdiff.BLOCK` tuples at a time (the
-    float64 (k, k, T) temporaries cost 256 MB at 1e6 items)."""
+    """Each tuple's share of the gradient and of the Hessian at u, tuple-major in float32.
+
+    Parameters
+    ----------
+    u : (n,) utilities (the full fit).
+    counts : the judgments per tuple (`fsb.bws.maxdiff.tuple_counts`).
+
+    Returns
+    -------
+    (g, blocks)
+        g (T, k): per slot, the sum over the tuple's judgments of p - q - [b] + [w]; blocks (T, k, k):
+        n_t (diag p - p p^T) + sum_i nb_it (diag q_i - q_i q_i^T), q_i the worst softmax when slot i
+        was best. Computed `maxdiff.BLOCK` tuples at a time (whole float64 (k, k, T) temporaries were
+        256 MB at 1e6 items).
+    """
     k, n_tuples = counts.slots.shape
     g_out = np.empty((n_tuples, k), dtype=np.float32)
     blocks_out = np.empty((n_tuples, k, k), dtype=np.float32)
@@ -89,8 +100,15 @@ def pcg(matvec, rhs: NDArray[np.floating], diag: NDArray[np.floating], rtol: flo
 
 class Resamples:
     """The pieces of the full fit every resample reweights, tuple-major: per-slot gradients g (T, k), Hessian
-    blocks (T, k, k) and their diagonals (T, k), float32, and the items x tuple-slots scatter matrix
-    (column t k + a is slot a of tuple t)."""
+    blocks (T, k, k) and their diagonals (T, k), float32 (`tuple_pieces`), and the items x tuple-slots
+    scatter matrix (column t k + a is slot a of tuple t; CSR, row i the cells of item i).
+
+    Parameters
+    ----------
+    start : (n,) the full fit's utilities.
+    counts : the judgments per tuple (`fsb.bws.maxdiff.tuple_counts`).
+    n : number of items.
+    """
 
     def __init__(self, start: NDArray[np.float64], counts: TupleCounts, n: int) -> None:
         import scipy.sparse as sp
@@ -105,7 +123,7 @@ class Resamples:
         np.cumsum(np.bincount(flat, minlength=n), out=indptr[1:])
         order = np.argsort(flat, kind="stable").astype(np.int32 if small else np.int64)  # row i: the cells of item i
         self.scatter = sp.csr_matrix((np.ones(cells, np.float32), order, indptr.astype(order.dtype)), shape=(n, cells))
-        self.block_diag = np.ascontiguousarray(np.diagonal(self.blocks, axis1=1, axis2=2))
+        self.block_diag = np.diagonal(self.blocks, axis1=1, axis2=2)  # a (T, k) view, no copy
         self.n = n
 
     def to_items(self, y: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -113,10 +131,21 @@ class Resamples:
         return self.scatter @ y.reshape(-1, y.shape[-1])
 
     def hessian_times(self, x: NDArray[np.float32], w: NDArray[np.float32], out: NDArray[np.float32] | None = None) -> NDArray[np.float32]:
-        """H_w x for x (n, b): sum_t w_t H_t x, plus the ridge; w (T, b). The products go `block` tuples
-        at a time through one batched (k, k) @ (k, b) matmul into (T, k, b) slot values held in `out`
-        (a flat float32 scratch buffer of at least T k b, allocated when None), gathering x `block`
-        tuples at a time so that the gathered values stay in cache."""
+        """H_w x for b resamples at once.
+
+        Parameters
+        ----------
+        x : (n, b) float32, one vector per resample.
+        w : (T, b) float32, each resample's count of every tuple.
+        out : a flat float32 scratch buffer of at least T k b for the slot values (allocated when None).
+
+        Returns
+        -------
+        (n, b) float32
+            sum_t w_t H_t x + ridge x: per block of tuples, x gathered to the slots (small enough to stay
+            in cache) and one batched (k, k) @ (k, b) matmul; the slot values summed into items by the
+            scatter matrix.
+        """
         k, b = self.slots.shape[1], x.shape[1]
         size = self.n_tuples * k * b
         y = (np.empty(size, dtype=np.float32) if out is None else out[:size]).reshape(self.n_tuples, k, b)
@@ -132,7 +161,8 @@ class Resamples:
         return total
 
 
-CHUNK_BYTES = 6e8  # resamples solved together: their (T, k, b) slot values and (n, b) vectors in about this much float32
+CHUNK_BYTES = 5e8  # resamples solved together: their (T, k, b) slot values and (n, b) vectors in about this much float32
+CHUNK_MAX = 32  # and at most this many: the batched products gain little beyond, the memory grows (1e5 items: 745 -> 1049 MB at 83)
 
 
 def newton_draws(
@@ -177,10 +207,17 @@ def newton_draws(
 
 
 class NewtonChunks:
-    """Iterate over the unscaled Newton draws (b, n) of `newton_draws`, b resamples at a time (as many as fit
-    `CHUNK_BYTES`: at 1e6 items the (n_boot, n) draws alone were 800 MB); `stretch` is final once the
-    chunks holding the first `bias_resamples` are done (read it after the loop). The resamples are drawn from `rng` one after the
-    other, so the draws do not depend on the chunk size."""
+    """The draws of `newton_draws` before the stretch, b resamples at a time: iterating yields (b, n) float32.
+
+    b is as many resamples as fit `CHUNK_BYTES` (at 1e6 items the whole (n_boot, n) draws were 800 MB);
+    `stretch` is final once the chunks holding the first `bias_resamples` are done (read it after the
+    loop). The resamples are drawn from `rng` one after the other, so the draws depend on the chunk
+    size only through the solver's tolerance.
+
+    Parameters
+    ----------
+    coded, start, n_boot, rng, bias_resamples, anchor : as `newton_draws`.
+    """
 
     def __init__(self, coded, start, n_boot, rng, bias_resamples=4, anchor=None) -> None:
         self.coded, self.start, self.n_boot, self.rng, self.bias = coded, start, n_boot, rng, bias_resamples
@@ -192,7 +229,7 @@ class NewtonChunks:
         counts = maxdiff.tuple_counts(coded.design, coded.best, coded.worst, coded.tuple_index, n)
         pieces = Resamples(start, counts, n)
         n_tuples, k = pieces.slots.shape
-        chunk = max(1, min(self.n_boot, int(CHUNK_BYTES // (4 * (n_tuples * k + 10 * n)))))
+        chunk = max(1, min(self.n_boot, CHUNK_MAX, int(CHUNK_BYTES // (4 * (n_tuples * k + 10 * n)))))
         scratch = np.empty(n_tuples * k * chunk, dtype=np.float32)
         per_tuple = counts.n.astype(np.float32)
         slopes: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
@@ -262,7 +299,19 @@ def _centred(u: NDArray[np.floating], on: NDArray[np.bool_]) -> NDArray[np.float
 def connected_main(design: NDArray[np.integer], n_items: int) -> NDArray[np.bool_]:
     """Items of the largest connected component of the comparison graph (items linked when they share a
     tuple). The logit fixes utilities only up to a shift per component; the ridge sets each component's
-    mean to 0, a convention, so only items in one component are on a common scale."""
+    mean to 0, a convention, so only items in one component are on a common scale.
+
+    Parameters
+    ----------
+    design : (T, k) items of each tuple.
+    n_items : number of items.
+
+    Returns
+    -------
+    (n_items,) bool
+        The items of the component holding the most items, found on the graph of items and tuples
+        (an item linked to each tuple showing it: k T links, where the item graph had k^2 T).
+    """
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
 
@@ -310,7 +359,14 @@ class Tails:
     highest values and its count of non-NaN draws (2 m rows instead of all of them: at 1e6 items 200
     float32 draws were 800 MB). A level q in [0, a] or [1 - a, 1] needs at most the floor(a (R - 1)) + 2
     values at its end of R draws (numpy's 'linear' rule reads positions floor(q (v - 1)) and the next of
-    v valid draws), so `quantile` gives what `quantiles` gives on all the draws."""
+    v valid draws), so `quantile` gives what `quantiles` gives on all the draws.
+
+    Parameters
+    ----------
+    n_cols : columns (items).
+    n_rows : draws that will arrive in all (R).
+    alpha : the largest distance from 0 or 1 of a level that will be asked for (a).
+    """
 
     def __init__(self, n_cols: int, n_rows: int, alpha: float) -> None:
         self.m = min(n_rows, int(np.floor(alpha * (n_rows - 1))) + 2)
@@ -328,8 +384,17 @@ class Tails:
         self.high = -np.partition(-both, self.m - 1, axis=0)[: self.m] if both.shape[0] > self.m else both
 
     def quantile(self, q: float) -> NDArray[np.float64]:
-        """The q-quantile of each column's non-NaN draws by numpy's 'linear' rule (NaN where none); q within
-        alpha of 0 or 1."""
+        """The q-quantile of each column's non-NaN draws.
+
+        Parameters
+        ----------
+        q : the level, within alpha of 0 or 1.
+
+        Returns
+        -------
+        (n_cols,) float64
+            By numpy's 'linear' rule, as `quantiles` (NaN where a column has no draw).
+        """
         v = self.valid
         pos = q * np.maximum(v - 1, 0)
         lo = np.floor(pos).astype(np.int64)
