@@ -1,5 +1,5 @@
 """95% per-item bootstrap intervals over tuples, for counting and MaxDiff scores (`bootstrap_intervals`).
-(size: about 450 lines: the batched Newton refits, their solver and the streamed tail quantiles belong
+(size: about 540 lines: the batched Newton refits, their solver and the streamed tail quantiles belong
 together, each being what makes intervals at 1e6 items fit in minutes and under 2 GB.)
 
 The MaxDiff refits are one batched Newton step from the full fit per resample (`newton_draws`), on the
@@ -161,7 +161,7 @@ class Resamples:
         return total
 
 
-CHUNK_BYTES = 5e8  # resamples solved together: their (T, k, b) slot values and (n, b) vectors in about this much float32
+CHUNK_BYTES = 6e8  # resamples solved together: their (T, k, b) slot values and (n, b) vectors in about this much float32
 CHUNK_MAX = 32  # and at most this many: the batched products gain little beyond, the memory grows (1e5 items: 745 -> 1049 MB at 83)
 
 
@@ -230,8 +230,10 @@ class NewtonChunks:
         pieces = Resamples(start, counts, n)
         n_tuples, k = pieces.slots.shape
         chunk = max(1, min(self.n_boot, CHUNK_MAX, int(CHUNK_BYTES // (4 * (n_tuples * k + 10 * n)))))
+        chunk -= chunk % 8 if chunk > 8 else 0  # the batched matmul on a multiple of 8 columns (1e6 items: 6 took 1.2-1.3x the CPU of 8)
         scratch = np.empty(n_tuples * k * chunk, dtype=np.float32)
         per_tuple = counts.n.astype(np.float32)
+        counts = None  # rebuilt for the second steps after the solve: held through it, 216 MB of the peak at 1e6
         slopes: list[tuple[NDArray[np.float64], NDArray[np.float64]]] = []
         for s in range(0, self.n_boot, chunk):
             b = min(chunk, self.n_boot - s)
@@ -251,10 +253,10 @@ class NewtonChunks:
             del rhs
             r = min(b, self.bias - len(slopes))
             if r > 0:
+                counts = maxdiff.tuple_counts(coded.design, coded.best, coded.worst, coded.tuple_index, n)
                 slopes += _second_steps(start, step[:, :r], counts, w[:, :r], seen[:, :r], diag[:, :r], pieces, self.anchor, scratch)
+                counts = None
                 self.stretch = _stretch(slopes)
-            if len(slopes) >= self.bias:
-                counts = None  # only the second steps read them: 216 MB at 1e6 items
             u = step.astype(np.float64)  # in place from here: (n, b) float64 temporaries were the peak at 1e6
             del step
             u += start[:, None]
