@@ -14,6 +14,8 @@ from fsb.bws import bootstrap, maxdiff
 from fsb.bws.scoring import Coded
 from tests._support import simulate_bws
 
+pcg = bootstrap.pcg
+
 
 def _study(n: int = 90, seed: int = 3) -> tuple[Coded, np.ndarray]:
     truth = np.random.default_rng(seed).normal(size=n)
@@ -53,10 +55,14 @@ def test_newton_draws_do_not_depend_on_how_many_resamples_are_solved_together(mo
     must give the draws and the stretch of all at once, to the solver's float32 rounding."""
     coded, start = _study()
     whole, stretch = bootstrap.newton_draws(coded, start, 30, np.random.default_rng(5))
+    calls = []
+    monkeypatch.setattr(bootstrap, "pcg", lambda matvec, rhs, diag: calls.append(rhs.shape[1]) or pcg(matvec, rhs, diag))
+    monkeypatch.setattr(bootstrap, "CHUNK_SMALL", 0.0)  # a small study is solved at once unless told otherwise
     monkeypatch.setattr(bootstrap, "CHUNK_BYTES", 1.0)  # one resample per chunk
     single, stretch1 = bootstrap.newton_draws(coded, start, 30, np.random.default_rng(5))
     monkeypatch.setattr(bootstrap, "CHUNK_BYTES", 4 * 7 * (coded.design.size + 10 * coded.n_items) + 1)  # 7, 7, 7, 7, 2
     sevens, stretch7 = bootstrap.newton_draws(coded, start, 30, np.random.default_rng(5))
+    assert calls == [1, 1] * 4 + [1] * 26 + [7, 4, 7, 7, 7, 2], calls  # the chunks as meant (a second-step solve after each of the first 4)
     np.testing.assert_array_equal(np.isnan(whole), np.isnan(single))
     spread = np.nanstd(whole)
     np.testing.assert_allclose(single, whole, atol=2e-3 * spread)

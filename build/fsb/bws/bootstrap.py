@@ -162,6 +162,7 @@ class Resamples:
 
 
 CHUNK_BYTES = 6e8  # resamples solved together: their (T, k, b) slot values and (n, b) vectors in about this much float32
+CHUNK_SMALL = 1.6e8  # unless all the resamples fit in this: then solved at once (a release of 1000 items: 6 MB)
 CHUNK_MAX = 32  # and at most this many: the batched products gain little beyond, the memory grows (1e5 items: 745 -> 1049 MB at 83)
 
 
@@ -229,7 +230,10 @@ class NewtonChunks:
         counts = maxdiff.tuple_counts(coded.design, coded.best, coded.worst, coded.tuple_index, n)
         pieces = Resamples(start, counts, n)
         n_tuples, k = pieces.slots.shape
-        chunk = max(1, min(self.n_boot, CHUNK_MAX, int(CHUNK_BYTES // (4 * (n_tuples * k + 10 * n)))))
+        per_resample = 4 * (n_tuples * k + 10 * n)
+        chunk = max(1, min(self.n_boot, CHUNK_MAX, int(CHUNK_BYTES // per_resample)))
+        if self.n_boot * per_resample <= CHUNK_SMALL:  # a small study: all at once, as before the chunks (same solves)
+            chunk = self.n_boot
         chunk -= chunk % 8 if chunk > 8 else 0  # the batched matmul on a multiple of 8 columns (1e6 items: 6 took 1.2-1.3x the CPU of 8)
         scratch = np.empty(n_tuples * k * chunk, dtype=np.float32)
         per_tuple = counts.n.astype(np.float32)
