@@ -44,7 +44,6 @@ from fsb.core.csvrows import (
     show_label,
 )
 from fsb.core.files import InputError, read_input_bytes, read_utf8
-from fsb.core.labelcodes import encode_cells, key_order, packed_keys, strings_to_numpy, unpack_keys
 
 __all__ = [
     "IRREGULAR_KINDS",
@@ -237,6 +236,8 @@ def _code_columns(columns: list[Any], plain: bool, ascii_only: bool, k: int) -> 
     longer ones as strings; no Python str per row, and none per label unless a label holds a NUL byte
     (numpy's fixed-width strings drop a trailing one)."""
     import pyarrow as pa
+
+    from fsb.core.labelcodes import encode_cells, key_order, packed_keys, strings_to_numpy, unpack_keys
 
     order = None
     if pa.types.is_integer(columns[0].type):
