@@ -2,13 +2,13 @@
 -> validated, integer-coded `Annotations` (`read_annotations`), and the checks against a set of uids.
 (size: one reader, about 560 lines: its fast pyarrow path, its exact Python path and the vectorised
 checks share one first-bad-line rule, and apart they would need each other's private pieces; the
-label coding itself is in `fsb.core.csvrows`.)
+label coding itself is in `fsb.core.labelcodes`.)
 
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
 always the FIRST offending line of the file, whatever the column or the kind of check (an unknown id
 included: `refuse_unknown_ids`). Labels follow the one id rule of `fsb.core.csvrows.id_problem`. Large
 files are parsed by pyarrow's CSV reader (imported when needed; a regular file is memory-mapped, not
-copied), small ones by Python's; labels are coded once (`fsb.core.csvrows.encode_cells`: ids up to 8 bytes as
+copied), small ones by Python's; labels are coded once (`fsb.core.labelcodes.encode_cells`: ids up to 8 bytes as
 integer keys, best and worst by comparison with their row's items) with no Python object per row.
 """
 
@@ -35,18 +35,13 @@ from fsb.core.csvrows import (
     arrow_to_numpy,
     canonical_id,
     check_header,
-    encode_cells,
     first_true,
     has_leading_zero,
     id_problem,
-    key_order,
-    packed_keys,
     parse_rows,
     record_lines,
     require_header,
     show_label,
-    strings_to_numpy,
-    unpack_keys,
 )
 from fsb.core.files import InputError, read_input_bytes, read_utf8
 
@@ -235,12 +230,14 @@ def _fast_cells(
 
 def _code_columns(columns: list[Any], plain: bool, ascii_only: bool, k: int) -> tuple[np.ndarray, Any, np.ndarray | None, int]:
     """The label columns (pyarrow ChunkedArrays of integers or strings; `plain`: no label holds a NUL
-    byte, `ascii_only`: every label is ASCII) coded by `fsb.core.csvrows.encode_cells`: (cells, the
+    byte, `ascii_only`: every label is ASCII) coded by `fsb.core.labelcodes.encode_cells`: (cells, the
     distinct labels, their sort order when known, the count of best/worst cells equal to none of their
     row's items). Integer ids are hashed as integers, labels of up to 8 bytes as packed integer keys,
     longer ones as strings; no Python str per row, and none per label unless a label holds a NUL byte
     (numpy's fixed-width strings drop a trailing one)."""
     import pyarrow as pa
+
+    from fsb.core.labelcodes import encode_cells, key_order, packed_keys, strings_to_numpy, unpack_keys
 
     order = None
     if pa.types.is_integer(columns[0].type):
