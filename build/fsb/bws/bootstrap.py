@@ -1,5 +1,5 @@
 """95% per-item bootstrap intervals over tuples, for counting and MaxDiff scores (`bootstrap_intervals`).
-(size: about 540 lines: the batched Newton refits, their solver and the streamed tail quantiles belong
+(size: about 590 lines: the batched Newton refits, their solver and the streamed tail quantiles belong
 together, each being what makes intervals at 1e6 items fit in minutes and under 2 GB.)
 
 The MaxDiff refits are one batched Newton step from the full fit per resample (`newton_draws`), on the
