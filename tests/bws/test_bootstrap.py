@@ -136,3 +136,18 @@ def test_pcg_freezes_each_column_once_it_has_converged() -> None:
         got = x[:, j]
         np.testing.assert_allclose(got - got.mean(), want - want.mean(), atol=1e-6 * max(1.0, np.abs(want).max()))
     assert np.all(x[:, 2] == 0.0)
+
+
+def test_second_steps_weighted_a_slice_of_tuples_at_a_time_give_the_same_stretch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 1e6 items the second steps' gradients are summed over slices of tuples (`WEIGHT_SLICE`), each
+    slice's counts weighted alone: the ridge counted once per slice, a slice's linear part lost, or a
+    ragged last slice dropped moves the measured stretch (and so every draw), which must stay the
+    whole-array one to float rounding."""
+    coded, start = _study()
+    whole, stretch = bootstrap.newton_draws(coded, start, 12, np.random.default_rng(8))
+    monkeypatch.setattr(bootstrap, "WEIGHT_SLICE", 7)  # many slices, the last one ragged
+    sliced, stretch_sliced = bootstrap.newton_draws(coded, start, 12, np.random.default_rng(8))
+    assert coded.design.shape[0] % 7 != 0 and coded.design.shape[0] > 7 * 5
+    assert 0.0 < stretch < 0.2
+    assert stretch_sliced == pytest.approx(stretch, rel=1e-5)
+    np.testing.assert_allclose(sliced, whole, rtol=1e-5, atol=1e-6)
