@@ -104,3 +104,50 @@ def test_hessian_products_are_the_derivative_of_the_gradient(monkeypatch: pytest
         np.testing.assert_allclose(got[:, j], (up - down) / (2 * eps), rtol=2e-3, atol=2e-3)
     g = np.bincount(pieces.slots.ravel(), weights=pieces.g.ravel().astype(np.float64), minlength=40)
     np.testing.assert_allclose(g + maxdiff.RIDGE * start, maxdiff.tuple_nll(start, counts)[1], atol=1e-4)
+
+
+def test_pcg_freezes_each_column_once_it_has_converged() -> None:
+    """A column whose residual is below tolerance stops taking part in the products (the others iterate on
+    alone), and every column still solves its own system: a frozen column moved by the others' steps, or
+    the columns' coefficients mixed up after a column is dropped, gives a wrong solution."""
+    rng = np.random.default_rng(2)
+    n = 60
+    a = rng.normal(size=(n, n))
+    h = a @ a.T / n + np.diag(np.linspace(0.05, 40.0, n))  # ill-conditioned: many steps
+    h -= h.mean(axis=1, keepdims=True) + h.mean(axis=0, keepdims=True) - h.mean()  # 1 in the null space ...
+    h += 0.01 * np.eye(n)  # ... up to the ridge, as the bootstrap's Hessians
+    rhs = rng.normal(size=(n, 4))
+    rhs[:, 1] = np.linalg.eigh(h)[1][:, -1]  # an eigenvector: converges in a step or two, long before the others
+    rhs[:, 2] = 0.0  # converged at once
+    diag = np.repeat(np.diag(h)[:, None], 4, axis=1)
+    widths = []
+
+    def matvec(d: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        widths.append(cols.tolist())
+        assert d.shape[1] == cols.size
+        return h @ d
+
+    x = pcg(matvec, rhs, diag, rtol=1e-8, maxiter=500)
+    assert widths[0] == [0, 1, 2, 3] and 2 not in widths[1]  # the zero column frozen after the first product
+    assert len({len(w) for w in widths}) >= 3, widths  # the columns froze at different steps
+    projected = rhs - rhs.mean(axis=0)
+    for j in range(4):
+        want = np.linalg.solve(h, projected[:, j])
+        got = x[:, j]
+        np.testing.assert_allclose(got - got.mean(), want - want.mean(), atol=1e-6 * max(1.0, np.abs(want).max()))
+    assert np.all(x[:, 2] == 0.0)
+
+
+def test_second_steps_weighted_a_slice_of_tuples_at_a_time_give_the_same_stretch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 1e6 items the second steps' gradients are summed over slices of tuples (`WEIGHT_SLICE`), each
+    slice's counts weighted alone: the ridge counted once per slice, a slice's linear part lost, or a
+    ragged last slice dropped moves the measured stretch (and so every draw), which must stay the
+    whole-array one to float rounding."""
+    coded, start = _study()
+    whole, stretch = bootstrap.newton_draws(coded, start, 12, np.random.default_rng(8))
+    monkeypatch.setattr(bootstrap, "WEIGHT_SLICE", 7)  # many slices, the last one ragged
+    sliced, stretch_sliced = bootstrap.newton_draws(coded, start, 12, np.random.default_rng(8))
+    assert coded.design.shape[0] % 7 != 0 and coded.design.shape[0] > 7 * 5
+    assert 0.0 < stretch < 0.2
+    assert stretch_sliced == pytest.approx(stretch, rel=1e-5)
+    np.testing.assert_allclose(sliced, whole, rtol=1e-5, atol=1e-6)

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fsb.bws import scoring
+from fsb.bws import maxdiff, scoring
 from fsb.core import judgments
 from fsb.core import tables as raw
 from fsb.core.files import InputError
@@ -361,3 +361,36 @@ def test_counting_a_large_file_imports_neither_pandas_nor_the_pyarrow_compute_mo
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.split("\n")[-2] == "['pyarrow.csv']"  # the fast reader ran, and nothing heavier
     assert sum(1 for _ in (tmp_path / "s.csv").open()) == len(ids) + 1
+
+
+def test_arrow_pool_pages_are_handed_back_before_the_maxdiff_fit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large file is read and coded through pyarrow, whose pool keeps freed pages (450 MB at 1e6 items)
+    that numpy never reuses: `score_columns` must hand them back before the fit and the bootstrap, and
+    `release_arrow_memory` must really shrink the process (a no-op release, or one after the fit, keeps
+    the peak where it was)."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.compute as pc
+
+    from tests._support import make_raw
+
+    kept = [pc.add(pa.array(np.arange(100_000)), 1) for _ in range(200)]  # 160 MB of Arrow buffers, then freed
+    del kept
+    if not Path("/proc/self/statm").exists():
+        pytest.skip("no /proc/self/statm: resident memory unknown")
+    assert scoring.release_arrow_memory() > 80e6
+    assert scoring.release_arrow_memory() < 20e6  # nothing left to hand back
+
+    _, path = make_raw(tmp_path, n=30, seed=1, judgments_per_tuple=2)
+    ann = raw.read_annotations(path=path)
+    events: list[str] = []
+    real_pool, real_fit = pa.default_memory_pool, maxdiff.fit_maxdiff
+
+    class Pool:
+        def release_unused(self) -> None:
+            events.append("release")
+            real_pool().release_unused()
+
+    monkeypatch.setattr(pa, "default_memory_pool", Pool)
+    monkeypatch.setattr(maxdiff, "fit_maxdiff", lambda *a, **k: events.append("fit") or real_fit(*a, **k))
+    cols = scoring.score_columns(ann, method="maxdiff", ci=True, n_boot=20)
+    assert events == ["release", "fit"] and cols["ci_low"].size == 30

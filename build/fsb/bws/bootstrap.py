@@ -1,5 +1,5 @@
 """95% per-item bootstrap intervals over tuples, for counting and MaxDiff scores (`bootstrap_intervals`).
-(size: about 540 lines: the batched Newton refits, their solver and the streamed tail quantiles belong
+(size: about 590 lines: the batched Newton refits, their solver and the streamed tail quantiles belong
 together, each being what makes intervals at 1e6 items fit in minutes and under 2 GB.)
 
 The MaxDiff refits are one batched Newton step from the full fit per resample (`newton_draws`), on the
@@ -69,14 +69,28 @@ def tuple_pieces(u: NDArray[np.float64], counts: TupleCounts) -> tuple[NDArray[n
 
 def pcg(matvec, rhs: NDArray[np.floating], diag: NDArray[np.floating], rtol: float = 1e-3, maxiter: int = 200) -> NDArray[np.floating]:
     """Solve H X = rhs column by column at once by conjugate gradients preconditioned with diag(H) (Jacobi),
-    in the subspace of mean-zero vectors (H 1 = ridge 1: the utilities' free shift); stops when every
-    column's residual is below rtol of its start. The right-hand side is projected there first: the
-    projected preconditioner is positive only on that subspace (a rhs with a shift part, e.g. small
-    resamples leaving items out, made r.z negative and the iteration NaN), and as 1 is an eigenvector
-    of H this changes the solution by a shift only, which the caller's centring removes.
-    Hestenes and Stiefel (1952); Saad (2003), ch. 9."""
+    in the subspace of mean-zero vectors (H 1 = ridge 1: the utilities' free shift).
+
+    Each column stops once its residual is below rtol of its start: it is frozen and dropped from the
+    products (running all until the slowest converged cost about 10% more at 1e6 items). The rhs is
+    projected on the subspace first: the projected preconditioner is positive only there (a rhs with a
+    shift part made r.z negative and the iteration NaN), and as 1 is an eigenvector of H this changes the
+    solution by a shift only, which the caller's centring removes. Hestenes and Stiefel (1952); Saad (2003), ch. 9.
+
+    Parameters
+    ----------
+    matvec : (d (n, c), cols (c,) int) -> (n, c), H times each column of d (column j of d is column cols[j] of rhs).
+    rhs : (n, b) right-hand sides.
+    diag : (n, b) the diagonals of H (the preconditioner), per column.
+    rtol, maxiter : residual reduction at which a column stops; at most this many iterations.
+
+    Returns
+    -------
+    (n, b) the solutions, as rhs's dtype.
+    """
     x = np.zeros_like(rhs)
     r = rhs - rhs.mean(axis=0)
+    active = np.arange(rhs.shape[1])
     z = r / diag
     z -= z.mean(axis=0)
     d = z.copy()
@@ -84,18 +98,33 @@ def pcg(matvec, rhs: NDArray[np.floating], diag: NDArray[np.floating], rtol: flo
     stop = rtol * np.linalg.norm(r, axis=0)
     tiny = np.finfo(rhs.dtype).tiny
     for _ in range(maxiter):
-        hd = matvec(d)
+        hd = matvec(d, active)
         alpha = rz / np.maximum(np.einsum("ij,ij->j", d, hd), tiny)
-        x += alpha * d
+        x[:, active] += alpha * d  # (a fancy-index copy of x: a small cost beside the product)
         r -= alpha * hd
-        if np.all(np.linalg.norm(r, axis=0) <= stop):
+        done = np.linalg.norm(r, axis=0) <= stop
+        if done.all():
             break
+        if done.any():  # freeze the converged columns: the others iterate on alone
+            active, r, d, rz, stop, diag = active[~done], r[:, ~done], d[:, ~done], rz[~done], stop[~done], diag[:, ~done]
         z = r / diag
         z -= z.mean(axis=0)
         rz_new = np.einsum("ij,ij->j", r, z)
         d = z + (rz_new / np.maximum(rz, tiny)) * d
         rz = rz_new
     return x
+
+
+def _columns_of(w: NDArray[np.float32]):
+    """cols -> w[:, cols], copied once per set of columns (`pcg` asks for one set until a column converges)."""
+    cache: list = [None, w]
+
+    def of(cols: NDArray[np.intp]) -> NDArray[np.float32]:
+        if cols.size != w.shape[1] and (cache[0] is None or not np.array_equal(cache[0], cols)):
+            cache[:] = [cols, np.ascontiguousarray(w[:, cols])]
+        return w if cols.size == w.shape[1] else cache[1]
+
+    return of
 
 
 class Resamples:
@@ -253,13 +282,14 @@ class NewtonChunks:
             rhs = pieces.to_items(y)
             np.negative(rhs, out=rhs)
             rhs[~seen] = 0.0
-            step = pcg(lambda x, w=w: pieces.hessian_times(x, w, scratch), rhs, diag)
+            w_of = _columns_of(w)
+            step = pcg(lambda x, cols, w_of=w_of: pieces.hessian_times(x, w_of(cols), scratch), rhs, diag)
             del rhs
             r = min(b, self.bias - len(slopes))
             if r > 0:
-                counts = maxdiff.tuple_counts(coded.design, coded.best, coded.worst, coded.tuple_index, n)
-                slopes += _second_steps(start, step[:, :r], counts, w[:, :r], seen[:, :r], diag[:, :r], pieces, self.anchor, scratch)
-                counts = None
+                rhs2 = _second_rhs(coded, start, step[:, :r], w[:, :r], seen[:, :r])
+                slopes += _second_steps(start, rhs2, w[:, :r], seen[:, :r], diag[:, :r], pieces, self.anchor, scratch)
+                del rhs2
                 self.stretch = _stretch(slopes)
             u = step.astype(np.float64)  # in place from here: (n, b) float64 temporaries were the peak at 1e6
             del step
@@ -276,17 +306,40 @@ def _stretch(slopes: list[tuple[NDArray[np.float64], NDArray[np.float64]]]) -> f
     return float(x @ y / (x @ x)) if x @ x > 0 else 0.0
 
 
-def _second_steps(start, steps, counts, w, seen, diag, pieces, anchor, scratch) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
-    """For each column of the first Newton steps (n, r) (resample weights w (T, r)): (centred u, centred
-    second Newton step) over the anchor items the resample holds, for the stretch; the r second
-    steps solved together. One pair per column (empty where the resample holds no anchor item)."""
+WEIGHT_SLICE = 1 << 18  # tuples weighted at a time for the second steps' gradients
+
+
+def _second_rhs(coded: Coded, start, steps, w, seen) -> NDArray[np.float32]:
+    """For each column of the first Newton steps (n, r) (resample weights w (T, r)): minus the gradient of the
+    resample's NLL at start + step, 0 at items it lacks, (n, r) float32. The tuple counts are built here and
+    dropped on return (216 MB at 1e6 items, not held through the solves) and weighted `WEIGHT_SLICE` tuples
+    at a time (a whole weighted copy was another 200 MB at the peak); one slice is the whole-array sum."""
+    n = coded.n_items
+    counts = maxdiff.tuple_counts(coded.design, coded.best, coded.worst, coded.tuple_index, n)
+    n_tuples = counts.n.size
     rhs = np.empty(steps.shape, dtype=np.float32)
     for r in range(steps.shape[1]):
-        _, g1 = maxdiff.tuple_nll(start + steps[:, r], counts.weighted(w[:, r].astype(np.float64)))
+        u, wr = start + steps[:, r], w[:, r].astype(np.float64)
+        if n_tuples <= WEIGHT_SLICE:
+            _, g1 = maxdiff.tuple_nll(u, counts.weighted(wr))
+        else:
+            g1 = RIDGE * u
+            for s in range(0, n_tuples, WEIGHT_SLICE):
+                t = slice(s, s + WEIGHT_SLICE)
+                part = TupleCounts.of(counts.slots[:, t], counts.n[t] * wr[t], counts.nb[:, t] * wr[t], counts.nw[:, t] * wr[t], n)
+                g1 += maxdiff.tuple_nll(u, part, 0.0)[1]
         rhs[:, r] = -np.where(seen[:, r], g1, 0.0)
-    second = pcg(lambda x: pieces.hessian_times(x, w, scratch), rhs, diag).astype(np.float64)
+    return rhs
+
+
+def _second_steps(start, rhs, w, seen, diag, pieces, anchor, scratch) -> list[tuple[NDArray[np.float64], NDArray[np.float64]]]:
+    """For each column of the second steps' right-hand sides (n, r) (`_second_rhs`; resample weights w (T, r)):
+    (centred u, centred second Newton step) over the anchor items the resample holds, for the stretch; the r
+    second steps solved together. One pair per column (empty where the resample holds no anchor item)."""
+    w_of = _columns_of(w)
+    second = pcg(lambda x, cols: pieces.hessian_times(x, w_of(cols), scratch), rhs, diag).astype(np.float64)
     pairs = []
-    for r in range(steps.shape[1]):
+    for r in range(rhs.shape[1]):
         on = seen[:, r] & anchor
         pair = (start[on] - start[on].mean(), second[on, r] - second[on, r].mean()) if on.any() else (np.zeros(0), np.zeros(0))
         pairs.append(pair)
