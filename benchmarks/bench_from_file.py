@@ -10,6 +10,10 @@ resident memory, and the mean 1-minute load average sampled every 0.5 s during e
 Ratios are medians of this run against the reference measured in the same run (never a figure from an
 earlier run). CPU is the fair measure on a loaded machine; wall includes the waiting.
 
+Before timing, both checkouts' modules are compiled to bytecode (`python -m compileall -q <build folder>`,
+as an installed wheel ships .pyc files): with PYTHONDONTWRITEBYTECODE=1, as on this machine, every run
+would otherwise compile fsb's modules again (about 0.05 s of CPU per run, most of a small file's time).
+
 Files (per size N): a 2N-tuple design (8 rounds of a random permutation cut into 4-tuples: each item in
 8 tuples; made here, not by fsb, so that every checkout reads the same file), 3
 judgments per tuple by Gumbel-noise (MaxDiff) judges, integer ids that are not 1..N (distinct random
@@ -154,6 +158,28 @@ def contestants(name: str, files: dict[str, Path], n: int, args: argparse.Namesp
     return out
 
 
+def package_folder() -> Path | None:
+    """The folder holding this checkout's `fsb` package (its `build/`), found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("fsb")
+    return Path(spec.origin).resolve().parent.parent if spec is not None and spec.origin else None
+
+
+def compile_checkouts(args: argparse.Namespace) -> list[str]:
+    """Compile this checkout's and the baseline's modules to bytecode (`compileall`, this interpreter), so
+    that no timed run pays for compiling them; one line per folder saying what was done."""
+    folders = [("fsb", package_folder()), ("baseline", Path(args.baseline).resolve() if args.baseline else None)]
+    notes = []
+    for variant, folder in folders:
+        if folder is None:
+            continue
+        proc = subprocess.run([sys.executable, "-m", "compileall", "-q", str(folder)], capture_output=True, text=True, check=False)
+        done = "compiled" if proc.returncode == 0 else f"NOT compiled (compileall exit {proc.returncode}: every run compiles it)"
+        notes.append(f"{variant}: `{folder}` {done}")
+    return notes
+
+
 def summary(runs: list[dict[str, float]]) -> dict[str, float]:
     """Medians and min-max spreads over the rounds."""
     out: dict[str, float] = {"rounds": len(runs)}
@@ -211,7 +237,7 @@ def machine() -> str:
     )
 
 
-def write_table(path: Path, rows: list[dict], args: argparse.Namespace, started: str) -> None:
+def write_table(path: Path, rows: list[dict], args: argparse.Namespace, started: str, compiled: list[str]) -> None:
     """The page of measured figures: what was run, on what machine, when, and the table."""
     head = [
         "# Speed: fsb from the file, measured",
@@ -224,6 +250,10 @@ def write_table(path: Path, rows: list[dict], args: argparse.Namespace, started:
         f"(min-max) over the rounds. CPU = user + system seconds of the process; peak = max resident MB (median); "
         f"load = mean 1-minute load average during the runs ({os.cpu_count()} cores). Ratios are medians of this run: "
         f"perl/fsb or baseline/fsb > 1 means fsb is faster. `baseline` = {args.baseline or 'not run'}.",
+        "",
+        "Before timing, each checkout's modules were compiled to bytecode with this interpreter "
+        f"(`python -m compileall -q <build folder>`, as an installed wheel ships .pyc): {'; '.join(compiled) or 'no folder found'}. "
+        "PYTHONDONTWRITEBYTECODE=1 would otherwise make every run compile them again.",
         "",
         "| items | command | variant | CPU s | wall s | peak MB | load | rounds | ratio (same run) |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -248,13 +278,15 @@ def main() -> int:
     args = parser.parse_args()
     args.perl_max = {"score": args.perl_score_max, "reliability": args.perl_shr_max, "tuples": args.perl_tuples_max}
     started = f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M}"
+    compiled = compile_checkouts(args)
+    print("bytecode before timing: " + ("; ".join(compiled) or "no folder found"))
     print("| items | command | variant | CPU s | wall s | peak MB | load | rounds | ratio (same run) |")
     rows: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.sizes:
             rows += bench_size(n, Path(tmp), args)
             if args.out:
-                write_table(args.out, rows, args, started)
+                write_table(args.out, rows, args, started, compiled)
     return 0
 
 

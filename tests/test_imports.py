@@ -5,7 +5,10 @@ module. Computed from the source with ast: nothing is imported."""
 from __future__ import annotations
 
 import ast
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import fsb
@@ -101,3 +104,29 @@ def test_the_package_docstring_maps_every_module() -> None:
     words = set(re.findall(r"[A-Za-z_]+", doc))
     missing = sorted(name for name in import_graph() if name != "fsb" and name.rpartition(".")[2] not in words)
     assert not missing, f"fsb/__init__.py's docstring does not name: {', '.join(missing)}"
+
+
+def test_fsb_score_on_a_small_file_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
+    """Issue 23: `fsb score` on 10 rows within 0.2 s of CPU. Guards the start-up imports that were cut: the
+    designs and reliability modules (lazy re-exports of fsb.bws), logging and html.entities (fsb.core.secrets'
+    redaction, installed without them), the label coding of large files (labelcodes),
+    pyarrow and pandas; and checks the scores are written and `from fsb.bws import bws_design` still works."""
+    rows = ["Item1,Item2,Item3,Item4,BestItem,WorstItem", *(f"{i},{i + 1},{i + 2},{i + 3},{i},{i + 3}" for i in range(1, 11))]
+    (tmp_path / "a.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    unwanted = ["fsb.bws.designs", "fsb.bws.reliability", "fsb.core.labelcodes", "logging", "html.entities", "pyarrow", "pandas"]
+    code = (
+        "import json, sys\n"
+        "from fsb.cli import main\n"
+        "status = main(['score', 'a.csv', '--out', 's.csv'])\n"
+        f"loaded = [m for m in {unwanted!r} if m in sys.modules]\n"
+        "from fsb.bws import bws_design, split_half_reliability\n"
+        "import fsb.bws\n"
+        "found = callable(bws_design) and callable(split_half_reliability), 'try_swap' in dir(fsb.bws)\n"
+        "json.dump([status, loaded, *found], open('r.json', 'w'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    status, loaded, reexported, listed = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert status == 0 and loaded == [] and reexported and listed
+    lines = (tmp_path / "s.csv").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 14 and lines[1] == "1,1.000000,1.000000,1,1,0" and lines[-1] == "13,-1.000000,0.000000,1,0,1"

@@ -70,7 +70,7 @@ TESTS_NOT_MIRRORING = {
 _UNTESTED_BY_NAME = {  # wing -> modules with no test module of their own today (tested through other test modules)
     "analyse": "figures sentences",
     "annotate": "bwsprompt llm",
-    "bws": "bootstrap counting designs reliability",
+    "bws": "counting designs reliability",
     "cli": "annotate_llm common data engine_args evaluate publish registry",
     "core": "atomic csvrows errors folders items judgments readers resources seals",
     "data": "annotators buildfolder cardmeta hub intervals localbuild publish_plan reference rounds study_card study_items",

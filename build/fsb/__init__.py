@@ -9,8 +9,10 @@ fifty_shades_of_bias; the lm-eval task is the folder harness/.
 core/       errors, readers (input that names file/line/field), atomic (atomic file writes), folders (folder
             swaps), seals (seals and records of what fsb wrote), output (the output layer every command writes
             through), files (their former one-module face), tables (the public face of csvrows: validated
-            CSV/JSONL rows and the one id rule, and judgments: the judgments reader), items (a study's item
-            list), secrets (redaction of keys and tokens in every encoding, safe URLs), resources
+            CSV/JSONL rows and the one id rule, and judgments: the judgments reader), labelcodes (judgment
+            labels coded once: packed keys, best/worst by comparison), items (a study's item list), secrets
+            (redaction of keys and tokens in every encoding, safe URLs), onimport (a function run on a module
+            when it is first imported: secrets' log redaction without importing logging), resources
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a study's
             design file, position-balanced), extend, scoring, maxdiff, bootstrap (MaxDiff intervals) (the
             public API is re-exported from fsb.bws)

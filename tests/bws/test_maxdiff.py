@@ -255,11 +255,15 @@ def _irregular_study(seed: int):
     return design, ti, best, worst
 
 
-@pytest.mark.parametrize("scale", [0.1, 1.0, 10.0, 40.0])
-def test_tuple_level_likelihood_equals_the_judgment_level_one(scale: float) -> None:
+@pytest.mark.parametrize(("scale", "block"), [(0.1, 4096), (1.0, 4096), (10.0, 4096), (40.0, 4096), (1.0, 7), (40.0, 1)])
+def test_tuple_level_likelihood_equals_the_judgment_level_one(scale: float, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 23: the fit now sums per distinct tuple (counts of best and worst per slot) instead of per
     judgment; value and gradient must equal the judgment-by-judgment form, with bootstrap weights, on
-    irregular rows, and at large utilities where a careless leave-one-out sum (Z - e_best) cancels."""
+    irregular rows, and at large utilities where a careless leave-one-out sum (Z - e_best) cancels.
+    Also `block` tuples at a time in reused buffers (as at 1e6 items, where a study has hundreds of
+    blocks): a block boundary that dropped or double-counted a tuple, or a ragged last block reading
+    stale buffer values, would change the sums."""
+    monkeypatch.setattr(maxdiff, "BLOCK", block)
     rng = np.random.default_rng(int(scale * 10))
     design, ti, best, worst = _irregular_study(seed=3)
     slots, bm, wm = maxdiff.layout(design, ti, best, worst)

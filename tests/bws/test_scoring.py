@@ -65,6 +65,32 @@ def test_invalid_count_against_the_live_perl_script(tmp_path: Path) -> None:
     assert {k: f"{float(v['score_raw']):.3f}" for k, v in ours.items()} == {k: v.replace("-0.000", "0.000") for k, v in perl.items()}
 
 
+@pytest.mark.skipif(not os.environ.get("FSB_PERL_BWS"), reason="set FSB_PERL_BWS to the NRC Perl scripts' folder")
+@pytest.mark.parametrize("sizes", [(1, 3, 7, 8), (3, 7, 9, 10)], ids=["packed-keys", "hashed-strings"])
+def test_large_string_id_file_matches_the_live_perl_script(tmp_path: Path, sizes: tuple[int, ...]) -> None:
+    """A file over FAST_READER_BYTES with string ids of up to 8 characters (packed into integer keys) or
+    some longer (hashed as strings), an Annotator column, and quality-control rows (--invalid count):
+    fsb's scores are the Perl script's, item for item (the path `fsb score` takes on real studies' files)."""
+    rng = np.random.default_rng(7)
+    alphabet = np.array(list("abcdefghijklmnopqrstuvwxyz0123456789"))
+    lengths = rng.choice(sizes, size=3000)
+    ids = sorted({"".join(alphabet[rng.integers(0, 36, size=n)]) for n in lengths})
+    rows = []
+    for r in range(40_000):
+        t = [ids[i] for i in rng.choice(len(ids), size=4, replace=False)]
+        if r % 97 == 0:
+            t[2] = t[0]  # a repeated item, counted as the Perl script counts it
+        rows.append([*t, t[rng.integers(4)], t[rng.integers(4)], f"ann{r % 5}"])
+    ann = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem", "Annotator"], rows)
+    assert ann.stat().st_size > judgments.FAST_READER_BYTES
+    script = Path(os.environ["FSB_PERL_BWS"]) / "get-scores-from-BWS-annotations-counting.pl"
+    subprocess.run(["perl", str(script), str(ann), str(tmp_path / "p.csv")], check=True, capture_output=True)
+    perl = dict(line.split(",") for line in (tmp_path / "p.csv").read_text().split())
+    ours = _table(fsb("score", str(ann), "--invalid", "count").stdout)
+    assert len(ours) == len(ids)
+    assert {k: f"{float(v['score_raw']):.3f}" for k, v in ours.items()} == {k: v.replace("-0.000", "0.000") for k, v in perl.items()}
+
+
 def test_invalid_refuse_names_the_first_qc_row_and_drop_equals_deleting_them(tmp_path: Path) -> None:
     proc = fsb("score", str(DATA / "qc-rows.csv"), check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
@@ -316,3 +342,22 @@ def test_refusals_are_one_line_with_the_reason(tmp_path: Path) -> None:
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     ok = _run(["score", str(one), "--method", "maxdiff", "--invalid", "drop"])
     assert ok.returncode == 0, ok.stderr
+
+
+def test_counting_a_large_file_imports_neither_pandas_nor_the_pyarrow_compute_module(tmp_path: Path) -> None:
+    """`fsb score` on a file over FAST_READER_BYTES (pyarrow's reader, string ids, the arrow CSV writer)
+    imports neither pandas nor `pyarrow.compute` (0.06 s of CPU building kernel wrappers at import, an
+    eighth of a 1e5-item run): the kernels are called through `fsb.core.csvrows.arrow_call`."""
+    rng = np.random.default_rng(2)
+    ids = [f"i{v:06d}" for v in range(40_000)]
+    rows = [[*(ids[i] for i in t), ids[t[0]], ids[t[3]]] for t in (rng.choice(len(ids), size=4, replace=False) for _ in range(120_000))]
+    ann = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], rows)
+    assert ann.stat().st_size > judgments.FAST_READER_BYTES
+    code = (
+        "import sys; from fsb.cli import main; "
+        f"assert main(['score', {str(ann)!r}, '--out', {str(tmp_path / 's.csv')!r}]) == 0; "
+        "print(sorted(m for m in ('pandas', 'pyarrow.compute', 'pyarrow.csv') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.split("\n")[-2] == "['pyarrow.csv']"  # the fast reader ran, and nothing heavier
+    assert sum(1 for _ in (tmp_path / "s.csv").open()) == len(ids) + 1

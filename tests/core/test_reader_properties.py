@@ -4,7 +4,9 @@ escapes; the previous build stays as it was and still loads; both annotation rea
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import tempfile
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import fifty_shades_of_bias as spec  # noqa: E402
-from fsb.core import csvrows  # noqa: E402
+from fsb.core import csvrows, judgments  # noqa: E402
 from fsb.core import tables as raw  # noqa: E402
 from fsb.core.files import InputError  # noqa: E402
 from fsb.data.dataset import build_dataset  # noqa: E402
@@ -120,12 +122,19 @@ def test_mutated_files_build_or_fail_with_a_line(base: tuple[Path, bytes, bytes,
         assert _snapshot(out) == before, "a failed build changed the previous one"
     if which == "ann":  # the pyarrow path (large files) must say exactly what Python's csv path says
         slow = _outcome(a)
-        saved = raw.FAST_READER_BYTES
-        raw.FAST_READER_BYTES = 0
-        try:
+        with _fast_reader():
             assert _outcome(a) == slow
-        finally:
-            raw.FAST_READER_BYTES = saved
+
+
+class _fast_reader:
+    """The pyarrow path for files of any size (the module `read_annotations` lives in holds the threshold)."""
+
+    def __enter__(self) -> None:
+        self.saved = judgments.FAST_READER_BYTES
+        judgments.FAST_READER_BYTES = 0
+
+    def __exit__(self, *exc: object) -> None:
+        judgments.FAST_READER_BYTES = self.saved
 
 
 def test_the_build_still_loads_after_the_mutations(base: tuple[Path, bytes, bytes, Path]) -> None:
@@ -149,3 +158,44 @@ def test_leading_zero_fast_path_agrees_with_the_rule(body: list[str], header: st
     expected = csvrows._LEADING_ZERO.search(data, start) is not None
     assert raw.has_leading_zero(data, start) == expected
     assert raw.has_leading_zero(data, start, block=3) == expected  # matches across block boundaries too
+
+
+# Labels the packed-key path must code exactly as Python's reader: short and long (over 8 UTF-8 bytes),
+# ASCII and not, all-digit with and without a leading zero, padded with spaces, empty, and quoted.
+LABELS = st.one_of(
+    st.sampled_from(["a", "ab", "abcdefg", "abcdefgh", "abcdefghi", "é", "ééééé", "x,y", ' q"', "007", "7", "", " b ", "a\nb"]),
+    st.text(alphabet="abc01", min_size=1, max_size=9),
+)
+
+
+def _labels_outcome(path: Path) -> object:
+    try:
+        a = raw.read_annotations(path, invalid="count")
+    except InputError as e:
+        return (e.line, e.field, e.message)
+    return (a.labels.tolist(), a.labels.dtype.kind, a.item_codes.tolist(), a.best_codes.tolist(), a.worst_codes.tolist(), a.irregular)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.lists(LABELS, min_size=3, max_size=3), st.integers(0, 4), st.integers(0, 4), LABELS), min_size=1, max_size=12
+    )
+)
+def test_string_labels_fast_path_agrees_with_pythons_reader(rows: list[tuple[list[str], int, int, str]]) -> None:
+    """String labels (including ones packed into integer keys, `fsb.core.csvrows.packed_keys`, and best/worst
+    coded by comparison with the row's items) give the same labels, codes, irregular rows, or the same
+    error line, field and message, by the pyarrow path as by Python's csv reader. Index 3 picks a label
+    outside the tuple (a best or worst that is not one of its items)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["Item1", "Item2", "Item3", "BestItem", "WorstItem"])
+    for items, b, w, stranger in rows:
+        pick = [*items, stranger, items[0]]
+        writer.writerow([*items, pick[b], pick[w]])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "a.csv"
+        path.write_text(buf.getvalue(), encoding="utf-8")
+        slow = _labels_outcome(path)
+        with _fast_reader():
+            assert _labels_outcome(path) == slow

@@ -15,6 +15,7 @@ import time
 import unicodedata
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -328,3 +329,46 @@ def test_no_fuzzy_or_wrapped_form_survives_and_the_text_around_is_kept(secret: s
     assume(not any(unicodedata.normalize("NFKC", c)[:1].isspace() for c in secret))  # ¸ is " ̧": its edge is a space
     assume(redact(before, [secret]) == before and redact(after, [secret]) == after)
     assert redact(f"{before} {encoded} {after}", [secret]) == f"{before} {REDACTED} {after}"
+
+
+def test_a_fuzzy_form_inside_an_escaped_one_leaves_no_escape_behind() -> None:
+    """Hypothesis found it: the fuzzy form ('"0000000') was replaced before the JSON-escaped one ('\\"0000000')
+    was matched, leaving its backslash beside ***."""
+    secret = '"0000000'
+    assert redact(f"a {json.dumps(secret)[1:-1]} b", [secret]) == f"a {REDACTED} b"
+
+
+def test_redaction_is_installed_before_logging_is_imported_and_still_catches_every_record() -> None:
+    """`fsb` start-up no longer imports logging (nor html.entities, urllib.parse): importing the module and
+    installing the redaction must import none of them, yet a library importing logging afterwards (as
+    huggingface_hub does) must find every record redacted, tracebacks included."""
+    code = (
+        "import sys\n"
+        "from fsb.core import secrets\n"
+        "secrets.install_log_redaction()\n"
+        "print(sorted(m for m in ('logging', 'html.entities', 'urllib.parse', 'traceback') if m in sys.modules))\n"
+        "import logging.handlers\n"
+        "log = logging.getLogger('urllib3')\n"
+        "log.warning('key %s', 'LateSecret-4f9a2c')\n"
+        "try:\n    raise ValueError('LateSecret-4f9a2c in a traceback')\n"
+        "except ValueError:\n    log.exception('failed')\n"
+        "print(type(logging.__loader__).__name__, logging.__spec__.loader is logging.__loader__)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "LateSecret-4f9a2c"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "SourceFileLoader True"]
+    assert "key ***" in proc.stderr and "*** in a traceback" in proc.stderr
+    assert "LateSecret" not in proc.stderr
+
+
+def test_an_error_at_start_names_no_secret(tmp_path: Path) -> None:
+    """The earliest error of `fsb score` (its input does not exist) goes through the lazy redaction: the
+    environment's key in the path is printed as ***, in one line, exit 2."""
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "StartSecret-8d1e"}
+    code = "import sys; from fsb.cli import main; sys.exit(main())"
+    args = ["score", str(tmp_path / "StartSecret-8d1e.csv"), "--out", str(tmp_path / "s.csv")]
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "StartSecret" not in proc.stderr + proc.stdout
+    assert proc.stderr.startswith("fsb score: error:") and "***.csv" in proc.stderr and len(proc.stderr.splitlines()) == 1

@@ -141,3 +141,29 @@ def test_large_files_trim_spaces_around_string_ids(tmp_path: Path) -> None:
     big.write_text(HEADER + "\n".join(rows) + "\n")
     ann = read_annotations(big)
     assert ann.labels.dtype.kind == "U" and ann.items[0].tolist() == ["a0", "b0", "c0", "d0"] and ann.worst[0] == "d0"
+
+
+def test_large_memory_mapped_file_with_bom_and_annotators_reads_as_the_small_reader(tmp_path: Path) -> None:
+    """A file over FAST_READER_BYTES is memory-mapped (its pages released once parsed): with a byte order
+    mark and an Annotator column it gives the labels, codes and annotators Python's reader gives, and
+    `annotators=False` (what fsb score asks) leaves the annotator and timestamp out without changing the
+    codes; a bad row far down is still named by its line."""
+    rows = [f"s{i % 977},t{i % 499},u{i % 251},v{i % 97},t{i % 499},v{i % 97},ann{i % 3}" for i in range(FAST_READER_BYTES // 30)]
+    header = "\ufeffItem1,Item2,Item3,Item4,BestItem,WorstItem,Annotator\n"
+    big = tmp_path / "big.csv"
+    big.write_text(header + "\n".join(rows) + "\n", encoding="utf-8")
+    assert big.stat().st_size > FAST_READER_BYTES
+    fast, plain = read_annotations(big), read_annotations(big, annotators=False)
+    small = tmp_path / "small.csv"
+    small.write_text(header + "\n".join(rows[:2000]) + "\n", encoding="utf-8")
+    slow = read_annotations(small)
+    np.testing.assert_array_equal(fast.items[:2000], slow.items)
+    assert fast.annotator[:2000].tolist() == slow.annotator.tolist()
+    assert plain.annotator is None and plain.timestamp is None
+    np.testing.assert_array_equal(plain.item_codes, fast.item_codes)
+    np.testing.assert_array_equal(plain.labels, fast.labels)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(header + "\n".join([*rows[:-1], "a,b,c,d,x,b,ann0"]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        read_annotations(bad)
+    assert f"line {len(rows) + 1}" in str(e.value) and "'x' is not one of the tuple's items" in str(e.value)

@@ -10,11 +10,16 @@
     tuples        the design CSV of `fsb tuples`, position-balanced
 
 The names below are re-exported so `from fsb import bws; bws.count_best_worst(...)` works, as choix does.
+Those of counting are imported with the package (every scoring command needs them); those of designs and
+reliability on first use (PEP 562 `__getattr__`), so `fsb score` does not load modules it never calls.
 """
 
 from fsb.bws.counting import BWSCounts, count_best_worst, counting_score, encode_labels
-from fsb.bws.designs import MAX_SEARCH_STEPS, MAX_TUPLES, bws_design, design_report, design_size_problem, try_swap
-from fsb.bws.reliability import SplitHalfResult, split_half_reliability
+
+_LAZY = {  # name -> the module that defines it, imported on first access
+    **dict.fromkeys(("MAX_SEARCH_STEPS", "MAX_TUPLES", "bws_design", "design_report", "design_size_problem", "try_swap"), "designs"),
+    **dict.fromkeys(("SplitHalfResult", "split_half_reliability"), "reliability"),
+}
 
 __all__ = [
     "MAX_SEARCH_STEPS",
@@ -30,3 +35,21 @@ __all__ = [
     "split_half_reliability",
     "try_swap",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """A re-exported name of designs or reliability (or the module itself, `fsb.bws.designs`), imported on
+    first access, then kept in the package's namespace."""
+    if name not in _LAZY and name not in _LAZY.values():
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module = importlib.import_module(f"{__name__}.{_LAZY.get(name, name)}")
+    value = getattr(module, name) if name in _LAZY else module
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The names the package had when it imported designs and reliability eagerly."""
+    return sorted({*globals(), *_LAZY, *_LAZY.values()} - {"_LAZY", "__getattr__", "__dir__"})

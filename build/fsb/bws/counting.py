@@ -77,6 +77,8 @@ def counting_score(best: ArrayLike, worst: ArrayLike, appearances: ArrayLike) ->
 def appearance_counts(tuples: NDArray[np.integer], per_tuple: NDArray[np.integer], n_items: int) -> NDArray[np.int64]:
     """Appearances of each item when design row t was annotated per_tuple[t] times."""
     k = tuples.shape[1]
+    if per_tuple.min(initial=1) == 1 and per_tuple.max(initial=0) == 1:  # every row once (one row per judgment): no copy
+        return np.bincount(tuples.ravel(), minlength=n_items)
     if per_tuple.max(initial=0) <= 1:  # every row annotated at most once: a plain count
         return np.bincount(tuples[per_tuple.astype(bool)].ravel(), minlength=n_items)
     weights = np.repeat(per_tuple.astype(np.float64), k)

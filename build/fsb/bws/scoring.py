@@ -208,21 +208,21 @@ def _needs_quotes(labels: np.ndarray) -> bool:
 def _format_arrow(cols: dict[str, np.ndarray], decimals: int) -> str:
     """`format_csv` by pyarrow's CSV writer: no Python object per row."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    from fsb.core.tables import numpy_to_arrow
+    from fsb.core.csvrows import arrow_call, cast_options, numpy_to_arrow, strings_to_arrow
 
     def column(v: np.ndarray) -> pa.Array:
         if v.dtype.kind == "U":
-            return pa.array(v, type=pa.string())
+            return strings_to_arrow(v)
         if v.dtype.kind != "f":
             return numpy_to_arrow(v)
         nan = np.isnan(v)
         valid = pa.py_buffer(np.packbits(~nan, bitorder="little")) if nan.any() else None
         values = np.ascontiguousarray(np.where(nan, 0.0, v), dtype=np.float64)
         floats = pa.Array.from_buffers(pa.float64(), v.size, [valid, pa.py_buffer(values)])
-        return pc.cast(pc.cast(floats, pa.decimal128(38, decimals), safe=False), pa.string())
+        decimal = arrow_call("cast", floats, options=cast_options(pa.decimal128(38, decimals), safe=False))
+        return arrow_call("cast", decimal, options=cast_options(pa.string()))
 
     sink = pa.BufferOutputStream()
     options = pacsv.WriteOptions(include_header=False, quoting_style="none")

@@ -51,7 +51,7 @@ def _score(args: argparse.Namespace) -> int:
     to_file = args.out not in (None, "-")
     if to_file:
         output_file(args.out, SCORES_HEADER, SCORES_KIND, force=args.force, inputs=[args.annotations])
-    ann = read_annotations(path=args.annotations, invalid=args.invalid)
+    ann = read_annotations(path=args.annotations, invalid=args.invalid, annotators=False)  # scores need no annotator
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
     notes: list[str] = []

@@ -1,21 +1,26 @@
 """The individual best-worst judgments file (`Item1..ItemK,BestItem,WorstItem[,Annotator][,Timestamp]`)
 -> validated, integer-coded `Annotations` (`read_annotations`), and the checks against a set of uids.
-(size: one reader, about 450 lines: its fast pyarrow path, its exact Python path and the vectorised
-checks share one first-bad-line rule, and apart they would need each other's private pieces.)
+(size: one reader, about 560 lines: its fast pyarrow path, its exact Python path and the vectorised
+checks share one first-bad-line rule, and apart they would need each other's private pieces; the
+label coding itself is in `fsb.core.labelcodes`.)
 
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
 always the FIRST offending line of the file, whatever the column or the kind of check (an unknown id
 included: `refuse_unknown_ids`). Labels follow the one id rule of `fsb.core.csvrows.id_problem`. Large
-files are parsed by pyarrow's CSV reader (imported when needed), small ones by Python's; string ids are
-coded once, by pyarrow's hash dictionary, with no Python object per row.
+files are parsed by pyarrow's CSV reader (imported when needed; a regular file is memory-mapped, not
+copied), small ones by Python's; labels are coded once (`fsb.core.labelcodes.encode_cells`: ids up to 8 bytes as
+integer keys, best and worst by comparison with their row's items) with no Python object per row.
 """
 
 from __future__ import annotations
 
 import csv
+import mmap
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +31,7 @@ from fsb.core.csvrows import (
     INVALID_POLICIES,
     Generations,
     Invalid,
+    arrow_call,
     arrow_to_numpy,
     canonical_id,
     check_header,
@@ -100,13 +106,16 @@ class Annotations:
 @dataclass
 class _Cells:
     """The label columns of an annotation file, factorised: `cells[j, i]` (column j, row i) indexes `uniques` (stripped
-    strings, or int64 values when pyarrow read every label as an integer in range)."""
+    strings as a list or a numpy unicode array, or int64 values when pyarrow read every label as an integer
+    in range); `order`, when known, sorts a unicode `uniques` (so they are not sorted again)."""
 
     cells: np.ndarray
     uniques: list[str] | np.ndarray
     annotator: np.ndarray | None
     line_of: Callable[[int], int]
     timestamp: np.ndarray | None = None
+    order: np.ndarray | None = None
+    chosen_in_items: bool = False  # every BestItem and WorstItem is known to be one of its row's items
 
 
 def _lazy_lines(path: Path, text: str | None = None) -> Callable[[int], int]:
@@ -121,11 +130,11 @@ def _lazy_lines(path: Path, text: str | None = None) -> Callable[[int], int]:
     return line_of
 
 
-def _header_of(path: Path, data: bytes) -> tuple[list[str], int] | None:
-    """The header and the byte offset of the data when the first line is the whole header record (quoted
-    names allowed, no newline inside quotes), else None (then Python's reader handles the file)."""
-    end = data.find(b"\n")
-    first = data[: end if end >= 0 else len(data)]
+def _header_of(path: Path, data: bytes | mmap.mmap, start: int = 0) -> tuple[list[str], int] | None:
+    """The header and the byte offset of the data (from `start`) when the first line is the whole header
+    record (quoted names allowed, no newline inside quotes), else None (then Python's reader handles the file)."""
+    end = data.find(b"\n", start)
+    first = data[start : end if end >= 0 else len(data)]
     if first.count(b'"') % 2 or not first.strip() or b"\r" in first.rstrip(b"\r"):  # a CR inside: CR-only line ends
         return None
     try:
@@ -133,20 +142,38 @@ def _header_of(path: Path, data: bytes) -> tuple[list[str], int] | None:
     except UnicodeDecodeError:
         return None
     names = next(csv.reader([line]))
-    return check_header(path, names), (end + 1 if end >= 0 else len(data))
+    return check_header(path, names), (end + 1 - start if end >= 0 else len(data) - start)
+
+
+def _bom(data: bytes | mmap.mmap) -> int:
+    """Bytes of a UTF-8 byte order mark at the start of `data` (3 or 0)."""
+    return 3 if data[:3] == b"\xef\xbb\xbf" else 0
+
+
+def _input_data(path: Path) -> bytes | mmap.mmap:
+    """The file's bytes: a large regular file memory-mapped (no copy of it in this process's memory: the
+    CSV reader parses the page cache), anything else (pipes, small files, and every problem, which
+    `read_input_bytes` names) read whole."""
+    try:
+        info = path.stat()
+        if stat.S_ISREG(info.st_mode) and info.st_size > FAST_READER_BYTES:
+            with path.open("rb") as f:
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        pass
+    return read_input_bytes(path)
 
 
 def _fast_cells(
-    path: Path, data: bytes, fields: list[str], annotator: str | None, high: int, timestamp: str | None = None
+    path: Path, data: bytes | mmap.mmap, fields: list[str], annotator: str | None, high: int, timestamp: str | None = None
 ) -> _Cells | None:
     """Parse with pyarrow: first every label column as int64 (ids in 0..high, the common case), else as
     stripped strings; None when pyarrow cannot parse the file (then Python's reader finds the exact line)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.csv as pacsv
 
-    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    head = _header_of(path, data[start:])
+    start = _bom(data)
+    head = _header_of(path, data, start)
     if head is None:
         return None
     header, offset = head
@@ -175,8 +202,7 @@ def _fast_cells(
             raise pa.ArrowInvalid("a label that is not digits")  # string ids: the file is not parsed twice
         table = read(pa.int64())
         columns = [table[c] for c in fields]
-        ranges = [pc.min_max(c) for c in columns]
-        if any(c.null_count for c in columns) or any(r["min"].as_py() < 0 or r["max"].as_py() > high for r in ranges):
+        if any(c.null_count for c in columns) or not all(int(v.min()) >= 0 and int(v.max()) <= high for c in columns for v in _chunks(c)):
             columns = None
     except pa.ArrowInvalid:
         pass
@@ -186,21 +212,60 @@ def _fast_cells(
         except pa.ArrowInvalid:
             return None
         trim = _may_hold_spaces(data, start + offset)
-        columns = [pc.utf8_trim_whitespace(table[c]) if trim else table[c] for c in fields]
+        columns = [arrow_call("utf8_trim_whitespace", table[c]) if trim else table[c] for c in fields]
     n = table.num_rows
     if n == 0:
         raise InputError(path, "file holds a header but no rows")
-    chunks = [chunk for c in columns for chunk in c.chunks]
-    encoded = pc.dictionary_encode(pa.chunked_array(chunks, type=columns[0].type))
-    indices = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(len(fields), n)
-    dictionary = encoded.chunks[0].dictionary
-    uniques = arrow_to_numpy(dictionary) if pa.types.is_integer(dictionary.type) else dictionary.to_pylist()
     ann = np.array(table[annotator].to_pylist(), dtype=object) if annotator else None
     stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
-    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps)
+    del table
+    text = pa.types.is_string(columns[0].type)  # what the coding needs of the bytes, before they are let go
+    plain = text and data.find(b"\0", start + offset) < 0
+    ascii_only = text and _ascii_only(data, start + offset)
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        data.madvise(mmap.MADV_DONTNEED)  # the parsed file's pages leave this process (~0.4 GB at 1e6 items)
+    indices, uniques, order, unmatched = _code_columns(columns, plain, ascii_only, len(fields) - 2)
+    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
 
 
-def _may_hold_spaces(data: bytes, pos: int) -> bool:
+def _code_columns(columns: list[Any], plain: bool, ascii_only: bool, k: int) -> tuple[np.ndarray, Any, np.ndarray | None, int]:
+    """The label columns (pyarrow ChunkedArrays of integers or strings; `plain`: no label holds a NUL
+    byte, `ascii_only`: every label is ASCII) coded by `fsb.core.labelcodes.encode_cells`: (cells, the
+    distinct labels, their sort order when known, the count of best/worst cells equal to none of their
+    row's items). Integer ids are hashed as integers, labels of up to 8 bytes as packed integer keys,
+    longer ones as strings; no Python str per row, and none per label unless a label holds a NUL byte
+    (numpy's fixed-width strings drop a trailing one)."""
+    import pyarrow as pa
+
+    from fsb.core.labelcodes import encode_cells, key_order, packed_keys, strings_to_numpy, unpack_keys
+
+    order = None
+    if pa.types.is_integer(columns[0].type):
+        keys: list = [_chunks(c) for c in columns]
+    else:  # short labels as uint64 keys, when no label holds a NUL byte (the packing's padding)
+        keys = [packed_keys(c) for c in columns] if plain else [None]
+    if any(key is None for key in keys):  # longer labels: pyarrow's string hash, best and worst still compared
+        keys = [[chunk for chunk in c.chunks if len(chunk)] for c in columns]
+    del columns[:]  # the caller's list too: each column is freed once coded
+    indices, dictionary, unmatched = encode_cells(keys, k)
+    del keys
+    if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind == "u":  # packed strings
+        uniques, order = unpack_keys(dictionary, ascii_only=ascii_only), key_order(dictionary)
+    elif isinstance(dictionary, np.ndarray):
+        uniques = dictionary
+    elif plain:
+        uniques, order = strings_to_numpy(dictionary, ascii_only=ascii_only)
+    else:
+        uniques = dictionary.to_pylist()
+    return indices, uniques, order, unmatched
+
+
+def _chunks(column: Any) -> list[np.ndarray]:
+    """The chunks of a null-free numeric pyarrow ChunkedArray as numpy views (empty chunks left out)."""
+    return [arrow_to_numpy(chunk) for chunk in column.chunks if len(chunk)]
+
+
+def _may_hold_spaces(data: bytes | mmap.mmap, pos: int) -> bool:
     """Whether `data[pos:]` holds a byte that Unicode whitespace trimming could remove (ASCII spaces, tabs,
     vertical tab, form feed, carriage return, separators 0x1c-0x1f, a quote (a quoted value may hold a
     newline), or any non-ASCII byte): without one, trimming every label
@@ -208,6 +273,11 @@ def _may_hold_spaces(data: bytes, pos: int) -> bool:
     if any(data.find(c, pos) >= 0 for c in (b'"', b" ", b"\t", b"\x0b", b"\x0c", b"\r", b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
         return True
     return bool(len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
+
+
+def _ascii_only(data: bytes | mmap.mmap, pos: int) -> bool:
+    """Whether `data[pos:]` holds only ASCII bytes."""
+    return not (len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
 
 
 def _labels_look_numeric(head: bytes, columns: list[int], rows: int = 50) -> bool:
@@ -250,8 +320,9 @@ def _label_fields(path: Path, header: list[str]) -> tuple[list[str], str | None,
     return [*item_cols, "BestItem", "WorstItem"], annotator, timestamp
 
 
-def peek_header(path: Path, data: bytes) -> list[str]:
-    head = _header_of(path, data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+def peek_header(path: Path, data: bytes | mmap.mmap) -> list[str]:
+    """The stripped column names of a CSV file's header, from its bytes."""
+    head = _header_of(path, data, _bom(data))
     if head is not None:
         return head[0]
     return parse_rows(path).header
@@ -264,6 +335,7 @@ def read_annotations(
     invalid: Invalid = "refuse",
     known_ids: np.ndarray | None = None,
     unknown_why: str = "not a known id",
+    annotators: bool = True,
 ) -> Annotations:
     """Read and validate a best-worst annotation file in the common format.
 
@@ -278,6 +350,8 @@ def read_annotations(
     known_ids, unknown_why : when given, a label not in `known_ids` is refused as "unknown id X: WHY",
         competing with every other check for the first line (use this rather than `refuse_unknown_ids`
         after reading, which can only report an unknown id after the other checks).
+    annotators : read the optional Annotator and Timestamp columns; False leaves them out (`annotator` and
+        `timestamp` are None), as `fsb score` does: they are kept as one Python object per row.
 
     Returns
     -------
@@ -289,9 +363,11 @@ def read_annotations(
     if invalid not in INVALID_POLICIES:
         raise ValueError(f"invalid must be one of {INVALID_POLICIES}")
     p = Path(path)
-    data = read_input_bytes(p)
+    data = _input_data(p)
     high = INT32_MAX if integer_ids else INT64_MAX
     fields, annotator, timestamp = _label_fields(p, peek_header(p, data))
+    if not annotators:
+        annotator = timestamp = None
     got = _fast_cells(p, data, fields, annotator, high, timestamp) if len(data) > FAST_READER_BYTES else None
     del data
     if got is None:
@@ -300,19 +376,38 @@ def read_annotations(
     return _validate(p, got, fields, integer_ids, high, invalid, known)
 
 
-def _label_values(uniques: list[str] | np.ndarray, integer_ids: bool, high: int) -> tuple[list[str | None], np.ndarray]:
-    """Per distinct label: its problem (or None) and its value (int64 ids, or the strings)."""
-    if isinstance(uniques, np.ndarray):  # pyarrow read every label as an id in range
-        return [None] * uniques.size, uniques.astype(np.int64)
+def _label_values(uniques: list[str] | np.ndarray, integer_ids: bool, high: int) -> tuple[np.ndarray, Callable[[int], str], np.ndarray]:
+    """Per distinct label: whether it breaks the id rule, the problem of label i, and the values (int64 ids, or the strings)."""
+    if isinstance(uniques, np.ndarray) and uniques.dtype.kind in "iu":  # pyarrow read every label as an id in range
+        return np.zeros(uniques.size, dtype=bool), str, uniques.astype(np.int64)
+    if isinstance(uniques, np.ndarray):  # packed short strings: vectorised, unless they are all ids after all
+        if not integer_ids and not _all_canonical(uniques):
+            return np.char.str_len(uniques) == 0, lambda i: "empty value", uniques
+        uniques = uniques.tolist()
     if integer_ids or all(canonical_id(u) for u in uniques if u):
         problems = [id_problem(u, high) for u in uniques]
-        return problems, np.array([int(u) if q is None else -1 for u, q in zip(uniques, problems)], dtype=np.int64)
-    return [None if u else "empty value" for u in uniques], np.array(uniques, dtype=str)
+        values = np.array([int(u) if q is None else -1 for u, q in zip(uniques, problems)], dtype=np.int64)
+        return np.array([q is not None for q in problems], dtype=bool), problems.__getitem__, values
+    return np.array([not u for u in uniques], dtype=bool), lambda i: "empty value", np.array(uniques, dtype=str)
 
 
-def _row_problems(items, best, worst, labels, fields, invalid, known) -> tuple[list[tuple[float, ...]], dict, np.ndarray]:
+def _all_canonical(labels: np.ndarray) -> bool:
+    """`canonical_id` of every non-empty label of a numpy unicode array, vectorised."""
+    if labels.size == 0:
+        return True
+    length = np.char.str_len(labels)
+    if int(labels.view(np.uint32).max(initial=0)) >= 0x80:
+        return False
+    ok = np.char.isdigit(labels) & ((length == 1) | ~np.char.startswith(labels, "0"))
+    return bool((ok | (length == 0)).all())
+
+
+def _row_problems(
+    items, best, worst, labels, fields, invalid, known, chosen_in_items=False
+) -> tuple[list[tuple[float, ...]], dict, np.ndarray]:
     """The first row of each kind of problem as (row, priority within the row, field, message) candidates,
-    the irregular rows let through ({kind: {"rows", "first_line" (a row here)}}), and their mask."""
+    the irregular rows let through ({kind: {"rows", "first_line" (a row here)}}), and their mask.
+    `chosen_in_items`: the reader found every best and worst among its row's items (not checked again)."""
     k = items.shape[1]
     candidates: list[tuple] = []
     if known is not None:
@@ -344,7 +439,7 @@ def _row_problems(items, best, worst, labels, fields, invalid, known) -> tuple[l
             candidates.append((row, 1, fields[j], message + _IRREGULAR_HINT))
         else:
             candidates.append((row, 2, "WorstItem", f"best and worst are the same item {show_label(labels[best[row]])}" + _IRREGULAR_HINT))
-    for priority, (name, chosen) in enumerate((("BestItem", best), ("WorstItem", worst)), start=3):
+    for priority, (name, chosen) in enumerate(() if chosen_in_items else (("BestItem", best), ("WorstItem", worst)), start=3):
         row = first_true(~(items == chosen[:, None]).any(axis=1))
         if row is not None:
             shown = ", ".join(show_label(v) for v in labels[items[row]])
@@ -356,22 +451,26 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
     """Label checks per distinct label, row checks vectorised over codes; the first bad row in file order wins."""
     k = len(fields) - 2
     cells = got.cells
-    problems, values = _label_values(got.uniques, integer_ids, high)
+    bad_label, problem, values = _label_values(got.uniques, integer_ids, high)
     candidates: list[tuple] = []
-    bad_label = np.array([q is not None for q in problems], dtype=bool)
     if bad_label.any():
         cell_bad = bad_label[cells]
         row = first_true(cell_bad.any(axis=0))
         col = int(np.flatnonzero(cell_bad[:, row])[0])
-        candidates.append((row, 0, fields[col], str(problems[int(cells[col, row])])))
-    labels, code_of_unique = np.unique(values, return_inverse=True)
+        candidates.append((row, 0, fields[col], str(problem(int(cells[col, row])))))
+    if got.order is not None and values.dtype.kind == "U":  # sorted by the reader, and distinct
+        labels = values[got.order]
+        code_of_unique = np.empty(values.size, dtype=np.int64)
+        code_of_unique[got.order] = np.arange(values.size)
+    else:
+        labels, code_of_unique = np.unique(values, return_inverse=True)
     code_of_unique = code_of_unique.reshape(-1).astype(np.int32 if labels.size < 2**31 else np.int64)
     items = np.empty((cells.shape[1], k), dtype=code_of_unique.dtype)
     for j in range(k):
         items[:, j] = code_of_unique[cells[j]]
     best, worst = code_of_unique[cells[k]], code_of_unique[cells[k + 1]]
     del cells
-    more, irregular, odd = _row_problems(items, best, worst, labels, fields, invalid, known)
+    more, irregular, odd = _row_problems(items, best, worst, labels, fields, invalid, known, got.chosen_in_items)
     candidates += more
     if candidates:
         row, _, name, message = min(candidates)

@@ -35,21 +35,21 @@ message (they would match ordinary words); `safe_url` still removes them from UR
 
 from __future__ import annotations
 
-import base64
 import codecs
 import functools
-import html.entities
-import logging
 import os
 import re
 import threading
-import traceback
 import unicodedata
 import warnings
 import zlib
 from collections.abc import Iterable, Mapping
-from typing import Any
-from urllib.parse import unquote, unquote_plus, urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any
+
+from fsb.core.onimport import when_imported
+
+if TYPE_CHECKING:
+    import logging
 
 __all__ = [
     "FUZZY_MIN",
@@ -82,10 +82,16 @@ _LOCK = threading.Lock()
 _INSTALLED = False
 
 
-_NAMES: dict[str, list[str]] = {}  # a character -> its HTML5 entity names ("&lowbar;", "&period;"...)
-for _name, _value in html.entities.html5.items():
-    if len(_value) == 1:
-        _NAMES.setdefault(_value, []).append(_name)
+@functools.cache
+def _entity_names() -> dict[str, list[str]]:
+    """A character -> its HTML5 entity names ("&lowbar;", "&period;"...), on first use (not at every start)."""
+    import html.entities
+
+    names: dict[str, list[str]] = {}
+    for name, value in html.entities.html5.items():
+        if len(value) == 1:
+            names.setdefault(value, []).append(name)
+    return names
 
 
 def _char_forms(ch: str) -> list[str]:
@@ -105,22 +111,26 @@ def _char_forms(ch: str) -> list[str]:
     ]
     if ch in "\"\\/'":
         forms.append(re.escape("\\" + ch))  # JSON's and Python's short escapes
-    forms += [re.escape("&" + name) for name in sorted(_NAMES.get(ch, []), key=len, reverse=True)]
+    forms += [re.escape("&" + name) for name in sorted(_entity_names().get(ch, []), key=len, reverse=True)]
     cased = sorted({v for v in (ch.upper(), ch.lower(), ch.casefold()) if len(v) > 1}, key=len, reverse=True)  # ß -> SS
     return [*forms, *map(re.escape, cased), re.escape(ch)]
 
 
-_GAP = "(?:" + "|".join(f for j in JOINERS for f in _char_forms(j)) + ")*"
+@functools.cache
+def _gap() -> str:
+    return "(?:" + "|".join(f for j in JOINERS for f in _char_forms(j)) + ")*"
 
 
 def _charwise(secret: str) -> str:
-    return _GAP.join("(?:" + "|".join(_char_forms(ch)) + ")" for ch in secret)
+    return _gap().join("(?:" + "|".join(_char_forms(ch)) + ")" for ch in secret)
 
 
 def _base64_cores(data: bytes) -> set[tuple[str, str]]:
     """(core, tail) for each of the 3 byte offsets of `data` inside a longer base64 blob: the core is the
     characters that encode `data` alone; the tail (a last partial character and its padding) is what
     follows when the blob ends with `data`."""
+    import base64
+
     cores = set()
     for k in range(3):
         encoded = base64.b64encode(b"\0" * k + data).decode("ascii")
@@ -134,6 +144,8 @@ def _base64_cores(data: bytes) -> set[tuple[str, str]]:
 def _block_cores(data: bytes) -> list[tuple[str, bool]]:
     """(core, case-sensitive) for base32 at its 5 byte alignments (bits: the characters between the
     secret's first and last whole 5-bit group) and base85 / ascii85 at their 4 (the whole 4-byte groups)."""
+    import base64
+
     cores: list[tuple[str, bool]] = []
     for k in range(5):
         encoded = base64.b32encode(b"\0" * k + data).decode("ascii")
@@ -174,6 +186,8 @@ def _compiled(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
 
 
 def _usable(secrets: Iterable[str | None]) -> tuple[str, ...]:
+    from urllib.parse import unquote
+
     found = {s for s in secrets if isinstance(s, str) and s}
     found |= {unquote(s) for s in found}
     return tuple(sorted(found, key=lambda s: (-len(s), s)))
@@ -318,6 +332,8 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re
     """Whether a base64 run decodes (standard or URL-safe, padded or not; gzip, zlib or deflate inside
     when over 20 characters) to text holding a secret in any form `redact` knows, nested base64 included
     (a Basic header echoed base64-encoded)."""
+    import base64
+
     data = run.replace("%3D", "=").replace("%3d", "=").rstrip("=")
     data = data.translate(str.maketrans("-_", "+/"))
     for start in range(4):  # the run may begin inside a blob: try each character alignment
@@ -375,8 +391,8 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
         if inner is not None:
             clean = _B64_RUN.sub(lambda m: _without_b64_secret(m[0], inner, fuzzy), clean)
             clean = _replace_spans(clean, _spaced_spans(clean, inner, fuzzy))
-        clean = _replace_spans(clean, _fuzzy_spans(clean, fuzzy))
-        clean = pattern.sub(REDACTED, clean)
+        # fuzzy and exact forms in one pass: a fuzzy match inside an exact one ('"sk..' in '\\"sk..') leaves no edge
+        clean = _replace_spans(clean, [*_fuzzy_spans(clean, fuzzy), *(m.span() for m in pattern.finditer(clean) if m.end() > m.start())])
         if clean == text:
             break
         text = clean
@@ -384,6 +400,8 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
 
 
 def _token_like(name: str) -> bool:
+    from urllib.parse import unquote_plus
+
     name = unquote_plus(name).strip().lower()
     return name in _TOKEN_NAMES or name.endswith(("key", "_sig", "-sig")) or any(w in name for w in _TOKEN_WORDS)
 
@@ -417,6 +435,8 @@ def safe_url(url: str) -> str:
     str
         The printable URL.
     """
+    from urllib.parse import urlsplit, urlunsplit
+
     try:
         parts = urlsplit(url)
     except ValueError:  # the rest may be anything (a credential in a broken host): the scheme only
@@ -445,6 +465,8 @@ def url_secrets(url: str | None) -> list[str]:
     """
     if not url:
         return []
+    from urllib.parse import unquote, unquote_plus, urlsplit
+
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -516,10 +538,12 @@ def redact_message(text: str, secrets: Iterable[str | None] = ()) -> str:
     return _URL.sub(lambda m: safe_url(m[0]), text) if "://" in text else text
 
 
-class RedactingFilter(logging.Filter):
-    """A logging filter that passes every record through `redact_message` (message, arguments and traceback)."""
+class RedactingFilter:
+    """A logging filter that passes every record through `redact_message` (message, arguments and traceback);
+    not a `logging.Filter` subclass (any object with `filter` will do), so importing fsb does not import logging."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Redact `record` in place; always keep it (True)."""
         _scrub_record(record)
         return True
 
@@ -533,6 +557,8 @@ def _scrub_record(record: logging.LogRecord) -> None:
     if clean != message:
         record.msg, record.args = clean, None
     if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+        import traceback
+
         record.exc_text = redact_message("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
     if record.stack_info:
         record.stack_info = redact_message(record.stack_info)
@@ -544,23 +570,30 @@ def install_log_redaction() -> None:
     Installed as the log record factory (so records of every logger, whatever handler prints them,
     including logging's last-resort stderr handler) and around `warnings.showwarning`. Idempotent; call it
     where secrets are resolved, before the first request.
+
+    Without `logging` imported yet, the factory goes in the moment it is (`fsb.core.onimport`), before any record.
     """
     global _INSTALLED
     with _LOCK:
         if _INSTALLED:
             return
         _INSTALLED = True
-    make_record = logging.getLogRecordFactory()
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = make_record(*args, **kwargs)
-        _scrub_record(record)
-        return record
-
-    logging.setLogRecordFactory(factory)
     show = warnings.showwarning
 
     def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int, *rest: Any, **kw: Any) -> None:
         show(redact_message(str(message)), category, filename, lineno, *rest, **kw)
 
     warnings.showwarning = showwarning
+    when_imported("logging", _redact_records)
+
+
+def _redact_records(logging_module: Any) -> None:
+    """Make `logging`'s record factory pass every record through `_scrub_record`."""
+    make_record = logging_module.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make_record(*args, **kwargs)
+        _scrub_record(record)
+        return record
+
+    logging_module.setLogRecordFactory(factory)

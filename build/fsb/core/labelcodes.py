@@ -1,0 +1,208 @@
+"""The coding of judgment labels: the judgments reader's fast path, with no Python object per row.
+
+Hashing the 6 label columns of 1e6 items' judgments (36e6 cells) as strings cost 3x the integer ids. So
+labels of <= 8 UTF-8 bytes are packed into uint64 keys (`packed_keys`: exact, one-to-one without NUL bytes;
+the keys read big-endian sort as Python sorts the strings, `key_order`), and BestItem/WorstItem are coded by
+comparison with their row's items (`encode_cells`), so only the K item columns are hashed. Longer labels are
+hashed as strings, and their dictionary is turned into a sorted numpy unicode array by pyarrow
+(`strings_to_numpy`). Used by `fsb.core.judgments` on large files; pyarrow is imported inside the functions,
+so importing this module costs numpy only.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from fsb.core.csvrows import INT32_MAX, arrow_call, arrow_to_numpy, numpy_to_arrow
+
+__all__ = ["KEY_BYTES", "encode_cells", "key_order", "packed_keys", "strings_to_numpy", "unpack_keys"]
+
+KEY_BYTES = 8  # labels up to this many UTF-8 bytes are packed into one uint64
+
+
+def packed_keys(column: Any) -> list[np.ndarray] | None:
+    """Each string of a null-free pyarrow string ChunkedArray as one uint64 holding its UTF-8 bytes,
+    NUL-padded to `KEY_BYTES`; None when a label is longer (then the caller hashes the strings).
+
+    Parameters
+    ----------
+    column : pyarrow.ChunkedArray of type string (32-bit offsets), no nulls, no NUL byte in any label.
+
+    Returns
+    -------
+    list of numpy.ndarray, or None
+        uint64 keys, one array per chunk of `column`, one key per row; equal labels give equal keys and
+        distinct labels distinct keys (`unpack_keys` inverts it)."""
+    parts = []
+    for chunk in column.chunks:
+        n = len(chunk)
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+        lengths = np.diff(offsets)
+        widest = int(lengths.max(initial=0))
+        if widest > KEY_BYTES:
+            return None
+        data = chunk.buffers()[2]
+        body = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
+        if n and widest and int(lengths.min()) == widest and sys.byteorder == "little":
+            parts.append(_fixed_width_keys(body, int(offsets[0]), n, widest))
+            continue
+        key = np.zeros((n, KEY_BYTES), dtype=np.uint8)
+        starts = offsets[:-1]
+        for p in range(widest):  # byte p of every label at least p + 1 bytes long
+            has = lengths > p
+            key[has, p] = body[starts[has] + p]
+        parts.append(key.view(np.uint64).reshape(n))
+    return parts
+
+
+def _fixed_width_keys(body: np.ndarray, first: int, n: int, width: int) -> np.ndarray:
+    """Keys of n labels of `width` bytes back to back from body[first], in one pass: the 8 bytes at each
+    label's start (a strided little-endian view) with the bytes past it masked off; the last labels,
+    whose 8 bytes would run past the buffer, byte by byte."""
+    fits = min(n, max(0, (body.size - first - KEY_BYTES) // width + 1))
+    keys = np.empty(n, dtype=np.uint64)
+    if fits:
+        window = np.ndarray((fits,), dtype="<u8", buffer=body, offset=first, strides=(width,))
+        np.bitwise_and(window, np.uint64((1 << (8 * width)) - 1), out=keys[:fits])
+    for row in range(fits, n):
+        label = bytes(body[first + row * width : first + (row + 1) * width])
+        keys[row] = int.from_bytes(label, "little")
+    return keys
+
+
+def unpack_keys(keys: np.ndarray, ascii_only: bool) -> np.ndarray:
+    """The labels of `packed_keys` keys as a numpy unicode array (vectorised; `ascii_only` skips UTF-8 decoding).
+
+    Parameters
+    ----------
+    keys : uint64 keys from `packed_keys`.
+    ascii_only : whether every label is ASCII (then a plain cast decodes them).
+
+    Returns
+    -------
+    numpy.ndarray
+        dtype "<U8" or narrower: label i of key i."""
+    raw = np.ascontiguousarray(keys, dtype=np.uint64).view(f"S{KEY_BYTES}")  # numpy drops the NUL padding
+    return raw.astype(str) if ascii_only else np.char.decode(raw, "utf-8")
+
+
+def key_order(keys: np.ndarray) -> np.ndarray:
+    """The permutation that sorts packed keys as their labels sort (byte order = code point order)."""
+    big = keys.byteswap() if sys.byteorder == "little" else keys
+    return np.argsort(big, kind="stable")
+
+
+def encode_cells(keys: list[list[Any]], k: int) -> tuple[np.ndarray, Any, int]:
+    """Code the label columns Item1..ItemK, BestItem, WorstItem into one dictionary.
+
+    The K item columns are hashed by pyarrow's dictionary_encode; BestItem and WorstItem take the code of
+    the item of their row they equal (K vectorised comparisons), and only values equal to none of the row's
+    items are hashed as well. Same codes as hashing all K + 2 columns, two thirds of the hashing cost.
+    Works chunk by chunk (the CSV reader's blocks, the same in every column): no copy of a whole column.
+
+    Parameters
+    ----------
+    keys : per column (K + 2, in column order) its chunks: 1-D numpy arrays (integer ids, or packed
+        strings) or pyarrow string Arrays (longer labels); chunk c has the same length in every column.
+    k : the number of item columns.
+
+    Returns
+    -------
+    cells : (K + 2, n) int32 codes, `cells[j, i]` the code of column j in row i.
+    dictionary : the distinct keys, `dictionary[code]` (first-appearance order): a numpy array, or a
+        pyarrow string Array for string chunks.
+    unmatched : how many BestItem or WorstItem cells equal none of their row's items (0: the reader need
+        not check that best and worst are among the items)."""
+    import pyarrow as pa
+
+    arrow = not isinstance(keys[0][0], np.ndarray)
+    sizes = [len(chunk) for chunk in keys[0]]
+    bounds = np.cumsum([0, *sizes])
+    matched, missing = [], []  # per chosen column and chunk: which item it equals, and the rows equal to none
+    for column in keys[k:]:
+        which_c, missing_c = [], []
+        for c, chosen in enumerate(column):
+            which = np.full(len(chosen), -1, dtype=np.int16)
+            for j in range(k):
+                which[_equal(chosen, keys[j][c]) if arrow else chosen == keys[j][c]] = j
+            which_c.append(which)
+            missing_c.append(np.flatnonzero(which < 0))
+        matched.append(which_c)
+        missing.append(missing_c)
+    if arrow:
+        pieces = [chunk for column in keys[:k] for chunk in column]
+        for column, rows_c in zip(keys[k:], missing):
+            pieces += [arrow_call("take", chunk, numpy_to_arrow(rows.astype(np.int64))) for chunk, rows in zip(column, rows_c)]
+    else:
+        narrow = _narrow_type(keys)  # ids in 0..2**31-1 hash as int32: a third less CPU than int64
+        pieces = [numpy_to_arrow(chunk.astype(narrow, copy=False)) for column in keys[:k] for chunk in column]
+        for column, rows_c in zip(keys[k:], missing):
+            pieces += [numpy_to_arrow(chunk[rows].astype(narrow, copy=False)) for chunk, rows in zip(column, rows_c)]
+    encoded = arrow_call("dictionary_encode", pa.chunked_array(pieces, type=pieces[0].type))
+    n, extra = int(bounds[-1]), sum(rows.size for rows_c in missing for rows in rows_c)
+    flat = np.empty((k + 2) * n + extra, dtype=np.int32)  # the cells, then the codes of the unmatched chosen values
+    pos = 0
+    for chunk in encoded.chunks:  # the kernel's own chunking: written in sequence, the items' codes first
+        codes = arrow_to_numpy(chunk.indices)
+        head = max(0, min(codes.size, k * n - pos))
+        flat[pos : pos + head] = codes[:head]
+        flat[2 * n + pos + head : 2 * n + pos + codes.size] = codes[head:]
+        pos += codes.size
+    cells = flat[: (k + 2) * n].reshape(k + 2, n)
+    unmatched = iter(np.split(flat[(k + 2) * n :], np.cumsum([rows.size for rows_c in missing for rows in rows_c])[:-1]))
+    for j, (which_c, missing_c) in enumerate(zip(matched, missing), start=k):
+        for c, (which, rows) in enumerate(zip(which_c, missing_c)):
+            block = cells[:k, bounds[c] : bounds[c + 1]]
+            out = np.take_along_axis(block, np.maximum(which, 0).astype(np.intp)[None, :], axis=0)[0]
+            out[rows] = next(unmatched)
+            cells[j, bounds[c] : bounds[c + 1]] = out
+    if arrow:
+        return cells, encoded.chunks[0].dictionary, extra
+    dictionary = arrow_to_numpy(encoded.chunks[0].dictionary)
+    return cells, dictionary.astype(keys[0][0].dtype, copy=False), extra
+
+
+def _equal(a: Any, b: Any) -> np.ndarray:
+    """Element-wise a == b of two null-free pyarrow Arrays, as a numpy bool array."""
+    result = arrow_call("equal", a, b)
+    bits = np.frombuffer(result.buffers()[1], dtype=np.uint8)
+    return np.unpackbits(bits, bitorder="little")[result.offset : result.offset + len(result)].astype(bool)
+
+
+def strings_to_numpy(array: Any, ascii_only: bool) -> tuple[np.ndarray, np.ndarray]:
+    """A null-free pyarrow string Array with no NUL byte as a numpy unicode array, and the permutation
+    that sorts it (pyarrow's sort: UTF-8 byte order = code point order), with no Python str per element.
+
+    Parameters
+    ----------
+    array : pyarrow string Array (32-bit offsets).
+    ascii_only : whether every string is ASCII (then a plain cast decodes them).
+
+    Returns
+    -------
+    labels : numpy unicode array, label i of element i.
+    order : int64 permutation, `labels[order]` sorted."""
+    n = len(array)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + 1, offset=array.offset * 4)
+    lengths = np.diff(offsets)
+    width = max(int(lengths.max(initial=0)), 1)
+    matrix = np.zeros((n, width), dtype=np.uint8)
+    data = array.buffers()[2]
+    if data is not None and int(offsets[-1]) > int(offsets[0]):
+        body = np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]]
+        rows = np.repeat(np.arange(n), lengths)
+        matrix[rows, np.arange(body.size) - np.repeat(offsets[:-1] - offsets[0], lengths)] = body
+    raw = matrix.view(f"S{width}").reshape(n)
+    labels = raw.astype(str) if ascii_only else np.char.decode(raw, "utf-8")
+    order = arrow_to_numpy(arrow_call("array_sort_indices", array)).astype(np.int64)
+    return labels, order
+
+
+def _narrow_type(keys: list[list[np.ndarray]]) -> np.dtype:
+    """int32 when every key is an integer in 0..2**31-1 (one min/max pass per chunk), else the keys' own type."""
+    dtype, chunks = keys[0][0].dtype, [chunk for column in keys for chunk in column if chunk.size]
+    fits = dtype.kind == "i" and all(int(c.min()) >= 0 and int(c.max()) <= INT32_MAX for c in chunks)
+    return np.dtype(np.int32) if fits else dtype

@@ -1,0 +1,62 @@
+"""The label coding of `fsb.core.labelcodes`: short labels packed into integer keys, and best/worst coded by comparison with
+the row's items, give the codes and the label order a plain dictionary of every cell gives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from fsb.core.labelcodes import encode_cells, key_order, packed_keys, unpack_keys
+
+LABELS = ["b", "ab", "a", "abcdefgh", "é", "ü", "z" * 8, "", "a b", "0", "00", "é" * 4]
+
+
+def test_packed_keys_are_one_to_one_and_sort_as_python_sorts() -> None:
+    """Distinct labels (prefixes of each other, non-ASCII, empty, up to 8 bytes) get distinct keys that
+    decode back to the label, and `key_order` sorts them in Python's (code point) order."""
+    column = pa.chunked_array([pa.array(LABELS[:5]), pa.array(LABELS[5:])])
+    keys = np.concatenate(packed_keys(column))
+    assert np.unique(keys).size == len(LABELS)
+    assert unpack_keys(keys, ascii_only=False).tolist() == LABELS
+    assert unpack_keys(keys, ascii_only=False)[key_order(keys)].tolist() == sorted(LABELS)
+    ascii_labels = [x for x in LABELS if x.isascii()]
+    assert unpack_keys(np.concatenate(packed_keys(pa.chunked_array([pa.array(ascii_labels)]))), ascii_only=True).tolist() == ascii_labels
+
+
+def test_labels_over_eight_bytes_are_not_packed() -> None:
+    """A 9-byte label (or 5 two-byte characters) cannot be one uint64: None, so the caller hashes strings."""
+    assert packed_keys(pa.chunked_array([pa.array(["a", "abcdefghi"])])) is None
+    assert packed_keys(pa.chunked_array([pa.array(["ééééé"])])) is None
+
+
+def test_encode_cells_matches_a_dictionary_of_every_cell() -> None:
+    """Best and worst coded through the row's items (and the odd one equal to none of them, e.g. a bad
+    row) get the code of their label, over chunks of different sizes."""
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 50, size=(6, 40)).astype(np.int64) * 7919
+    values[4] = values[rng.integers(0, 4, size=40), np.arange(40)]  # best: one of the row's items
+    values[5] = values[rng.integers(0, 4, size=40), np.arange(40)]
+    values[4, [3, 17]] = -5  # equal to none of the row's items
+    values[5, 30] = 10**12
+    chunks = [[row[:13], row[13:]] for row in values]
+    cells, dictionary, unmatched = encode_cells(chunks, 4)
+    assert unmatched == 3
+    assert cells.shape == (6, 40) and cells.dtype == np.int32
+    np.testing.assert_array_equal(dictionary[cells], values)
+    assert np.unique(dictionary).size == dictionary.size  # one code per label
+    values[4, [3, 17]], values[5, 30] = values[0, [3, 17]], values[1, 30]
+    assert encode_cells([[row] for row in values], 4)[2] == 0  # all among the items: the reader skips that check
+
+
+def test_fixed_width_labels_read_as_strided_words_match_byte_by_byte_packing() -> None:
+    """Labels of one length (the common fixed-format id) are packed from 8-byte windows with the bytes past
+    the label masked off; the last labels, whose window would run past the buffer, byte by byte. Every
+    key must be the label's bytes as a little-endian number, for widths 1 to 8 and a sliced chunk."""
+    rng = np.random.default_rng(5)
+    for width in range(1, 9):
+        labels = ["".join(chr(c) for c in rng.integers(33, 127, size=width)) for _ in range(50)]
+        for chunk in (pa.array(labels), pa.array(labels).slice(7, 30)):
+            keys = np.concatenate(packed_keys(pa.chunked_array([chunk])))
+            expected = [int.from_bytes(x.encode(), "little") for x in chunk.to_pylist()]
+            assert keys.tolist() == expected, width
+            assert unpack_keys(keys, ascii_only=True).tolist() == chunk.to_pylist()
