@@ -39,10 +39,13 @@ $(LS_VENV)/bin/.installed:
 main: $(BIN)/.installed
 	$(BIN)/fsb main
 
-# The full suite (CI). The tiny test models are built once and kept in ~/.cache/fsb-tests (or $FSB_TEST_CACHE)
-# under a hash of their builder's code and library versions; the slowest tests are listed at the end.
+# The full suite (CI), on TEST_WORKERS processes (pytest-xdist; 2 = this project's CI machine's cores): a worker
+# takes a whole test module at a time, the costliest modules first (tests/conftest.py, `costliest_first`).
+# The tiny test models are built once and kept in ~/.cache/fsb-tests (or $FSB_TEST_CACHE) under a hash of their
+# builder's code and library versions; the slowest tests are listed at the end. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: $(BIN)/.installed $(LS_VENV)/bin/.installed lint
-	$(BIN)/python -m pytest --durations=15
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 # The fast tier for the edit loop: every test that needs no release, model, server or Label Studio. The markers
 # come from what each test uses (tests/conftest.py, pytest_collection_modifyitems): no test file spells them.

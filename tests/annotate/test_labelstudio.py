@@ -10,12 +10,16 @@ $FSB_LABEL_STUDIO may name another `label-studio` executable.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import http.cookiejar
 import json
 import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -31,6 +35,7 @@ import pytest
 
 from fsb.data.annotators import annotator_key, pseudonym
 from tests._support import make_raw, run_fsb, write_csv
+from tests._tiny_model import cache_root
 
 pytestmark = pytest.mark.slow
 
@@ -87,26 +92,24 @@ class Client:
         return self.token
 
 
-@pytest.fixture(scope="module")
-def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """A Label Studio server on 127.0.0.1 (SQLite in a temporary folder, no network calls); yields its URL
-    and its log file."""
-    exe = _label_studio()
-    data = tmp_path_factory.mktemp("label-studio")
+ENV = {
+    "DJANGO_DB": "sqlite",
+    "LABEL_STUDIO_USERNAME": "admin@fsb.test",
+    "LABEL_STUDIO_PASSWORD": "fsb-admin-password-1",
+    "LABEL_STUDIO_USER_TOKEN": ADMIN_TOKEN,
+    "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
+    "LATEST_VERSION_CHECK": "false",
+    "COLLECT_ANALYTICS": "false",
+    "SENTRY_DSN": "",
+}
+
+
+@contextlib.contextmanager
+def _server(exe: Path, data: Path) -> Iterator[str]:
+    """`label-studio start` on 127.0.0.1 with its data in `data`; yields its URL once the admin's token answers."""
     port = _free_port()
-    env = {
-        **os.environ,
-        "LABEL_STUDIO_BASE_DATA_DIR": str(data),
-        "DJANGO_DB": "sqlite",
-        "LABEL_STUDIO_USERNAME": "admin@fsb.test",
-        "LABEL_STUDIO_PASSWORD": "fsb-admin-password-1",
-        "LABEL_STUDIO_USER_TOKEN": ADMIN_TOKEN,
-        "LABEL_STUDIO_ENABLE_LEGACY_API_TOKEN": "true",
-        "LATEST_VERSION_CHECK": "false",
-        "COLLECT_ANALYTICS": "false",
-        "SENTRY_DSN": "",
-    }
-    log = open(data / "server.log", "w")  # noqa: SIM115 - closed below, after the server
+    env = {**os.environ, **ENV, "LABEL_STUDIO_BASE_DATA_DIR": str(data)}
+    log = open(data / "server.log", "a")  # noqa: SIM115 - closed below, after the server
     cmd = [str(exe), "start", "--no-browser", "--internal-host", "127.0.0.1", "--port", str(port), "--enable-legacy-api-token"]
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=data)
     base = f"http://127.0.0.1:{port}"
@@ -122,8 +125,8 @@ def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 if time.monotonic() > deadline:
                     pytest.fail(f"label-studio did not answer within 600 s: {(data / 'server.log').read_text()[-3000:]}")
-                time.sleep(1)
-        yield base, data / "server.log"
+                time.sleep(0.5)
+        yield base
     finally:
         proc.terminate()
         try:
@@ -132,6 +135,46 @@ def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             proc.kill()
             proc.wait()
         log.close()
+
+
+def _initialised(exe: Path) -> Path:
+    """A Label Studio data folder with its database created and the admin in it, made once per Label Studio
+    version and settings and kept in the test cache (tests/_tiny_model.py, `cache_root`): creating the
+    database runs every Django migration (1-3 minutes), starting on a copy of it takes seconds. Every run
+    starts the server on a fresh copy, so no state passes from one run to the next."""
+    # the installed distribution's name and version (`label-studio --version` asks PyPI for the latest: it hangs offline)
+    dists = sorted(p.name for p in exe.resolve().parent.parent.glob("lib/python*/site-packages/label_studio-*.dist-info"))
+    version = " ".join(dists) or f"{exe.resolve()} {exe.resolve().stat().st_mtime_ns}"
+    key = hashlib.sha256(json.dumps([version, ENV], sort_keys=True).encode()).hexdigest()[:24]
+    root = cache_root()
+    final = root / f"labelstudio-{key}"
+    if (final / ".complete").is_file():
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".labelstudio.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (final / ".complete").is_file():
+            tmp = Path(tempfile.mkdtemp(prefix=".labelstudio-building-", dir=root))
+            try:
+                with _server(exe, tmp):
+                    pass
+                (tmp / "server.log").unlink()
+                (tmp / ".complete").write_text(version, encoding="utf-8")
+                os.rename(tmp, final)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
+@pytest.fixture(scope="module")
+def label_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """A Label Studio server on 127.0.0.1 (SQLite in a temporary folder, no network calls), started on a copy
+    of the cached initialised data folder; yields its URL and its log file."""
+    exe = _label_studio()
+    data = tmp_path_factory.mktemp("label-studio") / "data"
+    shutil.copytree(_initialised(exe), data)
+    with _server(exe, data) as base:
+        yield base, data / "server.log"
 
 
 def fsb(*args: str) -> subprocess.CompletedProcess[str]:

