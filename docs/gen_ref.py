@@ -15,7 +15,7 @@ Writes into docs/reference/ (git-ignored, rewritten whole on every run):
 - _wings.md: the package map, taken from build/fsb/__init__.py's docstring (included by docs/layout.md).
 
 Also writes placeholder pages for measured figures that other jobs own, only when they are absent, so
-the navigation never breaks: docs/figures/speed.md (the benchmarks) and docs/figures/main-job.md
+the navigation never breaks: docs/figures/speed.md (the benchmarks), docs/figures/test-suite.md and docs/figures/main-job.md
 (`fsb main`). An existing file is never touched.
 """
 
@@ -45,6 +45,12 @@ PLACEHOLDERS = {
         '!!! note "Not measured in this checkout yet"\n'
         "    This page is written by the benchmarks (`make bench`): what was run, on what machine and when,\n"
         "    and each figure's ratio to a reference measured in the same run. Run `make bench` to fill it.\n"
+    ),
+    "figures/test-suite.md": (
+        "# The test suite's time, measured\n\n"
+        '!!! note "Not measured in this checkout yet"\n'
+        "    This page is written by `python benchmarks/bench_suite.py --out docs/figures/test-suite.md`: the full\n"
+        "    suite (`make test`'s pytest command) and the fast tier (`make check`), with CPU, load and the cache state.\n"
     ),
     "figures/main-job.md": (
         "# The main job, measured\n\n"
