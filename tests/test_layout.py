@@ -72,7 +72,7 @@ _UNTESTED_BY_NAME = {  # wing -> modules with no test module of their own today 
     "annotate": "bwsprompt llm",
     "bws": "counting designs reliability",
     "cli": "annotate_llm common data engine_args evaluate publish registry",
-    "core": "atomic csvrows errors folders items judgments readers resources seals",
+    "core": "atomic csvrows errors folders items readers resources seals",
     "data": "annotators buildfolder cardmeta hub intervals localbuild publish_plan reference rounds study_card study_items",
     "engine": "batch console endpoint journal outputs plan responses runner",
     "evaluate": "agreement fewshot models reportbws reportcells reportfig reportmd reportout runfiles",

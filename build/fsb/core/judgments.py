@@ -151,16 +151,24 @@ def _bom(data: bytes | mmap.mmap) -> int:
 
 
 def _input_data(path: Path) -> bytes | mmap.mmap:
-    """The file's bytes: a large regular file memory-mapped (no copy of it in this process's memory: the
-    CSV reader parses the page cache), anything else (pipes, small files, and every problem, which
-    `read_input_bytes` names) read whole."""
+    """The file's bytes: a large regular file copied into anonymous memory (a mapping whose pages are handed
+    back once parsed, ~0.4 GB at 1e6 items; never a mapping of the file itself, which a writer truncating the
+    file would turn into a SIGBUS inside the parser), anything else (pipes, small files, and every problem,
+    which `read_input_bytes` names) read whole. A file whose size changes while it is read is refused."""
+    size = -1
     try:
         info = path.stat()
         if stat.S_ISREG(info.st_mode) and info.st_size > FAST_READER_BYTES:
+            size = info.st_size
             with path.open("rb") as f:
-                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                buf = mmap.mmap(-1, size)
+                got = f.readinto(buf)
+                if got == size and not f.read(1):
+                    return buf
     except (OSError, ValueError):
-        pass
+        size = -1
+    if size >= 0:
+        raise InputError(path, "the file changed size while it was read (is something writing it?): run again once it is complete")
     return read_input_bytes(path)
 
 
@@ -198,6 +206,10 @@ def _fast_cells(
     try:
         if has_leading_zero(data, start + offset):  # "007" is not the id 7 (as in the reference tool): read labels as text
             raise pa.ArrowInvalid("a label with a leading zero")
+        if any(data.find(c, start + offset) >= 0 for c in (b"x", b"X", b"+", b"-")):
+            # pyarrow's integer parser reads "0x4" as 4 and "-0" as 0: such a label is not the id 4 or 0 (the
+            # id rule: digits only), so a body holding any of these bytes is read as text, whatever column holds them
+            raise pa.ArrowInvalid("a label that may be hexadecimal or signed")
         if not _labels_look_numeric(data[start + offset : start + offset + (1 << 16)], [header.index(c) for c in fields]):
             raise pa.ArrowInvalid("a label that is not digits")  # string ids: the file is not parsed twice
         table = read(pa.int64())
@@ -223,7 +235,7 @@ def _fast_cells(
     plain = text and data.find(b"\0", start + offset) < 0
     ascii_only = text and _ascii_only(data, start + offset)
     if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
-        data.madvise(mmap.MADV_DONTNEED)  # the parsed file's pages leave this process (~0.4 GB at 1e6 items)
+        data.madvise(mmap.MADV_DONTNEED)  # the parsed copy's pages leave this process (~0.4 GB at 1e6 items)
     indices, uniques, order, unmatched = _code_columns(columns, plain, ascii_only, len(fields) - 2)
     return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
 
@@ -365,7 +377,9 @@ def read_annotations(
     p = Path(path)
     data = _input_data(p)
     high = INT32_MAX if integer_ids else INT64_MAX
-    fields, annotator, timestamp = _label_fields(p, peek_header(p, data))
+    header = peek_header(p, data)
+    _refuse_nul(p, data, header)
+    fields, annotator, timestamp = _label_fields(p, header)
     if not annotators:
         annotator = timestamp = None
     got = _fast_cells(p, data, fields, annotator, high, timestamp) if len(data) > FAST_READER_BYTES else None
@@ -374,6 +388,18 @@ def read_annotations(
         got = _slow_cells(p, fields, annotator, timestamp)
     known = None if known_ids is None else (np.asarray(known_ids), unknown_why)
     return _validate(p, got, fields, integer_ids, high, invalid, known)
+
+
+def _refuse_nul(path: Path, data: bytes | mmap.mmap, header: list[str]) -> None:
+    """Refuse a NUL byte anywhere in the file, naming its line and field: text ends at a NUL for numpy's and C's
+    strings, so "a\\0" would silently become the item "a" (the reference Perl script keeps them apart)."""
+    pos = data.find(b"\0")
+    if pos < 0:
+        return
+    before = bytes(data[:pos])  # an anonymous mapping has no count(); this copy happens on the refusal only
+    line, column = before.count(b"\n") + 1, before[before.rfind(b"\n") + 1 :].count(b",")
+    name = header[column] if column < len(header) else f"column {column + 1}"
+    raise InputError(path, "a NUL byte (\\0) in the file: labels are text without NUL bytes", line=line, field=name)
 
 
 def _label_values(uniques: list[str] | np.ndarray, integer_ids: bool, high: int) -> tuple[np.ndarray, Callable[[int], str], np.ndarray]:
