@@ -11,11 +11,13 @@ core/       errors, readers (input that names file/line/field), atomic (atomic f
             through), files (their former one-module face), tables (the public face of csvrows: validated
             CSV/JSONL rows and the one id rule, and judgments: the judgments reader), labelcodes (judgment
             labels coded once: packed keys, best/worst by comparison), items (a study's item list), secrets
-            (redaction of keys and tokens in every encoding, safe URLs), onimport (a function run on a module
-            when it is first imported: secrets' log redaction without importing logging), resources
+            (redaction of keys and tokens in every encoding, safe URLs), logredact (every log record and
+            warning redacted), onimport (a function run on a module when it is first imported: the log
+            redaction without importing logging), resources
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a study's
-            design file, position-balanced), extend, scoring, maxdiff, bootstrap (MaxDiff intervals) (the
-            public API is re-exported from fsb.bws)
+            design file, position-balanced), extend, scoring, maxdiff, bootstrap (per-item intervals),
+            newton (its batched Newton refits), tails (its quantiles, streamed) (the public API is
+            re-exported from fsb.bws)
 data/       the dataset: release (upstream files), dataset (FSB's build), rounds (updates), buildfolder (the
             folder's rules and record), study_build, study_card, study_items (any best-worst study),
             annotators (pseudonyms, agreement), intervals, reference (the human figures: split-half, full

@@ -1,5 +1,5 @@
 """fsb.core.secrets: every form a client could undo is redacted, everything else is kept; URLs are printed
-without credentials; log records and warnings of the HTTP clients are redacted once installed."""
+without credentials (log records and warnings: tests/core/test_logredact.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import codecs
 import gzip
 import html
 import json
-import logging
 import subprocess
 import sys
 import time
@@ -237,37 +236,6 @@ def test_redact_message_hides_the_environment_and_urls(monkeypatch: pytest.Monke
     assert redact_message(text) == "failed ***: see https://***@hub.example.com/api?token=*** and ***"
 
 
-def test_logging_and_warnings_are_redacted_once_installed(capfd: pytest.CaptureFixture[str]) -> None:
-    """huggingface_hub's retry warnings printed the request URL (with an --endpoint's credentials) six times."""
-    code = (
-        "import logging, warnings\n"
-        "from fsb.core import secrets\n"
-        "secrets.register('RegisteredSecret123')\n"
-        "secrets.install_log_redaction()\n"
-        "secrets.install_log_redaction()\n"
-        "log = logging.getLogger('huggingface_hub.utils._http')\n"
-        "log.warning('HTTP Error 500 thrown while requesting GET %s', 'http://u:EndpointPass99@127.0.0.1:9/api')\n"
-        "log.warning('echo %s', 'UmVnaXN0ZXJlZFNlY3JldDEyMw==')\n"
-        "try:\n    raise ValueError('RegisteredSecret123 in a traceback')\n"
-        "except ValueError:\n    logging.getLogger('urllib3').exception('failed')\n"
-        "warnings.warn('see http://x.example/?access_token=abcdef12345')\n"
-    )
-    env = {"PATH": "/usr/bin:/bin", "HF_ENDPOINT": "http://u:EndpointPass99@127.0.0.1:9"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    err = proc.stderr
-    assert "GET http://***@127.0.0.1:9/api" in err and "echo ***" in err and "*** in a traceback" in err
-    assert "access_token=***" in err
-    for leak in ("EndpointPass99", "RegisteredSecret123", "UmVnaXN0ZXJlZFNlY3JldDEyMw", "abcdef12345"):
-        assert leak not in err
-
-
-def test_the_filter_redacts_a_record() -> None:
-    secrets.register("FilterSecret4567")
-    record = logging.LogRecord("httpx", logging.WARNING, __file__, 1, "key %s", ("FilterSecret4567",), None)
-    assert secrets.RedactingFilter().filter(record) and record.getMessage() == "key ***"
-
-
 # --- properties --------------------------------------------------------------------------------------
 
 _SECRET_CHARS = st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="*")
@@ -336,30 +304,6 @@ def test_a_fuzzy_form_inside_an_escaped_one_leaves_no_escape_behind() -> None:
     was matched, leaving its backslash beside ***."""
     secret = '"0000000'
     assert redact(f"a {json.dumps(secret)[1:-1]} b", [secret]) == f"a {REDACTED} b"
-
-
-def test_redaction_is_installed_before_logging_is_imported_and_still_catches_every_record() -> None:
-    """`fsb` start-up no longer imports logging (nor html.entities, urllib.parse): importing the module and
-    installing the redaction must import none of them, yet a library importing logging afterwards (as
-    huggingface_hub does) must find every record redacted, tracebacks included."""
-    code = (
-        "import sys\n"
-        "from fsb.core import secrets\n"
-        "secrets.install_log_redaction()\n"
-        "print(sorted(m for m in ('logging', 'html.entities', 'urllib.parse', 'traceback') if m in sys.modules))\n"
-        "import logging.handlers\n"
-        "log = logging.getLogger('urllib3')\n"
-        "log.warning('key %s', 'LateSecret-4f9a2c')\n"
-        "try:\n    raise ValueError('LateSecret-4f9a2c in a traceback')\n"
-        "except ValueError:\n    log.exception('failed')\n"
-        "print(type(logging.__loader__).__name__, logging.__spec__.loader is logging.__loader__)\n"
-    )
-    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "LateSecret-4f9a2c"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["[]", "SourceFileLoader True"]
-    assert "key ***" in proc.stderr and "*** in a traceback" in proc.stderr
-    assert "LateSecret" not in proc.stderr
 
 
 def test_an_error_at_start_names_no_secret(tmp_path: Path) -> None:

@@ -167,7 +167,8 @@ class _ReaderSafeStdout:
 def _main(argv: Sequence[str] | None) -> int:
     import os
 
-    from fsb.core.secrets import install_log_redaction, redact_message
+    from fsb.core.logredact import install_log_redaction
+    from fsb.core.secrets import redact_message
 
     install_log_redaction()  # first: every log record and warning of the run (retry warnings name URLs) is redacted
     argv = list(sys.argv[1:] if argv is None else argv)

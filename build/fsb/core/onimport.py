@@ -1,6 +1,6 @@
 """Run a function on a module the moment it is first imported, without importing it first.
 
-`fsb.core.secrets.install_log_redaction` must put its redacting record factory into `logging` before any
+`fsb.core.logredact.install_log_redaction` must put its redacting record factory into `logging` before any
 record is made, but a `fsb score` that logs nothing should not pay for importing `logging` (and its
 `traceback`, `weakref`, `string`...) at every start. `when_imported("logging", f)` calls `f(logging)` now
 when it is imported, else right after it is executed by the import system and before the module is handed

@@ -1,6 +1,7 @@
 """Secrets never leave the process: one redaction for every form a client could undo, one URL sanitiser.
 
-(size: one module, so that every encoding the redaction knows is listed and tested in one place.)
+(size: about 530 lines, one module, so that every encoding the redaction knows is listed and tested in
+one place; the log redaction built on it is `fsb.core.logredact`.)
 
 Secrets come from the environment only ($OPENAI_API_KEY, $HF_TOKEN, credentials inside $OPENAI_BASE_URL,
 $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are resolved (`register`).
@@ -27,9 +28,8 @@ the characters separated by one repeated separator of one to three non-alphanume
 
 `safe_url` prints a URL without its user info and without the values of token-like query parameters;
 `redact_message` does both for any text about to be printed (the environment's secrets, the registered
-ones and every URL in it). `install_log_redaction` makes every log record and warning of the process
-pass through `redact_message` (huggingface_hub, urllib3 and httpx print request URLs in their retry
-warnings). The environment's secrets shorter than `MIN_SECRET` characters are not searched for in every
+ones and every URL in it); `fsb.core.logredact` passes every log record and warning through it. The
+environment's secrets shorter than `MIN_SECRET` characters are not searched for in every
 message (they would match ordinary words); `safe_url` still removes them from URLs.
 """
 
@@ -41,24 +41,15 @@ import os
 import re
 import threading
 import unicodedata
-import warnings
 import zlib
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
-
-from fsb.core.onimport import when_imported
-
-if TYPE_CHECKING:
-    import logging
 
 __all__ = [
     "FUZZY_MIN",
     "INFLATE_CAP",
     "MIN_SECRET",
     "REDACTED",
-    "RedactingFilter",
     "env_secrets",
-    "install_log_redaction",
     "redact",
     "redact_message",
     "register",
@@ -79,7 +70,6 @@ _TOKEN_NAMES = frozenset({"key", "sig", "code", "jwt", "bearer", "hf", "x-amz-si
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
 _REGISTERED: set[str] = set()
 _LOCK = threading.Lock()
-_INSTALLED = False
 
 
 @functools.cache
@@ -536,64 +526,3 @@ def redact_message(text: str, secrets: Iterable[str | None] = ()) -> str:
     """
     text = redact(text, [*secrets, *env_secrets()])
     return _URL.sub(lambda m: safe_url(m[0]), text) if "://" in text else text
-
-
-class RedactingFilter:
-    """A logging filter that passes every record through `redact_message` (message, arguments and traceback);
-    not a `logging.Filter` subclass (any object with `filter` will do), so importing fsb does not import logging."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Redact `record` in place; always keep it (True)."""
-        _scrub_record(record)
-        return True
-
-
-def _scrub_record(record: logging.LogRecord) -> None:
-    try:
-        message = record.getMessage()
-    except Exception:  # a record whose arguments do not format: leave it to logging's own error report
-        return
-    clean = redact_message(message)
-    if clean != message:
-        record.msg, record.args = clean, None
-    if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
-        import traceback
-
-        record.exc_text = redact_message("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
-    if record.stack_info:
-        record.stack_info = redact_message(record.stack_info)
-
-
-def install_log_redaction() -> None:
-    """From now on, every log record and warning of this process is redacted by `redact_message`.
-
-    Installed as the log record factory (so records of every logger, whatever handler prints them,
-    including logging's last-resort stderr handler) and around `warnings.showwarning`. Idempotent; call it
-    where secrets are resolved, before the first request.
-
-    Without `logging` imported yet, the factory goes in the moment it is (`fsb.core.onimport`), before any record.
-    """
-    global _INSTALLED
-    with _LOCK:
-        if _INSTALLED:
-            return
-        _INSTALLED = True
-    show = warnings.showwarning
-
-    def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int, *rest: Any, **kw: Any) -> None:
-        show(redact_message(str(message)), category, filename, lineno, *rest, **kw)
-
-    warnings.showwarning = showwarning
-    when_imported("logging", _redact_records)
-
-
-def _redact_records(logging_module: Any) -> None:
-    """Make `logging`'s record factory pass every record through `_scrub_record`."""
-    make_record = logging_module.getLogRecordFactory()
-
-    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = make_record(*args, **kwargs)
-        _scrub_record(record)
-        return record
-
-    logging_module.setLogRecordFactory(factory)

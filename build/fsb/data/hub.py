@@ -132,7 +132,8 @@ class PublishError(FsbError, RuntimeError):
 def resolve_token(token: str | None) -> str | None:
     """The Hub token: `token`, else $HF_TOKEN (never a stored login), registered as a secret so that no
     message or log line prints it; None when unset or blank."""
-    from fsb.core.secrets import install_log_redaction, register
+    from fsb.core.logredact import install_log_redaction
+    from fsb.core.secrets import register
 
     token = token if token is not None else os.environ.get("HF_TOKEN")
     register(token)

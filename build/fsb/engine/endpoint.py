@@ -15,7 +15,8 @@ from functools import cached_property
 from urllib.parse import urlsplit, urlunsplit
 
 from fsb.core.errors import FsbError
-from fsb.core.secrets import install_log_redaction, redact, register, safe_url, url_secrets
+from fsb.core.logredact import install_log_redaction
+from fsb.core.secrets import redact, register, safe_url, url_secrets
 
 __all__ = ["Endpoint", "EngineError", "resolve_endpoint"]
 

@@ -1,0 +1,86 @@
+"""Log redaction: every log record and warning of the process passes through `fsb.core.secrets.redact_message`.
+
+huggingface_hub, urllib3 and httpx print request URLs (an --endpoint's credentials) in their retry
+warnings. `install_log_redaction` puts a redacting record factory into `logging` (so records of every
+logger, whatever handler prints them) and wraps `warnings.showwarning`; without `logging` imported yet,
+the factory goes in the moment it is (`fsb.core.onimport`), so that importing fsb does not import
+logging. `RedactingFilter` does the same for one handler or logger.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from fsb.core.onimport import when_imported
+from fsb.core.secrets import redact_message
+
+if TYPE_CHECKING:
+    import logging
+
+__all__ = ["RedactingFilter", "install_log_redaction"]
+
+_LOCK = threading.Lock()
+_INSTALLED = False
+
+
+class RedactingFilter:
+    """A logging filter that passes every record through `redact_message` (message, arguments and traceback);
+    not a `logging.Filter` subclass (any object with `filter` will do), so importing fsb does not import logging."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Redact `record` in place; always keep it (True)."""
+        _scrub_record(record)
+        return True
+
+
+def _scrub_record(record: logging.LogRecord) -> None:
+    try:
+        message = record.getMessage()
+    except Exception:  # a record whose arguments do not format: leave it to logging's own error report
+        return
+    clean = redact_message(message)
+    if clean != message:
+        record.msg, record.args = clean, None
+    if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+        import traceback
+
+        record.exc_text = redact_message("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+    if record.stack_info:
+        record.stack_info = redact_message(record.stack_info)
+
+
+def install_log_redaction() -> None:
+    """From now on, every log record and warning of this process is redacted by `redact_message`.
+
+    Installed as the log record factory (so records of every logger, whatever handler prints them,
+    including logging's last-resort stderr handler) and around `warnings.showwarning`. Idempotent; call it
+    where secrets are resolved, before the first request.
+
+    Without `logging` imported yet, the factory goes in the moment it is (`fsb.core.onimport`), before any record.
+    """
+    global _INSTALLED
+    with _LOCK:
+        if _INSTALLED:
+            return
+        _INSTALLED = True
+    show = warnings.showwarning
+
+    def showwarning(message: Warning | str, category: type[Warning], filename: str, lineno: int, *rest: Any, **kw: Any) -> None:
+        show(redact_message(str(message)), category, filename, lineno, *rest, **kw)
+
+    warnings.showwarning = showwarning
+    when_imported("logging", _redact_records)
+
+
+def _redact_records(logging_module: Any) -> None:
+    """Make `logging`'s record factory pass every record through `_scrub_record`."""
+    make_record = logging_module.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make_record(*args, **kwargs)
+        _scrub_record(record)
+        return record
+
+    logging_module.setLogRecordFactory(factory)

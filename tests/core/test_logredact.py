@@ -1,0 +1,68 @@
+"""fsb.core.logredact: log records and warnings of the HTTP clients are redacted once installed, also
+when logging is imported after the installation (and the installation imports no logging)."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from fsb.core import secrets
+from fsb.core.logredact import RedactingFilter
+
+
+def test_logging_and_warnings_are_redacted_once_installed(capfd: pytest.CaptureFixture[str]) -> None:
+    """huggingface_hub's retry warnings printed the request URL (with an --endpoint's credentials) six times."""
+    code = (
+        "import logging, warnings\n"
+        "from fsb.core import logredact, secrets\n"
+        "secrets.register('RegisteredSecret123')\n"
+        "logredact.install_log_redaction()\n"
+        "logredact.install_log_redaction()\n"
+        "log = logging.getLogger('huggingface_hub.utils._http')\n"
+        "log.warning('HTTP Error 500 thrown while requesting GET %s', 'http://u:EndpointPass99@127.0.0.1:9/api')\n"
+        "log.warning('echo %s', 'UmVnaXN0ZXJlZFNlY3JldDEyMw==')\n"
+        "try:\n    raise ValueError('RegisteredSecret123 in a traceback')\n"
+        "except ValueError:\n    logging.getLogger('urllib3').exception('failed')\n"
+        "warnings.warn('see http://x.example/?access_token=abcdef12345')\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HF_ENDPOINT": "http://u:EndpointPass99@127.0.0.1:9"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr
+    assert "GET http://***@127.0.0.1:9/api" in err and "echo ***" in err and "*** in a traceback" in err
+    assert "access_token=***" in err
+    for leak in ("EndpointPass99", "RegisteredSecret123", "UmVnaXN0ZXJlZFNlY3JldDEyMw", "abcdef12345"):
+        assert leak not in err
+
+
+def test_the_filter_redacts_a_record() -> None:
+    secrets.register("FilterSecret4567")
+    record = logging.LogRecord("httpx", logging.WARNING, __file__, 1, "key %s", ("FilterSecret4567",), None)
+    assert RedactingFilter().filter(record) and record.getMessage() == "key ***"
+
+
+def test_redaction_is_installed_before_logging_is_imported_and_still_catches_every_record() -> None:
+    """`fsb` start-up no longer imports logging (nor html.entities, urllib.parse): importing the module and
+    installing the redaction must import none of them, yet a library importing logging afterwards (as
+    huggingface_hub does) must find every record redacted, tracebacks included."""
+    code = (
+        "import sys\n"
+        "from fsb.core import logredact\n"
+        "logredact.install_log_redaction()\n"
+        "print(sorted(m for m in ('logging', 'html.entities', 'urllib.parse', 'traceback') if m in sys.modules))\n"
+        "import logging.handlers\n"
+        "log = logging.getLogger('urllib3')\n"
+        "log.warning('key %s', 'LateSecret-4f9a2c')\n"
+        "try:\n    raise ValueError('LateSecret-4f9a2c in a traceback')\n"
+        "except ValueError:\n    log.exception('failed')\n"
+        "print(type(logging.__loader__).__name__, logging.__spec__.loader is logging.__loader__)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "LateSecret-4f9a2c"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "SourceFileLoader True"]
+    assert "key ***" in proc.stderr and "*** in a traceback" in proc.stderr
+    assert "LateSecret" not in proc.stderr
