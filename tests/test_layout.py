@@ -32,14 +32,8 @@ LONG_FUNCTIONS = {}
 PRIVATE_ACROSS_MODULES = {}
 LOADS_BY_PATH = {}
 TESTS_ON_PRIVATE_NAMES = {
-    "tests/annotate/test_forms.py: fsb.bws.tuples._balance_greedy": "split pending in bws: make public or test via its caller",
-    "tests/bws/test_bws.py: fsb.bws.reliability._first_half": "split pending in bws: make public or test via its caller",
-    "tests/bws/test_bws.py: fsb.bws.reliability._rank_average": "split pending in bws: make public or test via its caller",
-    "tests/bws/test_bws.py: fsb.bws.reliability._ranks_within_groups": "split pending in bws: make public or test via its caller",
     "tests/core/test_bad_input.py: fsb.cli.app._expected_failure": "split pending in cli: make public or test via its caller",
     "tests/core/test_data_loss.py: fsb.cli.app._parser": "split pending in cli: make public or test via its caller",
-    "tests/core/test_files.py: fsb.core.files._exchange": "split pending in core: make public or test via its caller",
-    "tests/core/test_reader_properties.py: fsb.core.csvrows._LEADING_ZERO": "split pending in core: make public or test via its caller",
     "tests/data/test_publish.py: fsb.data.publish._version_of_tag": "split pending in data: make public or test via its caller",
     "tests/evaluate/test_harness.py: fsb.evaluate.runner._quiet_lm_eval": "split pending in evaluate: make public or test via its caller",
     "tests/generate/test_generate.py: fsb.engine.runner._GroupCommit": "split pending in engine: make public or test via its caller",
@@ -53,12 +47,10 @@ TESTS_ON_PRIVATE_NAMES = {
 # Issue 21's mirror: tests/<wing>/test_<module>.py for fsb/<wing>/<module>.py. Today's test modules that are
 # not named after a module, and modules with no test module of their own (their tests live elsewhere).
 TESTS_NOT_MIRRORING = {
-    "bws/test_bws.py": "split pending in bws: tests of designs, counting and reliability -> test_designs/test_counting/test_reliability",
     "cli/test_cli.py": "cross-cutting: the real `fsb` command in subprocesses (score, tuples, build, fetch-release)",
     "core/test_bad_input.py": "cross-cutting: refusals of bad input through the CLI (core/tables, data/dataset)",
     "core/test_data_loss.py": "cross-cutting: the output layer's promises through the CLI (core/files)",
     "core/test_kill_build.py": "cross-cutting: a build killed half way (core/files, data/dataset)",
-    "core/test_reader_properties.py": "split pending in core: property tests of core/tables -> test_tables",
     "data/test_update_path.py": "cross-cutting: the whole update path end to end",
     "evaluate/test_bws_task.py": "split pending in evaluate: the fsb_bws task (harness/) and evaluate/results",
     "evaluate/test_harness.py": "split pending in evaluate: harness/utils.py and evaluate/runner -> test_runner",
@@ -70,7 +62,6 @@ TESTS_NOT_MIRRORING = {
 _UNTESTED_BY_NAME = {  # wing -> modules with no test module of their own today (tested through other test modules)
     "analyse": "figures sentences",
     "annotate": "bwsprompt llm",
-    "bws": "counting designs reliability",
     "cli": "annotate_llm common data engine_args evaluate publish registry",
     "core": "atomic csvrows errors folders items readers resources seals",
     "data": "annotators buildfolder cardmeta hub intervals localbuild publish_plan reference rounds study_card study_items",
@@ -217,7 +208,7 @@ def test_cost_markers_follow_the_fixtures_and_code_a_test_uses() -> None:
         "tests/data/test_dataset.py::test_scores_reproduce_the_release": {"release"},
         "tests/data/test_publish.py::test_dry_run_without_token_reads_only": {"server"},
         "tests/evaluate/test_mainjob.py::test_main_job_evaluates_smollm2_on_a_small_sample": {"model"},
-        "tests/bws/test_bws.py::test_design_report_sees_a_triple_shared_by_two_tuples": set(),
+        "tests/bws/test_designs.py::test_design_report_sees_a_triple_shared_by_two_tuples": set(),
         "tests/test_packaging.py::test_wheel_carries_the_task_card_and_module": {"slow"},
     }
     if not set(expectations) <= set(ASSIGNED):  # only part of the suite was collected

@@ -255,10 +255,10 @@ def test_both_exact_balancers_balance_exactly(size: int, method: str) -> None:
 
 def test_greedy_fallback_balances_approximately() -> None:
     from fsb import bws
-    from fsb.bws.tuples import _balance_greedy, position_report
+    from fsb.bws.tuples import balance_greedy, position_report
 
     design = bws.bws_design(200, seed=0)
-    out = _balance_greedy(design, 200, np.random.default_rng(0))
+    out = balance_greedy(design, 200, np.random.default_rng(0))
     assert (np.sort(out, axis=1) == np.sort(design, axis=1)).all()
     report = position_report(out, 200)
     assert report["items_spread_max"] <= 2 and report["items_balanced"] >= 150

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.files import InputError, _exchange, atomic_dir, atomic_write, read_utf8
+from fsb.core.files import InputError, atomic_dir, atomic_write, read_utf8
+from fsb.core.folders import exchange
 
 
 def _ours(folder: Path) -> bool:
@@ -51,7 +52,7 @@ def test_exchange_swaps_two_folders_atomically(tmp_path: Path) -> None:
     b.mkdir()
     (a / "which").write_text("a")
     (b / "which").write_text("b")
-    assert _exchange(a, b)
+    assert exchange(a, b)
     assert (a / "which").read_text() == "b" and (b / "which").read_text() == "a"
 
 

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from fsb.bws.counting import appearance_counts, counting_score
 
-__all__ = ["SplitHalfResult", "split_half_reliability"]
+__all__ = ["SplitHalfResult", "first_half", "rank_average", "ranks_within_groups", "split_half_reliability"]
 
 _SMALL_GROUP = 8  # up to this many annotations per tuple, within-tuple ranks use shifted comparisons
 
@@ -51,7 +51,7 @@ class SplitHalfResult:
         }
 
 
-def _ranks_within_groups(
+def ranks_within_groups(
     group: NDArray[np.integer], keys: NDArray[np.float64], max_size: int, same: list[NDArray[np.bool_]] | None = None
 ) -> NDArray[np.int64]:
     """Rank (0-based) of each key among the keys of its group; rows of a group are contiguous.
@@ -59,6 +59,22 @@ def _ranks_within_groups(
     For small groups this is sum_{j in group, j != i} [key_j < key_i], computed with shifted
     comparisons (O(n * max_size), no sort); `same[d - 1]` = group[d:] == group[:-d] may be passed in
     precomputed (it does not change between trials). Larger groups fall back to one lexsort.
+
+    Parameters
+    ----------
+    group
+        Group (tuple) index of each row; a group's rows are contiguous.
+    keys
+        One random key per row; ties within a group are not expected (uniform floats).
+    max_size
+        The largest group's size (chooses the comparison or the sort path).
+    same
+        Optional precomputed masks, `same[d - 1] = group[d:] == group[:-d]` for d in 1..max_size-1.
+
+    Returns
+    -------
+    NDArray[np.int64]
+        Each row's 0-based rank among its group's rows: a permutation of 0..n-1 within each group.
     """
     n = keys.size
     if max_size <= _SMALL_GROUP:
@@ -76,7 +92,7 @@ def _ranks_within_groups(
     return rank
 
 
-def _first_half(
+def first_half(
     group: NDArray[np.integer],
     size: NDArray[np.integer],
     max_size: int,
@@ -85,14 +101,44 @@ def _first_half(
 ) -> NDArray[np.bool_]:
     """One split-half draw: which judgments go to half 1. Rows of a group (tuple) are contiguous; each
     group's n judgments are shuffled and the first floor(n/2) go to half 1, plus one more with
-    probability 1/2 when n is odd (the reference tool's rule)."""
-    rank = _ranks_within_groups(group, rng.random(group.size), max_size, same)
+    probability 1/2 when n is odd (the reference tool's rule).
+
+    Parameters
+    ----------
+    group
+        Group (tuple) index of each judgment, contiguous.
+    size
+        Number of judgments of each group, indexed by group.
+    max_size
+        `size.max()`.
+    rng
+        The trial's random generator (the only source of randomness).
+    same
+        Optional precomputed masks for `ranks_within_groups`.
+
+    Returns
+    -------
+    NDArray[np.bool_]
+        True for the judgments of half 1, False for half 2.
+    """
+    rank = ranks_within_groups(group, rng.random(group.size), max_size, same)
     take = size // 2 + ((size % 2).astype(bool) & (rng.random(size.size) < 0.5))
     return rank < take[group]
 
 
-def _rank_average(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Ranks with ties averaged (as `scipy.stats.rankdata(method="average")`), for Spearman's rho."""
+def rank_average(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Ranks with ties averaged (as `scipy.stats.rankdata(method="average")`), for Spearman's rho.
+
+    Parameters
+    ----------
+    x
+        The values to rank (no NaN).
+
+    Returns
+    -------
+    NDArray[np.float64]
+        1-based ranks; a run of tied values all get the run's average rank.
+    """
     order = np.argsort(x, kind="stable")
     xs = x[order]
     new = np.r_[True, xs[1:] != xs[:-1]]
@@ -165,7 +211,7 @@ def split_half_reliability(
     present = np.flatnonzero(np.bincount(flat, minlength=n_items))
     starts = np.searchsorted(flat[by_item], present)
     for trial in range(trials):
-        first = _first_half(g, size, max_size, rng, same)
+        first = first_half(g, size, max_size, rng, same)
         half1 = np.bincount(g[first], minlength=n_tuples)
         b1 = np.bincount(bs[first], minlength=n_items)
         w1 = np.bincount(ws[first], minlength=n_items)
@@ -177,5 +223,5 @@ def split_half_reliability(
         ok = ~(np.isnan(s1) | np.isnan(s2)) & keep
         x, y = s1[ok], s2[ok]
         pearson[trial] = _pearson(x, y)
-        spearman[trial] = _pearson(_rank_average(x), _rank_average(y))
+        spearman[trial] = _pearson(rank_average(x), rank_average(y))
     return SplitHalfResult(pearson, spearman, seed)

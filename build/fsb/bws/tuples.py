@@ -16,7 +16,16 @@ from fsb import bws
 from fsb.core.files import InputError, recorded_write
 from fsb.core.items import read_items
 
-__all__ = ["DESIGN_KIND", "MAX_ITEMS", "balance_positions", "euler_split", "make_tuples", "position_report", "read_design"]
+__all__ = [
+    "DESIGN_KIND",
+    "MAX_ITEMS",
+    "balance_greedy",
+    "balance_positions",
+    "euler_split",
+    "make_tuples",
+    "position_report",
+    "read_design",
+]
 
 # What the one-shot output is called in a refusal ("PATH: exists and is not KIND unchanged: WHY; ...").
 DESIGN_KIND = "a design from `fsb tuples`"
@@ -160,9 +169,27 @@ def _balance_by_matchings(t: np.ndarray, n_items: int, rng: np.random.Generator)
     return out
 
 
-def _balance_greedy(t: np.ndarray, n_items: int, rng: np.random.Generator, passes: int = 3) -> np.ndarray:
+def balance_greedy(t: np.ndarray, n_items: int, rng: np.random.Generator, passes: int = 3) -> np.ndarray:
     """Approximate balance: each tuple in turn takes the arrangement minimising sum over its items of
-    count[item, position], then `passes - 1` re-assignments of each tuple given all the others."""
+    count[item, position], then `passes - 1` re-assignments of each tuple given all the others. The
+    fallback of `balance_positions` when neither exact construction applies.
+
+    Parameters
+    ----------
+    t
+        The design, one row per tuple of item codes in 0..n_items-1.
+    n_items
+        Number of items.
+    rng
+        Random generator (visiting order and tie-breaking).
+    passes
+        Passes over the tuples (the first places, the others re-place).
+
+    Returns
+    -------
+    np.ndarray
+        The same rows, each with its items reordered; positions spread about evenly (not exactly).
+    """
     n_tuples, k = t.shape
     perms = np.array(list(itertools.permutations(range(k)))) if k <= 6 else None
     counts = np.zeros((n_items, k), dtype=np.int64)
@@ -200,7 +227,7 @@ def balance_positions(design: np.ndarray, n_items: int, seed: int = 0) -> np.nda
         exact = exact_method(t, n_items, rng)
         if exact is not None:
             return exact
-    return _balance_greedy(t, n_items, rng)
+    return balance_greedy(t, n_items, rng)
 
 
 def position_report(design: np.ndarray, n_items: int, items: np.ndarray | None = None) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from fsb.core.atomic import (
     write_file,
 )
 from fsb.core.folders import atomic_dir, check_replaceable_dir, sweep_stale_stages
-from fsb.core.folders import exchange as _exchange  # noqa: F401  (the name tests and older callers use)
 from fsb.core.readers import (
     SHOWN_CHARS,
     InputError,

@@ -1,6 +1,7 @@
-"""Property-based test of the readers (hypothesis): randomly mutated annotation and generation files
-(bytes, fields, rows, quoting) either build or raise InputError that names a line; nothing else
-escapes; the previous build stays as it was and still loads; both annotation reader paths agree."""
+"""Property-based test of the readers of fsb.core.tables (hypothesis): randomly mutated annotation and
+generation files (bytes, fields, rows, quoting) either build or raise InputError that names a line;
+nothing else escapes; the previous build stays as it was and still loads; both annotation reader paths
+agree."""
 
 from __future__ import annotations
 
@@ -155,7 +156,7 @@ def test_leading_zero_fast_path_agrees_with_the_rule(body: list[str], header: st
     regex, from the first data record on (`pos` is always the start of a record)."""
     data = (header + "".join(body)).encode()
     start = len(header.encode())
-    expected = csvrows._LEADING_ZERO.search(data, start) is not None
+    expected = csvrows.LEADING_ZERO.search(data, start) is not None
     assert raw.has_leading_zero(data, start) == expected
     assert raw.has_leading_zero(data, start, block=3) == expected  # matches across block boundaries too
 
