@@ -11,7 +11,7 @@ import scipy.optimize
 import scipy.stats
 
 from fsb import bws
-from fsb.bws import bootstrap, maxdiff
+from fsb.bws import bootstrap, maxdiff, newton
 from fsb.bws.scoring import Coded
 from tests._support import simulate_bws
 
@@ -172,7 +172,7 @@ def test_newton_bootstrap_agrees_with_full_refits() -> None:
     assert np.median(np.abs(fast[0] - full[0]) / width) < 0.06 and np.median(np.abs(fast[1] - full[1]) / width) < 0.06
     assert abs(np.median((fast[1] - fast[0]) / width) - 1) < 0.05
     start = maxdiff.fit_maxdiff(design, best, worst, ti, n).utility
-    _, stretch = bootstrap.newton_draws(coded, start, 40, np.random.default_rng(0))
+    _, stretch = newton.newton_draws(coded, start, 40, np.random.default_rng(0))
     assert 0.0 < stretch < 0.15, stretch
 
 
@@ -300,18 +300,3 @@ def test_fit_equals_the_judgment_level_fit_of_before() -> None:
     info = np.bincount(slots.ravel(), weights=(p * (1 - p) + q * (1 - q)).ravel(), minlength=200) + maxdiff.RIDGE
     np.testing.assert_allclose(fit.se, 1 / np.sqrt(info), rtol=1e-6)
     assert fit.iterations == ref.nit
-
-
-def test_block_quantiles_equal_numpys_nanquantile() -> None:
-    """The quantiles that replaced np.nanquantile (one Python call per item) give its values, NaNs included."""
-    rng = np.random.default_rng(0)
-    draws = rng.normal(size=(57, 300)).astype(np.float32)
-    draws[rng.random(draws.shape) < 0.2] = np.nan
-    draws[:, 7] = np.nan
-    draws[:-1, 8] = np.nan
-    got, empty = bootstrap.quantiles(draws, [0.025, 0.5, 0.975], block=64)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        want = np.nanquantile(draws.astype(np.float64), [0.025, 0.5, 0.975], axis=0)
-    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
-    np.testing.assert_array_equal(empty, np.arange(300) == 7)

@@ -17,13 +17,13 @@ from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
 from fsb.bws.maxdiff import RIDGE
-from fsb.bws.newton import NewtonChunks, centred, newton_draws
+from fsb.bws.newton import NewtonChunks, centred
 from fsb.bws.tails import Tails, quantiles
 
 if TYPE_CHECKING:
     from fsb.bws.scoring import Coded
 
-__all__ = ["bootstrap_intervals", "connected_main", "newton_draws", "quantiles", "unbounded"]
+__all__ = ["bootstrap_intervals", "connected_main", "unbounded"]
 
 
 def connected_main(design: NDArray[np.integer], n_items: int) -> NDArray[np.bool_]:
