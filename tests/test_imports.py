@@ -108,7 +108,7 @@ def test_the_package_docstring_maps_every_module() -> None:
 
 def test_fsb_score_on_a_small_file_imports_nothing_it_does_not_use(tmp_path: Path) -> None:
     """Issue 23: `fsb score` on 10 rows within 0.2 s of CPU. Guards the start-up imports that were cut: the
-    designs and reliability modules (lazy re-exports of fsb.bws), logging and html.entities (fsb.core.logredact'
+    designs and reliability modules (lazy re-exports of fsb.bws), logging and html.entities (fsb.core.logredact's
     redaction, installed without them), the label coding of large files (labelcodes),
     pyarrow and pandas; and checks the scores are written and `from fsb.bws import bws_design` still works."""
     rows = ["Item1,Item2,Item3,Item4,BestItem,WorstItem", *(f"{i},{i + 1},{i + 2},{i + 3},{i},{i + 3}" for i in range(1, 11))]
