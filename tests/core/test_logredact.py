@@ -66,3 +66,29 @@ def test_redaction_is_installed_before_logging_is_imported_and_still_catches_eve
     assert proc.stdout.splitlines() == ["[]", "SourceFileLoader True"]
     assert "key ***" in proc.stderr and "*** in a traceback" in proc.stderr
     assert "LateSecret" not in proc.stderr
+
+
+def test_records_made_around_the_factory_and_thread_tracebacks_are_redacted() -> None:
+    """Adversarial review: a record made by `makeLogRecord` and handed to a handler, a record made after a
+    library installs its own record factory, and a thread's uncaught exception all printed the secret."""
+    code = (
+        "import logging, threading\n"
+        "from fsb.core import logredact, secrets\n"
+        "secrets.register('AroundSecret-77c1')\n"
+        "logredact.install_log_redaction()\n"
+        "handler = logging.StreamHandler()\n"
+        "handler.handle(logging.makeLogRecord({'msg': 'made %s', 'args': ('AroundSecret-77c1',)}))\n"
+        "plain = logging.LogRecord\n"
+        "logging.setLogRecordFactory(lambda *a, **k: plain(*a, **k))\n"
+        "log = logging.getLogger('lib')\n"
+        "log.addHandler(handler)\n"
+        "log.warning('after %s', 'AroundSecret-77c1')\n"
+        "def boom():\n    raise RuntimeError('thread AroundSecret-77c1')\n"
+        "t = threading.Thread(target=boom, name='worker'); t.start(); t.join()\n"
+    )
+    env = {"PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "made ***" in proc.stderr and "after ***" in proc.stderr, proc.stderr
+    assert "Exception in thread worker" in proc.stderr and "RuntimeError: thread ***" in proc.stderr, proc.stderr
+    assert "AroundSecret-77c1" not in proc.stderr

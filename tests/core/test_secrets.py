@@ -8,6 +8,7 @@ import codecs
 import gzip
 import html
 import json
+import os
 import subprocess
 import sys
 import time
@@ -316,3 +317,23 @@ def test_an_error_at_start_names_no_secret(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "StartSecret" not in proc.stderr + proc.stdout
     assert proc.stderr.startswith("fsb score: error:") and "***.csv" in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_a_url_a_path_collapsed_keeps_no_credentials() -> None:
+    """pathlib turns "https://u:pass@host/x" into "https:/u:pass@host/x": the message printed it whole."""
+    assert (
+        secrets.redact_message("https:/u:hunter2pass@example.com/x.csv: file not found") == "https:/***@example.com/x.csv: file not found"
+    )
+    assert secrets.redact_message("ftp:/token@h/y and https://u:p@h.com/x") == "ftp:/***@h/y and https://***@h.com/x"
+
+
+def test_a_traceback_fsb_prints_is_redacted_too(tmp_path: Path) -> None:
+    """FSB_DEBUG=1 (and any bug) printed Python's traceback as is: the token in a label reached stderr."""
+    path = tmp_path / "sec.csv"
+    path.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\na,b,c,d,hf_SuperSecretTok3n9,b\n", encoding="utf-8")
+    env = {**os.environ, "HF_TOKEN": "hf_SuperSecretTok3n9", "FSB_DEBUG": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsb", "score", str(path)], capture_output=True, text=True, env=env, check=False, timeout=120
+    )
+    assert proc.returncode == 1 and "Traceback" in proc.stderr and "InputError" in proc.stderr, proc.stderr
+    assert "hf_SuperSecretTok3n9" not in proc.stderr and "'***' is not one of the tuple's items" in proc.stderr

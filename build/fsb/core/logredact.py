@@ -1,10 +1,11 @@
 """Log redaction: every log record and warning of the process passes through `fsb.core.secrets.redact_message`.
 
 huggingface_hub, urllib3 and httpx print request URLs (an --endpoint's credentials) in their retry
-warnings. `install_log_redaction` puts a redacting record factory into `logging` (so records of every
-logger, whatever handler prints them) and wraps `warnings.showwarning`; without `logging` imported yet,
-the factory goes in the moment it is (`fsb.core.onimport`), so that importing fsb does not import
-logging. `RedactingFilter` does the same for one handler or logger.
+warnings. `install_log_redaction` puts a redacting record factory into `logging` and redacts every record
+a handler is given (`logging.Handler.handle`: records made by `makeLogRecord`, or by a factory a library
+installs later, too), wraps `warnings.showwarning` and the exception hooks of the process and its threads;
+without `logging` imported yet, the logging part goes in the moment it is (`fsb.core.onimport`), so that
+importing fsb does not import logging. `RedactingFilter` does the same for one handler or logger.
 """
 
 from __future__ import annotations
@@ -71,7 +72,20 @@ def install_log_redaction() -> None:
         show(redact_message(str(message)), category, filename, lineno, *rest, **kw)
 
     warnings.showwarning = showwarning
+    threading.excepthook = _thread_excepthook
     when_imported("logging", _redact_records)
+
+
+def _thread_excepthook(args: Any) -> None:
+    """A thread's uncaught exception, printed as `threading`'s own hook does, redacted."""
+    import sys
+    import traceback
+
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    text = "".join(traceback.format_exception(args.exc_type, args.exc_value, args.exc_traceback))
+    print(f"Exception in thread {name}:\n{redact_message(text)}", end="", file=sys.stderr, flush=True)
 
 
 def _redact_records(logging_module: Any) -> None:
@@ -84,3 +98,10 @@ def _redact_records(logging_module: Any) -> None:
         return record
 
     logging_module.setLogRecordFactory(factory)
+    handle = logging_module.Handler.handle
+
+    def redacted_handle(self: logging.Handler, record: logging.LogRecord) -> Any:
+        _scrub_record(record)  # a record made without the factory (makeLogRecord, a library's own factory)
+        return handle(self, record)
+
+    logging_module.Handler.handle = redacted_handle

@@ -68,6 +68,7 @@ JOINERS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"  # zero-width space/non-joiner/
 _TOKEN_WORDS = ("token", "secret", "passw", "pwd", "signature", "credential", "auth", "apikey", "api_key", "api-key", "session")
 _TOKEN_NAMES = frozenset({"key", "sig", "code", "jwt", "bearer", "hf", "x-amz-signature", "x-amz-security-token"})
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
+_COLLAPSED_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*:/)(?!/)[^/\s'\"<>`@]+@")
 _REGISTERED: set[str] = set()
 _LOCK = threading.Lock()
 
@@ -525,4 +526,6 @@ def redact_message(text: str, secrets: Iterable[str | None] = ()) -> str:
         The safe message.
     """
     text = redact(text, [*secrets, *env_secrets()])
-    return _URL.sub(lambda m: safe_url(m[0]), text) if "://" in text else text
+    text = _URL.sub(lambda m: safe_url(m[0]), text) if "://" in text else text
+    # A URL a path has collapsed ("https:/user:pass@host": pathlib keeps one slash) still carries its user info
+    return _COLLAPSED_USERINFO.sub(lambda m: f"{m[1]}{REDACTED}@", text) if ":/" in text else text
