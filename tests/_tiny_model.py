@@ -121,31 +121,50 @@ def cache_key(kind: str, *inputs: Any) -> str:
 
 
 def cached_model(kind: str, build: Callable[..., Path], *inputs: Any) -> Path:
-    """`build(folder, *inputs)` once per content: the cached folder if it is complete, else a fresh build
-    in a temporary folder beside it, marked complete and renamed into place (atomic on one file system).
-    A lock file per kind makes concurrent test processes (pytest-xdist workers, two checkouts) build it once."""
+    """`build(folder, *inputs)` once per content (`cache_key`), kept in the test cache (`cached_folder`)."""
+    return cached_folder(f"{kind}-{cache_key(kind, *inputs)[:32]}", lambda folder: build(folder, *inputs))
+
+
+def cached_folder(name: str, build: Callable[[Path], Any]) -> Path:
+    """The cache's folder `name` (its kind: the part before the first '-'), built by `build(folder)` when it is
+    absent or damaged: the build goes to a temporary folder beside it, gets a `.complete` record of every file
+    and its size, and is renamed into place (atomic on one file system). A folder whose record is missing or
+    does not match its files (a run killed while renaming, a file deleted by hand) is the cache's own and is
+    rebuilt, as are the temporary folders a killed build left. A lock file per kind makes concurrent test
+    processes (pytest-xdist workers, two checkouts) build it once."""
     root = cache_root()
-    final = root / f"{kind}-{cache_key(kind, *inputs)[:32]}"
-    if (final / ".complete").is_file():
+    final = root / name
+    if is_complete(final):
         return final
     root.mkdir(parents=True, exist_ok=True)
+    kind = name.split("-", 1)[0]
     with open(root / f".{kind}.lock", "a") as lock:
-        # `pytest -n 2` (make test): the second worker waits here for the first one's build, never trains twice
+        # `pytest -n 2` (make test): the second worker waits here for the first one's build, never builds twice
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (final / ".complete").is_file():
+        if is_complete(final):
             return final
+        for stale in root.glob(f".{kind}-building-*"):  # a killed build's (this process holds the kind's lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        if final.exists():
+            shutil.rmtree(final)
         tmp = Path(tempfile.mkdtemp(prefix=f".{kind}-building-", dir=root))
         try:
-            build(tmp / "model", *inputs)
-            (tmp / "model" / ".complete").write_text("built by tests/_tiny_model.py\n", encoding="utf-8")
-            try:
-                os.rename(tmp / "model", final)
-            except OSError:  # another run renamed its copy first: use that one
-                if not (final / ".complete").is_file():
-                    raise
+            build(tmp / "out")
+            files = {p.relative_to(tmp / "out").as_posix(): p.stat().st_size for p in sorted((tmp / "out").rglob("*")) if p.is_file()}
+            (tmp / "out" / ".complete").write_text(json.dumps({"built_by": "tests/_tiny_model.py", "files": files}), encoding="utf-8")
+            os.rename(tmp / "out", final)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return final
+
+
+def is_complete(folder: Path) -> bool:
+    """Whether `folder` holds every file its `.complete` record lists, at the recorded size."""
+    try:
+        files = json.loads((folder / ".complete").read_text(encoding="utf-8"))["files"]
+        return bool(files) and all((folder / rel).stat().st_size == size for rel, size in files.items())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
 
 
 def free_port() -> int:

