@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import os
 import platform
 import shlex
@@ -42,10 +43,11 @@ from pathlib import Path
 import numpy as np
 
 BIN = Path(sys.executable).parent
-COMMANDS = ["score", "score-str", "reliability", "tuples", "maxdiff", "maxdiff-str", "ci", "maxdiff-ci"]
+COMMANDS = ["score", "score-str", "score-hash", "reliability", "tuples", "maxdiff", "maxdiff-str", "ci", "maxdiff-ci"]
 LABELS = {
     "score": "score (counting)",
     "score-str": "score (counting), string ids",
+    "score-hash": "score (counting), 40-character hash ids",
     "reliability": "reliability (100 trials)",
     "tuples": "tuples (2N 4-tuples, k=8)",
     "maxdiff": "score --method maxdiff",
@@ -61,7 +63,9 @@ PERL = {  # command -> (script, uses the annotations file) of the NRC reference
 
 
 def make_files(folder: Path, n: int, seed: int = 0) -> dict[str, Path]:
-    """The judgments file with integer ids, the same with string ids, and an items list (for Perl's tuples)."""
+    """The judgments file with integer ids, the same with 7-character base-36 ids (Reddit's comment ids; up to 8
+    bytes fsb packs into integer keys) and with 40-character hex ids (SHA-1 digests: longer than 8 bytes, the
+    hashed path), and an items list (for Perl's tuples)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -82,10 +86,12 @@ def make_files(folder: Path, n: int, seed: int = 0) -> dict[str, Path]:
     rows = np.arange(ti.size)
     code = {f"Item{j + 1}": shown[:, j] for j in range(4)}
     code |= {"BestItem": shown[rows, u.argmax(1)], "WorstItem": shown[rows, u.argmin(1)]}
-    out = {"ann": folder / f"annotations-{n}.csv", "ann-str": folder / f"annotations-str-{n}.csv"}
+    out = {kind: folder / f"annotations{suffix}-{n}.csv" for kind, suffix in (("ann", ""), ("ann-str", "-str"), ("ann-hash", "-hash"))}
     opts = pacsv.WriteOptions(quoting_style="none")
     pacsv.write_csv(pa.table({k: ids[v] for k, v in code.items()}), out["ann"], write_options=opts)
     pacsv.write_csv(pa.table({k: pa.array(sids[v]) for k, v in code.items()}), out["ann-str"], write_options=opts)
+    hexes = np.array([hashlib.sha1(str(i).encode()).hexdigest() for i in ids.tolist()])
+    pacsv.write_csv(pa.table({k: pa.array(hexes[v]) for k, v in code.items()}), out["ann-hash"], write_options=opts)
     out["items"] = folder / f"items-{n}.txt"
     out["items"].write_text("\n".join(map(str, ids.tolist())) + "\n")
     return out
@@ -121,6 +127,7 @@ def run(cmd: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = 
         try:
             proc = subprocess.run(full, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=env)
         except subprocess.TimeoutExpired:
+            print(f"  ({' '.join(cmd[:4])}... timed out after {timeout:.0f} s)", file=sys.stderr)
             return None
     if proc.returncode != 0:
         print(f"  ({' '.join(cmd[:4])}... failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode})", file=sys.stderr)
@@ -136,10 +143,11 @@ def run(cmd: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = 
 
 def contestants(name: str, files: dict[str, Path], n: int, args: argparse.Namespace) -> dict[str, tuple[list[str], dict | None]]:
     """The variants of one command at one size: fsb (this checkout), the baseline checkout, the Perl script."""
-    ann = str(files["ann-str" if name.endswith("-str") else "ann"])
+    ann = str(files["ann-str" if name.endswith("-str") else "ann-hash" if name.endswith("-hash") else "ann"])
     argv = {
         "score": ["score", ann, "--out", "s.csv", "--force"],
         "score-str": ["score", ann, "--out", "s.csv", "--force"],
+        "score-hash": ["score", ann, "--out", "s.csv", "--force"],
         "reliability": ["reliability", ann, "--trials", "100"],
         "tuples": ["tuples", str(n), "--out", "t.csv", "--force"],
         "maxdiff": ["score", ann, "--method", "maxdiff", "--out", "m.csv", "--force"],
@@ -197,12 +205,21 @@ def bench_size(n: int, work: Path, args: argparse.Namespace) -> list[dict]:
     for name in args.commands:
         variants = contestants(name, files, n, args)
         runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
-        for _ in range(rounds):
-            for v, (cmd, env) in variants.items():
+        failed: dict[str, int] = dict.fromkeys(variants, 0)
+        order = list(variants)
+        for r_index in range(rounds):
+            # A, B, C then C, B, A: no contestant always runs first (a warm page cache, a quieter minute)
+            for v in order if r_index % 2 == 0 else order[::-1]:
+                cmd, env = variants[v]
                 r = run(cmd, work, args.timeout, env)
-                if r is not None:
+                if r is None:
+                    failed[v] += 1
+                else:
                     runs[v].append(r)
-        new = [{"n": n, "command": name, "variant": v, **summary(rs)} for v, rs in runs.items() if rs]
+        new = [{"n": n, "command": name, "variant": v, **summary(rs), "failed": failed[v]} for v, rs in runs.items() if rs]
+        for v, rs in runs.items():  # a contestant that never finished is a row too: a missing reference is visible
+            if not rs:
+                new.append({"n": n, "command": name, "variant": v, "failed": failed[v]})
         rows += new
         for row in new:
             print(_line(row, rows), flush=True)
@@ -213,17 +230,26 @@ def bench_size(n: int, work: Path, args: argparse.Namespace) -> list[dict]:
 
 def _ratio(row: dict, rows: list[dict], variant: str) -> str:
     ref = next((r for r in rows if r["n"] == row["n"] and r["command"] == row["command"] and r["variant"] == variant), None)
-    if ref is None or row["variant"] == variant:
+    if ref is None or row["variant"] == variant or "cpu" not in ref:
         return ""
     return f"{variant}/fsb CPU {ref['cpu'] / row['cpu']:.2f}x, wall {ref['wall'] / row['wall']:.2f}x"
 
 
+def _failures(row: dict) -> str:
+    return f" ({row['failed']} failed or timed out)" if row.get("failed") else ""
+
+
 def _line(row: dict, rows: list[dict]) -> str:
+    if "cpu" not in row:
+        return (
+            f"| {row['n']:.0e} | {LABELS[row['command']]} | {row['variant']} | failed or timed out "
+            f"in all {row['failed']} rounds (see the command's --timeout) | | | | 0 | |"
+        )
     ratios = "; ".join(x for x in (_ratio(row, rows, "perl"), _ratio(row, rows, "baseline")) if x) if row["variant"] == "fsb" else ""
     return (
         f"| {row['n']:.0e} | {LABELS[row['command']]} | {row['variant']} | "
         f"{row['cpu']:.2f} ({row['cpu_min']:.2f}-{row['cpu_max']:.2f}) | {row['wall']:.2f} ({row['wall_min']:.2f}-{row['wall_max']:.2f}) | "
-        f"{row['rss']:.0f} | {row['load']:.2f} ({row['load_min']:.2f}-{row['load_max']:.2f}) | {row['rounds']} | {ratios} |"
+        f"{row['rss']:.0f} | {row['load']:.2f} ({row['load_min']:.2f}-{row['load_max']:.2f}) | {row['rounds']}{_failures(row)} | {ratios} |"
     )
 
 
@@ -246,7 +272,7 @@ def write_table(path: Path, rows: list[dict], args: argparse.Namespace, started:
         f"Command: `{' '.join(shlex.quote(a) for a in sys.argv)}`"
         + (" with FSB_PERL_BWS set (the NRC Perl scripts)" if os.environ.get("FSB_PERL_BWS") else ""),
         "",
-        f"Contestants of a size run interleaved (A, B, A, B, ...) for the rounds shown; cells are the median and "
+        f"Contestants of a size run interleaved for the rounds shown (A, B, C, then C, B, A, ...); cells are the median and "
         f"(min-max) over the rounds. CPU = user + system seconds of the process; peak = max resident MB (median); "
         f"load = mean 1-minute load average during the runs ({os.cpu_count()} cores). Ratios are medians of this run: "
         f"perl/fsb or baseline/fsb > 1 means fsb is faster. `baseline` = {args.baseline or 'not run'}.",
