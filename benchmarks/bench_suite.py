@@ -69,7 +69,7 @@ def minutes(seconds: float) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, nargs="+", default=[2], help="xdist workers of the full tier's runs; 0 = one process")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2], help="xdist workers per run (make's TEST_WORKERS); 0 = one process")
     parser.add_argument("--tiers", nargs="+", default=["full", "fast"], choices=["full", "fast"])
     parser.add_argument("--out", type=Path, help="write the page here, e.g. docs/figures/test-suite.md")
     args = parser.parse_args()
@@ -77,7 +77,7 @@ def main() -> int:
     cache = cache_state()
     rows = []
     for tier in args.tiers:
-        for workers in args.workers if tier == "full" else [0]:  # `make check` runs in one process
+        for workers in args.workers:
             cmd = pytest_command(tier, workers)
             print(f"[bench_suite] {tier}, {workers or 1} process(es): {' '.join(cmd[1:])}", file=sys.stderr, flush=True)
             got = timed(cmd)
@@ -98,7 +98,7 @@ def main() -> int:
             "is the 1-minute load average while the run went (mean and range over samples every 0.5 s): on a shared",
             "machine a loaded run's wall time says as much about the load as about the suite. `full` is `make test`'s",
             "pytest command (without the lint that precedes it), `fast` is `make check`'s tier; workers are pytest-xdist",
-            "processes (`--dist loadfile`: a module at a time, costliest first, tests/conftest.py); `make check` uses none.",
+            "processes (`--dist loadfile`: a module at a time, costliest first, tests/conftest.py), as `make`'s TEST_WORKERS.",
             "",
             "| tier | xdist workers | wall | CPU | load | pytest's summary |",
             "|---|---|---|---|---|---|",
