@@ -378,8 +378,8 @@ def read_annotations(
     data = _input_data(p)
     high = INT32_MAX if integer_ids else INT64_MAX
     header = peek_header(p, data)
+    fields, annotator, timestamp = _label_fields(p, header)  # a header's own problems are named first
     _refuse_nul(p, data, header)
-    fields, annotator, timestamp = _label_fields(p, header)
     if not annotators:
         annotator = timestamp = None
     got = _fast_cells(p, data, fields, annotator, high, timestamp) if len(data) > FAST_READER_BYTES else None
