@@ -106,7 +106,7 @@ def test_marks_agree_with_the_release_seeds(marker: Marker, release: Path) -> No
 # --- curation -----------------------------------------------------------------------------------------
 
 
-def test_curateranked_draws_the_papers_counts_with_provenance(curated: tuple[list[Seed], dict], marker: Marker) -> None:
+def test_curate_draws_the_papers_counts_with_provenance(curated: tuple[list[Seed], dict], marker: Marker) -> None:
     seeds, manifest = curated
     by_type = {t: [s for s in seeds if s.seed_type == t] for t in spec.SEED_TYPES}
     assert {t: len(v) for t, v in by_type.items()} == DEFAULT_COUNTS == {"explicit": 150, "implicit": 150, "neutral": 150, "random": 50}
@@ -137,7 +137,7 @@ def test_curation_is_reproducible_and_depends_on_the_seed(curated: tuple[list[Se
     assert {s.text for s in other} != {s.text for s in curated[0]}
 
 
-def test_rankedranked_draw_is_stable_when_candidates_are_added() -> None:
+def test_ranked_draw_is_stable_when_candidates_are_added() -> None:
     """Adding candidates can only displace chosen ones in favour of new ones: nothing old is reshuffled."""
     old = [SourceSentence(f"old sentence {i}", str(i)) for i in range(200)]
     new = [SourceSentence(f"new sentence {i}", f"n{i}") for i in range(50)]
