@@ -32,12 +32,6 @@ LONG_FUNCTIONS = {}
 PRIVATE_ACROSS_MODULES = {}
 LOADS_BY_PATH = {}
 TESTS_ON_PRIVATE_NAMES = {
-    "tests/core/test_bad_input.py: fsb.cli.app._expected_failure": "split pending in cli: make public or test via its caller",
-    "tests/core/test_data_loss.py: fsb.cli.app._parser": "split pending in cli: make public or test via its caller",
-    "tests/data/test_publish.py: fsb.data.publish._version_of_tag": "split pending in data: make public or test via its caller",
-    "tests/evaluate/test_harness.py: fsb.evaluate.runner._quiet_lm_eval": "split pending in evaluate: make public or test via its caller",
-    "tests/generate/test_generate.py: fsb.engine.runner._GroupCommit": "split pending in engine: make public or test via its caller",
-    "tests/generate/test_seeds.py: fsb.generate.seeds._draw": "split pending in generate: make public or test via its caller",
     "tests/bws/test_extend.py: fsb.bws.extend._max_shared_with": "the overlap check itself, tested on designs made to break it",
     "tests/cli/test_app.py: fsb.cli.app._commands": "the registry of the lazily built parser, checked for workflow order",
     "tests/cli/test_app.py: fsb.cli.app._parser": "the lazily built parser, checked for one subcommand's options only",
@@ -52,8 +46,8 @@ TESTS_NOT_MIRRORING = {
     "core/test_data_loss.py": "cross-cutting: the output layer's promises through the CLI (core/files)",
     "core/test_kill_build.py": "cross-cutting: a build killed half way (core/files, data/dataset)",
     "data/test_update_path.py": "cross-cutting: the whole update path end to end",
-    "evaluate/test_bws_task.py": "split pending in evaluate: the fsb_bws task (harness/) and evaluate/results",
-    "evaluate/test_harness.py": "split pending in evaluate: harness/utils.py and evaluate/runner -> test_runner",
+    "evaluate/test_bws_task.py": "the harness/ task folder (not a package module): the best-worst tasks end to end through lm-eval",
+    "evaluate/test_harness.py": "the harness/ task folder (not a package module): the rating tasks end to end through lm-eval",
     "evaluate/test_lm_eval_e2e.py": "cross-cutting: lm-eval end to end on the tiny scoring model",
     "evaluate/test_reference.py": "split pending in data: tests data/reference -> tests/data/test_reference.py",
     "generate/test_generate.py": "split pending in generate: generations, prompts, explain and the engine in one file",
@@ -61,12 +55,12 @@ TESTS_NOT_MIRRORING = {
 }
 _UNTESTED_BY_NAME = {  # wing -> modules with no test module of their own today (tested through other test modules)
     "analyse": "figures sentences",
-    "annotate": "bwsprompt llm",
+    "annotate": "llm",
     "cli": "annotate_llm common data engine_args evaluate publish registry",
     "core": "atomic csvrows errors folders readers resources seals",
     "data": "annotators buildfolder cardmeta hub intervals localbuild publish_plan reference rounds study_card study_items",
-    "engine": "batch console endpoint journal outputs plan responses runner",
-    "evaluate": "agreement fewshot models reportbws reportcells reportfig reportmd reportout runfiles",
+    "engine": "batch console endpoint journal outputs plan responses",
+    "evaluate": "agreement models reportbws reportcells reportfig reportmd reportout runfiles",
     "generate": "explain generations keys marks prompts",
 }
 MODULES_WITHOUT_TESTS = {

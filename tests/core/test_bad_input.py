@@ -357,11 +357,11 @@ def test_out_of_memory_is_one_line() -> None:
     """numpy's failure to allocate (a MemoryError) is an expected failure of the CLI: one line, no traceback."""
     import numpy as np
 
-    from fsb.cli.app import _expected_failure
+    from fsb.cli.app import expected_failure
 
     with pytest.raises(MemoryError) as err:
         np.empty(2**62, dtype=np.int8)
-    message = _expected_failure(err.value)
+    message = expected_failure(err.value)
     assert message is not None and message.startswith("out of memory (Unable to allocate") and "--trials" in message
 
 

@@ -485,11 +485,11 @@ def test_python_api_takes_the_token_argument_and_endpoint(hub: FakeHub, builds: 
 
 
 def test_release_tags_order_like_semantic_versions() -> None:
-    from fsb.data.publish import _version_of_tag
+    from fsb.data.publish import version_of_tag
 
-    assert _version_of_tag("v2.0.0-rc1") < _version_of_tag("v2.0.0") < _version_of_tag("v2.0.1") < _version_of_tag("v10.0.0")
-    assert _version_of_tag("v1.2") == (1, 2, 0, 1)
-    assert _version_of_tag("latest") is None and _version_of_tag("v1.0.0+local") is None
+    assert version_of_tag("v2.0.0-rc1") < version_of_tag("v2.0.0") < version_of_tag("v2.0.1") < version_of_tag("v10.0.0")
+    assert version_of_tag("v1.2") == (1, 2, 0, 1)
+    assert version_of_tag("latest") is None and version_of_tag("v1.0.0+local") is None
 
 
 # --- what a publish may delete (issue 8) --------------------------------------------------------

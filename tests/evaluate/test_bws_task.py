@@ -3,7 +3,9 @@
 Models whose answers are known (an oracle that picks the human majority, a model that always picks
 position 1) run through lm-eval's Python API on the real release; the tiny model runs through the
 lm-eval CLI (hf backend) and, as a chat server, through `fsb annotate llm`. Every metric is recomputed
-here from the logged samples or the raw annotations, by counting written out in the test.
+here from the logged samples or the raw annotations, by counting written out in the test. These are
+tests of the harness/ task folder (not a package module); the protocol's parser and rotations
+(fsb.annotate.bwsprompt) have their own tests in tests/annotate/test_bwsprompt.py.
 """
 
 from __future__ import annotations
@@ -30,36 +32,6 @@ from fsb.evaluate.runner import run_eval
 
 BIN = Path(sys.executable).parent
 LINE = re.compile(r"^([1-4])\. (.*)$", re.M)
-
-
-@pytest.mark.parametrize(
-    ("text", "pick"),
-    [
-        ("Most: 2\nLeast: 4", (2, 4)),
-        (" Most: 1 \n\nLeast:3\nbecause ...", (1, 3)),
-        ("Most: 2\nLeast: 2", None),
-        ("Least: 4\nMost: 2", None),
-        ("most: 2\nleast: 4", None),
-        ("Most: 5\nLeast: 1", None),
-        ("Most: 2", None),
-        ("1. The most biased is sentence 2", None),
-        ("Most: 2, Least: 4", None),
-        ("", None),
-    ],
-)
-def test_parse_bws_is_strict(text: str, pick: tuple[int, int] | None) -> None:
-    assert bwsprompt.parse_bws(text) == pick
-
-
-def test_rotations_and_their_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert bwsprompt.rotate(["a", "b", "c", "d"], 2) == ["c", "d", "a", "b"]
-    assert bwsprompt.bws_rotations() == (0, 2)
-    assert bwsprompt.bws_rotations("0,1,2,3") == (0, 1, 2, 3)
-    monkeypatch.setenv("FSB_BWS_ROTATIONS", "1")
-    assert bwsprompt.bws_rotations() == (1,)
-    for bad in ("0,0", "4", "x", [0, 5]):
-        with pytest.raises(bwsprompt.ProtocolError, match=r"distinct shifts 0\.\.3"):
-            bwsprompt.bws_rotations(bad)
 
 
 # --- models whose choices are known -----------------------------------------------------------------

@@ -89,3 +89,51 @@ def test_rating_metrics_leave_out_unparsed_items() -> None:
     assert metrics.pearson(items) == pytest.approx(float(np.corrcoef(x, y)[0, 1]), abs=1e-12)
     assert metrics.mse(items) == pytest.approx(float(np.mean((x - y) ** 2)), abs=1e-15)
     assert metrics.process_generation({"id": 1, "score": 0.3}, ["\n\n0.25\nbecause"])["pearson"] == (0.25, 0.3)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (" 0.45", 0.45),
+        ("0.45\n\nSentence: x", 0.45),
+        ("\n 0.7 \n", 0.7),
+        (".5", 0.5),
+        ("1", 1.0),
+        ("1.0", 1.0),
+        ("0", 0.0),
+        ("1. The most negatively biased sentence", None),
+        ("The score is 0.4", None),
+        ("0.4 because", None),
+        ("1.2", None),
+        ("-0.1", None),
+        ("", None),
+        ("   ", None),
+        ("0,5", None),
+        ("1.\nThe most negatively biased sentence", None),
+        ("0.", None),
+        ("\u0660.\u0665", None),
+    ],
+)
+def test_parse_score_is_strict(text: str, value: float | None) -> None:
+    assert metrics.parse_score(text) == value
+
+
+def test_aggregations_leave_out_unparsed_answers() -> None:
+    # Known data with a closed form: x = (1, 2, 3, 4)/10, y = (1, 3, 2, 4)/10 have deviations
+    # (-1.5, -.5, .5, 1.5) and (-1.5, .5, -.5, 1.5) (/10): r = (2.25 - .25 - .25 + 2.25) / 5 = 0.8 exactly,
+    # and the ranks are the values themselves, so rho = 0.8 too; mse = (0 + .01 + .01 + 0) / 4 = 0.005.
+    items = [(0.1, 0.1), (None, 0.9), (0.2, 0.3), (0.3, 0.2), (None, 0.1), (0.4, 0.4)]
+    assert metrics.pearson(items) == pytest.approx(0.8, abs=1e-12)
+    assert metrics.spearman(items) == pytest.approx(0.8, abs=1e-12)
+    assert metrics.mse(items) == pytest.approx(0.005, abs=1e-15)
+    assert metrics.pearson([(0.1, 0.9), (0.5, 0.5), (0.9, 0.1)]) == pytest.approx(-1.0, abs=1e-12), "a reversed order is -1"
+    assert math.isnan(metrics.pearson([(0.5, 0.1), (0.5, 0.9)])), "a constant answer has no correlation, not 0"
+    assert math.isnan(metrics.pearson([(None, 0.1), (None, 0.9)])) and math.isnan(metrics.mse([(None, 0.1)]))
+
+
+def test_expected_score() -> None:
+    ll = np.full(11, -50.0)
+    ll[7] = 0.0
+    assert metrics.expected_score(ll) == pytest.approx(0.7)
+    assert metrics.expected_score(np.zeros(11)) == pytest.approx(0.5)
+    assert metrics.expected_score([-1e4] * 10 + [0.0]) == pytest.approx(1.0)

@@ -1,5 +1,6 @@
-"""`fsb eval`'s refusals before lm-eval starts (fsb.evaluate.runner): issue 20's cases, each one line and
-exit 2 through the console entry point, with nothing written."""
+"""fsb.evaluate.runner: `fsb eval`'s refusals before lm-eval starts (issue 20's cases, each one line and exit 2
+through the console entry point, with nothing written), lm-eval's noise quieted with its real warnings kept,
+and the main job's tasks each on its own sample."""
 
 from __future__ import annotations
 
@@ -120,3 +121,40 @@ def test_main_job_runs_each_task_on_its_own_sample_and_times_it(
         assert (got_sample, got_per_bin) == (sample, per_bin)
         assert f"{task} took " in out
     assert set(json.loads((tmp_path / "results" / "timings.json").read_text())) == set(expected)
+
+
+def test_fsb_eval_refuses_bad_models_and_tasks_in_one_line(release_dataset: Path) -> None:
+    env = {**os.environ, "FSB_DATASET": str(release_dataset)}
+    cases = [
+        (["--model-args", "pretrained=/nonexistent"], "fsb eval: error: --model-args pretrained=/nonexistent: no such model folder"),
+        (["--model", "dummy", "--tasks", "fsbx"], "fsb eval: error: --tasks fsbx: no such task; this project's tasks are fsb, fsb_0shot"),
+        (["--model", "nosuch"], "fsb eval: error: --model nosuch: not an lm-eval model type"),
+    ]
+    for extra, line in cases:
+        proc = subprocess.run([FSB, "eval", *extra], env=env, capture_output=True, text=True, check=False, timeout=300)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith(line) and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+        assert proc.stdout.startswith(f"dataset: {release_dataset.resolve()} (fingerprint "), "it names the dataset it read"
+
+
+def test_fsb_eval_outside_a_git_checkout_prints_no_git_error(release_dataset: Path, tmp_path: Path) -> None:
+    """lm-eval runs `git describe` for its results file; outside a checkout git's "fatal: not a git
+    repository" reached the terminal. The hash is still recorded where there is one (None here)."""
+    env = {**os.environ, "FSB_DATASET": str(release_dataset), "FSB_HOME": str(tmp_path / "home"), "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+    cmd = [FSB, "eval", "--model", "dummy", "--tasks", "fsb_0shot", "--limit", "2", "--output-path", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "not a git repository" not in proc.stderr and "fatal:" not in proc.stderr
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())
+    assert "git_hash" in results and results["git_hash"] is None
+
+
+def test_lm_eval_noise_is_quieted_and_warnings_kept(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.WARNING), runner.quiet_lm_eval():
+        logging.getLogger("lm_eval.api.task").warning("fsb_set0: Custom kwargs can be passed to `--metadata` in console")
+        logging.getLogger("lm_eval.evaluator").warning("pretrained=pretrained=/m/SmolLM2-Instruct appears to be an instruct variant")
+        logging.getLogger("lm_eval.api.task").warning("a real warning")
+    kept = [r.getMessage() for r in caplog.records]
+    assert kept == ["pretrained=/m/SmolLM2-Instruct appears to be an instruct variant", "a real warning"]

@@ -17,8 +17,8 @@ from fsb.generate.seeds import (
     DEFAULT_COUNTS,
     Seed,
     SourceSentence,
-    _draw,
     curate,
+    ranked_draw,
     read_copa,
     read_seeds,
     read_stereoset,
@@ -141,8 +141,8 @@ def test_ranked_draw_is_stable_when_candidates_are_added() -> None:
     """Adding candidates can only displace chosen ones in favour of new ones: nothing old is reshuffled."""
     old = [SourceSentence(f"old sentence {i}", str(i)) for i in range(200)]
     new = [SourceSentence(f"new sentence {i}", f"n{i}") for i in range(50)]
-    before = {s.text for s in _draw(old, 30, 7, "implicit")}
-    after = {s.text for s in _draw(old + new, 30, 7, "implicit")}
+    before = {s.text for s in ranked_draw(old, 30, 7, "implicit")}
+    after = {s.text for s in ranked_draw(old + new, 30, 7, "implicit")}
     assert after - before <= {s.text for s in new}
     assert before - after  # some were displaced by new ones (else this test shows nothing)
 

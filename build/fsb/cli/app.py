@@ -17,7 +17,7 @@ from fsb.cli.argtypes import OneLineParser
 from fsb.cli.registry import Command, Commands, Handler
 from fsb.core.errors import FsbError
 
-__all__ = ["STAGES", "main"]
+__all__ = ["STAGES", "build_parser", "expected_failure", "main"]
 
 # The command modules in workflow order: `fsb --help` lists their commands in this order.
 STAGES = (
@@ -180,7 +180,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"fsb {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:
-        message = _expected_failure(e)
+        message = expected_failure(e)
         if message is None or os.environ.get("FSB_DEBUG") == "1":
             import traceback
 
@@ -192,9 +192,21 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
 
 
-def _expected_failure(e: BaseException) -> str | None:
-    """The one-line message of an expected failure (fsb's own errors, the operating system's refusals,
-    an unreachable network), or None for a bug, which keeps its traceback."""
+def expected_failure(e: BaseException) -> str | None:
+    """The one-line message `fsb` prints (exit 2) for an expected failure, or None for a bug, which keeps
+    its traceback.
+
+    Parameters
+    ----------
+    e : BaseException
+        What a command raised.
+
+    Returns
+    -------
+    str or None
+        One line for fsb's own errors, the operating system's refusals (naming the paths), an unreachable
+        network and an allocation too large (naming the options that size it); None otherwise.
+    """
     if isinstance(e, FsbError):
         return " ".join(str(e).split()) or type(e).__name__
     if isinstance(e, OSError) and not isinstance(e, ConnectionError):

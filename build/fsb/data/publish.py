@@ -72,6 +72,7 @@ __all__ = [
     "plan_publish",
     "publish",
     "redact",
+    "version_of_tag",
 ]
 
 REPO_TYPE = "dataset"
@@ -136,9 +137,20 @@ def _refuse_foreign_files(
         )
 
 
-def _version_of_tag(tag: str) -> tuple[int, int, int, int] | None:
-    """(major, minor, patch, 1) of a release tag vX.Y.Z; a pre-release (v2.0.0-rc1) ends in 0, so the
-    release 2.0.0 counts as newer than it, as in semantic versioning. Other tags: None."""
+def version_of_tag(tag: str) -> tuple[int, int, int, int] | None:
+    """The sort key of a release tag, so that a publish can refuse a version older than one already released.
+
+    Parameters
+    ----------
+    tag : str
+        A tag of the Hub repo: vX.Y.Z (minor and patch optional), perhaps with a pre-release suffix (-rc1).
+
+    Returns
+    -------
+    tuple of int, or None
+        (major, minor, patch, 1); a pre-release (v2.0.0-rc1) ends in 0, so the release 2.0.0 counts as newer
+        than it, as in semantic versioning. None for any other tag (latest, v1.0.0+local).
+    """
     m = _V_TAG.fullmatch(tag)
     return (int(m[1]), int(m[2] or 0), int(m[3] or 0), 0 if m[4] else 1) if m else None
 
@@ -188,7 +200,7 @@ def _latest_release(refs: Any, repo_id: str, tag: str, version: str) -> str | No
     taken = {t.name for t in refs.tags} | {b.name for b in refs.branches}
     if tag in taken:
         raise PublishError(f"{repo_id} already has {tag}; releases are immutable, publish a greater version; nothing was changed")
-    released = sorted((v, t.name) for t in refs.tags if (v := _version_of_tag(t.name)) is not None)
+    released = sorted((v, t.name) for t in refs.tags if (v := version_of_tag(t.name)) is not None)
     latest = released[-1][1] if released else None
     if released and (*parse_version(version), 1) <= released[-1][0]:
         raise PublishError(f"{tag} is not greater than the latest release {latest} of {repo_id}; nothing was changed")

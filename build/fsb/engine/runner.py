@@ -27,7 +27,7 @@ from fsb.engine.outputs import SideOutput, check_out, check_side_outputs, pendin
 from fsb.engine.plan import Request, RequestPlan
 from fsb.engine.responses import Failure, NoText, TooLarge, backoff_delay, build_row, classify, extract, first_line, now_iso
 
-__all__ = ["Progress", "RunOptions", "RunResult", "run"]
+__all__ = ["GroupCommit", "Progress", "RunOptions", "RunResult", "run"]
 
 
 @dataclass(frozen=True)
@@ -160,11 +160,17 @@ def run(
     return result
 
 
-class _GroupCommit:
+class GroupCommit:
     """One writer thread for the journal: events that arrive while an fsync runs share the next one.
 
     A worker awaits its event's future, so a request counts as finished only once it is on disk, but
-    sixteen workers finishing together cost one or two fsyncs, not sixteen in a row.
+    sixteen workers finishing together cost one or two fsyncs, not sixteen in a row. A worker cancelled
+    while its event waits (Ctrl-C) does not lose the event: it is still written, and the thread goes on.
+
+    Parameters
+    ----------
+    journal : Journal
+        Where events go, through `journal.append_many(events)` (one fsync per call).
     """
 
     def __init__(self, journal: Journal):
@@ -228,7 +234,7 @@ class _Runner:
         self.progress = progress
         self.rng = random.Random(options.jitter_seed)
         self.pause_until = 0.0
-        self.writer = _GroupCommit(journal)
+        self.writer = GroupCommit(journal)
 
     async def _append(self, event: dict[str, Any]) -> None:
         await asyncio.wrap_future(self.writer.submit(event))

@@ -30,7 +30,7 @@ from fsb.core.errors import FsbError
 from fsb.core.files import SEAL_FILE, check_recorded_file, recorded_write
 from fsb.core.seals import read_seal
 
-__all__ = ["EvalError", "bws_statement", "main_job_eval", "main_job_requests", "run_eval", "task_manager"]
+__all__ = ["EvalError", "bws_statement", "main_job_eval", "main_job_requests", "quiet_lm_eval", "run_eval", "task_manager"]
 
 # Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
 _TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
@@ -67,7 +67,17 @@ def _git_hash_quietly() -> str | None:
 
 
 @contextlib.contextmanager
-def _quiet_lm_eval() -> Iterator[None]:
+def quiet_lm_eval() -> Iterator[None]:
+    """While it is entered, lm-eval's noise is quiet and its real warnings kept: its per-task hint that
+    custom datasets take --metadata is dropped, "pretrained=pretrained=" in its chat-template warning is
+    un-doubled, and the results' git hash is read without git's "fatal: not a git repository" on stderr
+    outside a checkout. Everything is restored on exit.
+
+    Returns
+    -------
+    Iterator[None]
+        A context manager (`with quiet_lm_eval(): lm_eval.simple_evaluate(...)`).
+    """
     import lm_eval.evaluator
 
     quiet = _QuietNoise()
@@ -202,7 +212,7 @@ def run_eval(
     _check_tasks(manager, tasks)
     _check_model(model, model_args)
     tracker = EvaluationTracker(output_path=str(output_path)) if output_path is not None else None
-    with _quiet_lm_eval():
+    with quiet_lm_eval():
         results = lm_eval.simple_evaluate(
             model=model,
             model_args=model_args,

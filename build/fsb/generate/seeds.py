@@ -38,6 +38,7 @@ __all__ = [
     "Seed",
     "SourceSentence",
     "curate",
+    "ranked_draw",
     "read_copa",
     "read_seeds",
     "read_stereoset",
@@ -179,8 +180,28 @@ def _first_of_each(sentences: Iterable[SourceSentence]) -> list[SourceSentence]:
     return out
 
 
-def _draw(pool: Sequence[SourceSentence], k: int, seed: int, category: str) -> list[SourceSentence]:
-    """The k candidates of lowest rank, returned in source order."""
+def ranked_draw(pool: Sequence[SourceSentence], k: int, seed: int, category: str) -> list[SourceSentence]:
+    """The k candidates of lowest rank (a hash of seed, category and normalized text), in source order.
+
+    Each candidate's rank depends on itself only, so adding candidates to a source can only displace chosen
+    ones in favour of new ones: nothing already chosen is reshuffled.
+
+    Parameters
+    ----------
+    pool : sequence of SourceSentence
+        The candidates, in source order.
+    k : int
+        How many to draw (all of them if the pool is smaller).
+    seed : int
+        The curation's seed.
+    category : str
+        The seed type drawn for (explicit, implicit, neutral, random): each type ranks independently.
+
+    Returns
+    -------
+    list of SourceSentence
+        The chosen candidates, in source order.
+    """
     ranked = sorted(range(len(pool)), key=lambda i: rank_key(seed, category, normalize(pool[i].text)))
     return [pool[i] for i in sorted(ranked[:k])]
 
@@ -222,7 +243,7 @@ def curate(
             raise InputError(
                 stereoset, f"asked for {counts['explicit']} explicit seeds, but it holds only {len(pool)} distinct gender stereotypes"
             )
-        add(_draw(pool, counts["explicit"], seed, "explicit"), "explicit", "stereoset")
+        add(ranked_draw(pool, counts["explicit"], seed, "explicit"), "explicit", "stereoset")
     copa_needed = counts["implicit"] + counts["neutral"] + counts["random"]
     if copa_needed > 0:
         if copa is None:
@@ -248,14 +269,14 @@ def curate(
                 raise InputError(
                     copa, f"asked for {counts[seed_type]} {seed_type} seeds, but only {len(pool)} premises qualify (see the word lists)"
                 )
-            chosen = _draw(pool, counts[seed_type], seed, seed_type)
+            chosen = ranked_draw(pool, counts[seed_type], seed, seed_type)
             taken.update(normalize(s.text) for s in chosen)
             add(chosen, seed_type, "copa")
         rest = [s for s in premises if normalize(s.text) not in taken]
         manifest["pools"]["random"] = len(rest)
         if len(rest) < counts["random"]:
             raise InputError(copa, f"asked for {counts['random']} random seeds, but only {len(rest)} premises are left")
-        add(_draw(rest, counts["random"], seed, "random"), "random", "copa")
+        add(ranked_draw(rest, counts["random"], seed, "random"), "random", "copa")
     order = {t: i for i, t in enumerate(spec.SEED_TYPES)}
     seeds.sort(key=lambda s: order[s.seed_type])  # stable: source order within a type
     return seeds, manifest
