@@ -20,6 +20,12 @@ os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.pop("FSB_DATASET", None)
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    # `make test` on N workers: each worker's math libraries (torch, BLAS) and the models it starts get cores / N
+    # threads, not one per core each: threads of two processes spinning for the same cores burn CPU for nothing
+    _threads = str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_name, _threads)
 os.environ.pop("FSB_RAW_DIR", None)
 
 import pytest  # noqa: E402
