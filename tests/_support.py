@@ -84,6 +84,20 @@ _IMPORT_TIME_ENV = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "DATASETS_", "TOKENI
 _SIGNALS = ("SIGINT", "SIGTERM")
 
 
+def simulated_study(n: int = 90, seed: int = 3) -> tuple[Any, np.ndarray]:
+    """A simulated best-worst study coded as `fsb.bws.scoring.Coded` (a 2N design of n items, 3 judgments a
+    tuple from the logit on normal utilities), and its MaxDiff fit's utilities: the bootstrap tests' input."""
+    from fsb import bws
+    from fsb.bws import maxdiff
+    from fsb.bws.scoring import Coded
+
+    truth = np.random.default_rng(seed).normal(size=n)
+    design = bws.bws_design(n, seed=seed)
+    ti, best, worst = simulate_bws(design, truth, 3, seed=seed + 1)
+    coded = Coded(np.arange(n), design[ti], design, ti, best, worst)
+    return coded, maxdiff.fit_maxdiff(design, best, worst, ti, n).utility
+
+
 def run_fsb(
     *args: object,
     cwd: str | os.PathLike[str] | None = None,

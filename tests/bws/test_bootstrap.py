@@ -6,24 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from fsb import bws
-from fsb.bws import bootstrap, maxdiff, newton, tails
-from fsb.bws.scoring import Coded
-from tests._support import simulate_bws
-
-
-def _study(n: int = 90, seed: int = 3) -> tuple[Coded, np.ndarray]:
-    truth = np.random.default_rng(seed).normal(size=n)
-    design = bws.bws_design(n, seed=seed)
-    ti, best, worst = simulate_bws(design, truth, 3, seed=seed + 1)
-    coded = Coded(np.arange(n), design[ti], design, ti, best, worst)
-    return coded, maxdiff.fit_maxdiff(design, best, worst, ti, n).utility
+from fsb.bws import bootstrap, newton, tails
+from tests._support import simulated_study
 
 
 def test_intervals_from_the_tails_equal_those_from_all_the_draws() -> None:
     """`bootstrap_intervals` keeps only the tails of the Newton draws and scales them by the stretch at the
     end; that must be the basic interval of the whole draws (as `newton_draws` returns them)."""
-    coded, start = _study()
+    coded, start = simulated_study()
     low, high = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=120, seed=4, start=start)
     draws, _ = newton.newton_draws(coded, start, 120, np.random.default_rng(4))
     (q_low, q_high), _ = tails.quantiles(draws, [0.025, 0.975])

@@ -7,27 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fsb import bws
 from fsb.bws import maxdiff, newton
-from fsb.bws.scoring import Coded
-from tests._support import simulate_bws
+from tests._support import simulated_study
 
 pcg = newton.pcg
-
-
-def _study(n: int = 90, seed: int = 3) -> tuple[Coded, np.ndarray]:
-    truth = np.random.default_rng(seed).normal(size=n)
-    design = bws.bws_design(n, seed=seed)
-    ti, best, worst = simulate_bws(design, truth, 3, seed=seed + 1)
-    coded = Coded(np.arange(n), design[ti], design, ti, best, worst)
-    return coded, maxdiff.fit_maxdiff(design, best, worst, ti, n).utility
 
 
 def test_newton_draws_do_not_depend_on_how_many_resamples_are_solved_together(monkeypatch: pytest.MonkeyPatch) -> None:
     """The resamples are drawn one after the other from the seeded generator and solved in chunks sized by
     memory (`CHUNK_BYTES`): one resample at a time (with a ragged last chunk reusing the scratch buffer)
     must give the draws and the stretch of all at once, to the solver's float32 rounding."""
-    coded, start = _study()
+    coded, start = simulated_study()
     whole, stretch = newton.newton_draws(coded, start, 30, np.random.default_rng(5))
     calls = []
     monkeypatch.setattr(newton, "pcg", lambda matvec, rhs, diag: calls.append(rhs.shape[1]) or pcg(matvec, rhs, diag))
@@ -50,7 +40,7 @@ def test_hessian_products_are_the_derivative_of_the_gradient(monkeypatch: pytest
     derivative of the weighted gradient `tuple_nll`: a slot transposed in a block, a block boundary
     dropped or the scatter built in the wrong cell order would all break it."""
     monkeypatch.setattr(maxdiff, "BLOCK", 7)
-    coded, start = _study(40, seed=8)
+    coded, start = simulated_study(40, seed=8)
     counts = maxdiff.tuple_counts(coded.design, coded.best, coded.worst, coded.tuple_index, 40)
     pieces = newton.Resamples(start, counts, 40)
     rng = np.random.default_rng(0)
@@ -104,7 +94,7 @@ def test_second_steps_weighted_a_slice_of_tuples_at_a_time_give_the_same_stretch
     slice's counts weighted alone: the ridge counted once per slice, a slice's linear part lost, or a
     ragged last slice dropped moves the measured stretch (and so every draw), which must stay the
     whole-array one to float rounding."""
-    coded, start = _study()
+    coded, start = simulated_study()
     whole, stretch = newton.newton_draws(coded, start, 12, np.random.default_rng(8))
     monkeypatch.setattr(newton, "WEIGHT_SLICE", 7)  # many slices, the last one ragged
     sliced, stretch_sliced = newton.newton_draws(coded, start, 12, np.random.default_rng(8))
