@@ -80,7 +80,10 @@ def simulate_bws(design: np.ndarray, utility: np.ndarray, per_tuple: int, seed: 
 # Variables that libraries read once, at import (huggingface_hub's endpoint and offline flags, datasets'
 # cache, tokenizers' threads, ...): a run that needs other values than this process has gets a process of
 # its own, because in this one those libraries may already be imported with the old values.
-_IMPORT_TIME_ENV = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "DATASETS_", "TOKENIZERS_", "TORCH", "OMP_", "MKL_", "PYTHON", "LC_", "LANG")
+_IMPORT_TIME_ENV = (
+    *("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "DATASETS_", "TOKENIZERS_", "TORCH"),
+    *("OMP_", "MKL_", "OPENBLAS_", "PYTHON", "LC_", "LANG"),
+)
 _SIGNALS = ("SIGINT", "SIGTERM")
 
 

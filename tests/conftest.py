@@ -109,13 +109,13 @@ def markers_for(item: pytest.Item) -> set[str]:
 ASSIGNED: dict[str, set[str]] = {}
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups given below
+@pytest.hookimpl(tryfirst=True)  # markers given and recorded before -m or -k deselects anything
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         ASSIGNED[item.nodeid] = markers_for(item)
         for marker in sorted(ASSIGNED[item.nodeid] - {m.name for m in item.iter_markers()}):
             item.add_marker(getattr(pytest.mark, marker))
-    if config.getoption("dist", "no") == "loadfile":
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of `pytest -n N` (make test): xdist resets its --dist to "no"
         costliest_first(items)
 
 
