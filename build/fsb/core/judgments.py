@@ -232,21 +232,19 @@ def _fast_cells(
     stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
     del table
     text = pa.types.is_string(columns[0].type)  # what the coding needs of the bytes, before they are let go
-    plain = text and data.find(b"\0", start + offset) < 0
     ascii_only = text and _ascii_only(data, start + offset)
     if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         data.madvise(mmap.MADV_DONTNEED)  # the parsed copy's pages leave this process (~0.4 GB at 1e6 items)
-    indices, uniques, order, unmatched = _code_columns(columns, plain, ascii_only, len(fields) - 2)
+    indices, uniques, order, unmatched = _code_columns(columns, ascii_only, len(fields) - 2)
     return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
 
 
-def _code_columns(columns: list[Any], plain: bool, ascii_only: bool, k: int) -> tuple[np.ndarray, Any, np.ndarray | None, int]:
-    """The label columns (pyarrow ChunkedArrays of integers or strings; `plain`: no label holds a NUL
-    byte, `ascii_only`: every label is ASCII) coded by `fsb.core.labelcodes.encode_cells`: (cells, the
-    distinct labels, their sort order when known, the count of best/worst cells equal to none of their
-    row's items). Integer ids are hashed as integers, labels of up to 8 bytes as packed integer keys,
-    longer ones as strings; no Python str per row, and none per label unless a label holds a NUL byte
-    (numpy's fixed-width strings drop a trailing one)."""
+def _code_columns(columns: list[Any], ascii_only: bool, k: int) -> tuple[np.ndarray, Any, np.ndarray | None, int]:
+    """The label columns (pyarrow ChunkedArrays of integers or strings, no NUL byte in any label: the reader
+    refuses those first, `_refuse_nul`; `ascii_only`: every label is ASCII) coded by
+    `fsb.core.labelcodes.encode_cells`: (cells, the distinct labels, their sort order when known, the count of
+    best/worst cells equal to none of their row's items). Integer ids are hashed as integers, labels of up to
+    8 bytes as packed integer keys, longer ones as strings; no Python str per row or per label."""
     import pyarrow as pa
 
     from fsb.core.labelcodes import encode_cells, key_order, packed_keys, strings_to_numpy, unpack_keys
@@ -254,8 +252,8 @@ def _code_columns(columns: list[Any], plain: bool, ascii_only: bool, k: int) -> 
     order = None
     if pa.types.is_integer(columns[0].type):
         keys: list = [_chunks(c) for c in columns]
-    else:  # short labels as uint64 keys, when no label holds a NUL byte (the packing's padding)
-        keys = [packed_keys(c) for c in columns] if plain else [None]
+    else:  # short labels as uint64 keys (NUL bytes, the packing's padding, were refused before)
+        keys = [packed_keys(c) for c in columns]
     if any(key is None for key in keys):  # longer labels: pyarrow's string hash, best and worst still compared
         keys = [[chunk for chunk in c.chunks if len(chunk)] for c in columns]
     del columns[:]  # the caller's list too: each column is freed once coded
@@ -265,10 +263,8 @@ def _code_columns(columns: list[Any], plain: bool, ascii_only: bool, k: int) -> 
         uniques, order = unpack_keys(dictionary, ascii_only=ascii_only), key_order(dictionary)
     elif isinstance(dictionary, np.ndarray):
         uniques = dictionary
-    elif plain:
-        uniques, order = strings_to_numpy(dictionary, ascii_only=ascii_only)
     else:
-        uniques = dictionary.to_pylist()
+        uniques, order = strings_to_numpy(dictionary, ascii_only=ascii_only)
     return indices, uniques, order, unmatched
 
 
