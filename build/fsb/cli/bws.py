@@ -8,7 +8,16 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from fsb.cli.argtypes import pos_int, resamples, seed, trials
-from fsb.cli.common import DESIGN_HEADER, SCORES_HEADER, SCORES_KIND, add_force, add_invalid, output_file, print_json
+from fsb.cli.common import (
+    DESIGN_HEADER,
+    SCORES_HEADER,
+    SCORES_KIND,
+    add_force,
+    add_invalid,
+    load_numpy_without_blas_threads,
+    output_file,
+    print_json,
+)
 from fsb.cli.registry import Commands
 
 if TYPE_CHECKING:
@@ -44,6 +53,8 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
     "score", arguments=_score_arguments, help="score a best-worst judgments file (counting, or a MaxDiff fit), optionally with intervals"
 )
 def _score(args: argparse.Namespace) -> int:
+    if args.method == "counting":  # counting, its bootstrap included, does no linear algebra: no BLAS threads
+        load_numpy_without_blas_threads()
     from fsb.bws.scoring import format_csv, score_columns
     from fsb.core.files import recorded_write
     from fsb.core.tables import describe_irregular, read_annotations

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -21,6 +22,7 @@ __all__ = [
     "add_force",
     "add_invalid",
     "hub_revision",
+    "load_numpy_without_blas_threads",
     "output_file",
     "output_folder",
     "print_json",
@@ -40,6 +42,35 @@ INVALID_HELP = (
     "count scores them as the NRC Perl counting script does (an item counts once per slot, best = worst counts both ways); "
     "drop leaves them out. Either way the number of such rows is printed, by kind, with the first line of each"
 )
+
+
+# What OpenBLAS reads, once, when it is loaded, for its thread count (in its order of precedence).
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def load_numpy_without_blas_threads() -> bool:
+    """Load numpy with one OpenBLAS thread, for a command that does no linear algebra (counting scores).
+
+    Why: numpy's OpenBLAS starts a thread per core when it is loaded, and those threads spin while they
+    wait for work: 0.07 s of CPU in `fsb score` on 1e5 items (0.57 s in all), for threads that counting
+    never uses. OpenBLAS reads its thread count once, when numpy loads it, so the variable is set only for
+    that moment and then removed: nothing this process starts inherits it. A thread count the user set
+    (`BLAS_THREAD_VARIABLES`) is left alone, and so is a numpy already loaded (`fsb.cli.main` called
+    in a process that imported it: its BLAS threads exist already).
+
+    Returns
+    -------
+    bool
+        Whether numpy was loaded here with one BLAS thread.
+    """
+    if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+        return False
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    try:
+        import numpy  # noqa: F401  (loaded for its side effect: OpenBLAS reads the variable now)
+    finally:
+        del os.environ["OPENBLAS_NUM_THREADS"]
+    return True
 
 
 def print_json(obj: object) -> None:
