@@ -119,7 +119,7 @@ def _blas_probe(tmp_path: Path, *args: str, env: dict[str, str]) -> dict:
 
 
 def test_score_counting_loads_blas_with_one_thread_and_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
-    """`fsb score` (counting) does no linear algebra: numpy's OpenBLAS is loaded with 1 thread, not one per
+    """`fsb score` (counting) and `fsb reliability` do no linear algebra: numpy's OpenBLAS is loaded with 1 thread, not one per
     core spinning for nothing (0.07 s of 0.57 s CPU at 1e5 items), and the variable that asked for it is gone
     afterwards (a child process would inherit it). Catches numpy imported before the handler runs (e.g. at
     the top of a cli module), which brings the threads back, and a variable left behind."""
@@ -127,6 +127,8 @@ def test_score_counting_loads_blas_with_one_thread_and_leaves_the_environment_as
     probe = _blas_probe(tmp_path, "score", str(judgments), "--out", "s.csv", env={})
     assert probe["code"] == 0 and (tmp_path / "s.csv").read_text().startswith("item,score_raw,score,n,best,worst\n")
     assert probe["threads"] == [1] and probe["env"] == {}
+    reliability = _blas_probe(tmp_path, "reliability", str(judgments), "--trials", "5", env={})
+    assert reliability["code"] == 0 and reliability["threads"] == [1] and reliability["env"] == {}
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts one thread per core: one core shows no difference")

@@ -114,6 +114,7 @@ def _why_undefined(result: dict[str, Any], ann: Annotations) -> str | None:
 
 @commands.add("reliability", arguments=_reliability_arguments, help="split-half reliability of a judgments file")
 def _reliability(args: argparse.Namespace) -> int:
+    load_numpy_without_blas_threads()  # split halves are counted, correlated elementwise: no linear algebra
     from fsb.bws.scoring import annotator_agreement, reliability
     from fsb.core.tables import describe_irregular, read_annotations
 

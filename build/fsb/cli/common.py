@@ -49,7 +49,7 @@ BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_TH
 
 
 def load_numpy_without_blas_threads() -> bool:
-    """Load numpy with one OpenBLAS thread, for a command that does no linear algebra (counting scores).
+    """Load numpy with one OpenBLAS thread, for a command that does no linear algebra (counting scores, split-half reliability).
 
     Why: numpy's OpenBLAS starts a thread per core when it is loaded, and those threads spin while they
     wait for work: 0.07 s of CPU in `fsb score` on 1e5 items (0.57 s in all), for threads that counting
