@@ -140,3 +140,26 @@ def test_score_keeps_the_blas_threads_a_user_set_and_maxdiff_keeps_its_threads(t
     assert user["threads"] == [2] and user["env"] == {"OPENBLAS_NUM_THREADS": "2"}
     maxdiff = _blas_probe(tmp_path, "score", str(judgments), "--method", "maxdiff", "--out", "m.csv", env={})
     assert maxdiff["code"] == 0 and maxdiff["threads"][0] > 1
+
+
+def test_score_freezes_the_collector_at_exit_only_and_keeps_its_output(tmp_path: Path) -> None:
+    """`fsb score` ends without the interpreter's exit-time garbage collections (gc.freeze, from an atexit
+    handler): nothing is frozen while the process goes on (a test or notebook calling main keeps collecting),
+    everything is at exit, and the scores on stdout (flushed at exit) are whole. Catches the freeze done at
+    return (the caller's later garbage never collected) and one that never happens."""
+    _, judgments = make_raw(tmp_path, n=40)
+    probe = """
+import atexit, gc, sys
+atexit.register(lambda: print("frozen at exit:", gc.get_freeze_count() > 0, file=sys.stderr))  # runs after fsb's (LIFO)
+from fsb.cli import main
+code = main(sys.argv[1:])
+print("frozen on return:", gc.get_freeze_count() > 0, file=sys.stderr)
+sys.exit(code)
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, "score", str(judgments)], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "frozen on return: False" in proc.stderr and "frozen at exit: True" in proc.stderr
+    assert main(["score", str(judgments), "--out", str(tmp_path / "s.csv")]) == 0
+    assert proc.stdout == (tmp_path / "s.csv").read_text() and proc.stdout.count("\n") == 41

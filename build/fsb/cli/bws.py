@@ -15,6 +15,7 @@ from fsb.cli.common import (
     add_force,
     add_invalid,
     load_numpy_without_blas_threads,
+    no_collection_at_exit,
     output_file,
     print_json,
 )
@@ -75,6 +76,7 @@ def _score(args: argparse.Namespace) -> int:
     else:
         recorded_write(args.out, text, force=args.force, kind=SCORES_KIND, header=SCORES_HEADER)
         print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
+    no_collection_at_exit()  # the scores are written and closed
     return 0
 
 

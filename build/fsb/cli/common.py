@@ -23,6 +23,7 @@ __all__ = [
     "add_invalid",
     "hub_revision",
     "load_numpy_without_blas_threads",
+    "no_collection_at_exit",
     "output_file",
     "output_folder",
     "print_json",
@@ -71,6 +72,29 @@ def load_numpy_without_blas_threads() -> bool:
     finally:
         del os.environ["OPENBLAS_NUM_THREADS"]
     return True
+
+
+def no_collection_at_exit() -> None:
+    """Let the process end without the interpreter's last garbage collections (`gc.freeze` at exit), for a
+    command whose outputs are all written and closed when it returns.
+
+    Why: at exit Python runs a full cyclic collection over every object of numpy, pyarrow and the modules
+    (27k objects after `fsb score`), then more as it clears the modules, only for the operating system to
+    take the memory back: 0.02 s of the 0.37 s CPU of `fsb score` on 1e5 items (median of 20 interleaved
+    runs). Freezing moves the objects out of the collector's sight; objects are still freed by reference
+    counting, and the standard streams are flushed at exit as always. Registered with `atexit`, so a
+    process that calls `fsb.cli.main` and carries on (tests, notebooks) collects as usual until it ends.
+    """
+    global _FREEZE_AT_EXIT
+    if not _FREEZE_AT_EXIT:
+        import atexit
+        import gc
+
+        atexit.register(gc.freeze)  # atexit handlers run before the interpreter's exit collections
+        _FREEZE_AT_EXIT = True
+
+
+_FREEZE_AT_EXIT = False
 
 
 def print_json(obj: object) -> None:
