@@ -40,3 +40,27 @@ def test_encode_labels_is_consistent_and_order_free() -> None:
     assert labels.tolist() == ["x", "y", "z"]
     assert labels[a].tolist() == [["x", "y"], ["z", "x"]]
     assert labels[b].tolist() == ["y", "z"]
+
+
+def test_chunked_bincount_counts_exactly_as_numpy() -> None:
+    """`bincount` counts int32 codes a chunk at a time (no int64 copy of them all): the counts must be
+    np.bincount's for every size around the chunk boundaries, 2-D codes, a minlength above and below the
+    largest code, codes that first appear in a later chunk, and a negative code must still be refused.
+    Catches a chunk counted twice or skipped, a lost tail, and counts cut to the first chunk's length."""
+    from fsb.bws.counting import BINCOUNT_CHUNK, bincount
+
+    rng = np.random.default_rng(0)
+    for size in (0, 1, BINCOUNT_CHUNK, 2 * BINCOUNT_CHUNK, 2 * BINCOUNT_CHUNK + 1, 5 * BINCOUNT_CHUNK + 7):
+        for minlength in (0, 50, 3 * BINCOUNT_CHUNK):
+            codes = rng.integers(0, 100, size).astype(np.int32)
+            if size > 3 * BINCOUNT_CHUNK:
+                codes[-1] = 4 * BINCOUNT_CHUNK  # larger than minlength and than every earlier code
+            got = bincount(codes, minlength=minlength)
+            assert np.array_equal(got, np.bincount(codes, minlength=minlength)), (size, minlength)
+            assert got.dtype == np.bincount(codes).dtype
+    cells = rng.integers(0, 1000, (3 * BINCOUNT_CHUNK, 4)).astype(np.int32)
+    assert np.array_equal(bincount(cells, minlength=1000), np.bincount(cells.ravel(), minlength=1000))
+    negative = np.zeros(3 * BINCOUNT_CHUNK, dtype=np.int32)
+    negative[-1] = -1
+    with pytest.raises(ValueError):
+        bincount(negative)

@@ -320,6 +320,34 @@ def test_large_tables_are_written_by_pyarrow_exactly_as_by_pythons_csv_module() 
     assert '"a,5"' in scoring.format_csv(quoted)
 
 
+def test_labels_needing_quotes_and_unicode_labels_are_written_as_by_pythons_csv_module() -> None:
+    """The fast writer's two label checks (which labels need quotes, which are ASCII) decide the path: every
+    character that needs quoting (comma, quote, CR, LF) sends a 1e5-row table to the csv module, an empty
+    label too, and non-ASCII, internal NUL or mixed-width labels are copied to pyarrow exactly
+    (`fsb.core.csvrows.strings_to_arrow` against pyarrow's own conversion). Catches a check that misses a
+    character, or an ASCII copy that shifts, pads or truncates a label."""
+    import pyarrow as pa
+
+    from fsb.core.csvrows import strings_to_arrow
+
+    n = 100_000
+    base = np.array([f"b{i}" for i in range(n)])
+    for odd in ("a,5", 'a"5', "a\r5", "a\n5", ""):
+        labels = base.copy().astype(f"U{max(len(odd), 7)}")
+        labels[5] = odd
+        cols = {"item": labels, "score": np.linspace(0, 1, n), "n": np.arange(n)}
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows([list(cols), *zip(labels.tolist(), [f"{v:.6f}" for v in cols["score"]], range(n))])
+        assert scoring.format_csv(cols) == buf.getvalue(), repr(odd)
+    for values in (
+        np.array(["a", "bc", "", "x\x00y", "longer label"]),
+        np.array(["é", "a", "日本"]),
+        np.array(["abc", "de", "f"])[::-1],
+        np.array([], dtype=str),
+    ):
+        assert strings_to_arrow(values).equals(pa.array(values.tolist(), type=pa.string())), values
+
+
 def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fsb", *args], capture_output=True, text=True, check=False)
 

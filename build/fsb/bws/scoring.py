@@ -235,7 +235,8 @@ def _needs_quotes(labels: np.ndarray) -> bool:
         return False
     if (np.char.str_len(labels) == 0).any():
         return True
-    return any(np.char.find(labels, c).max() >= 0 for c in (",", '"', "\n", "\r"))
+    units = np.ascontiguousarray(labels).view(np.uint32)  # the UCS-4 code points (NUL padding is none of these)
+    return bool(((units == ord(",")) | (units == ord('"')) | (units == ord("\n")) | (units == ord("\r"))).any())
 
 
 def _format_arrow(cols: dict[str, np.ndarray], decimals: int) -> str:

@@ -8,7 +8,17 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from fsb.cli.argtypes import pos_int, resamples, seed, trials
-from fsb.cli.common import DESIGN_HEADER, SCORES_HEADER, SCORES_KIND, add_force, add_invalid, output_file, print_json
+from fsb.cli.common import (
+    DESIGN_HEADER,
+    SCORES_HEADER,
+    SCORES_KIND,
+    add_force,
+    add_invalid,
+    load_numpy_without_blas_threads,
+    no_collection_at_exit,
+    output_file,
+    print_json,
+)
 from fsb.cli.registry import Commands
 
 if TYPE_CHECKING:
@@ -44,6 +54,8 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
     "score", arguments=_score_arguments, help="score a best-worst judgments file (counting, or a MaxDiff fit), optionally with intervals"
 )
 def _score(args: argparse.Namespace) -> int:
+    if args.method == "counting":  # counting, its bootstrap included, does no linear algebra: no BLAS threads
+        load_numpy_without_blas_threads()
     from fsb.bws.scoring import format_csv, score_columns
     from fsb.core.files import recorded_write
     from fsb.core.tables import describe_irregular, read_annotations
@@ -64,6 +76,7 @@ def _score(args: argparse.Namespace) -> int:
     else:
         recorded_write(args.out, text, force=args.force, kind=SCORES_KIND, header=SCORES_HEADER)
         print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
+    no_collection_at_exit()  # the scores are written and closed
     return 0
 
 
@@ -103,6 +116,7 @@ def _why_undefined(result: dict[str, Any], ann: Annotations) -> str | None:
 
 @commands.add("reliability", arguments=_reliability_arguments, help="split-half reliability of a judgments file")
 def _reliability(args: argparse.Namespace) -> int:
+    load_numpy_without_blas_threads()  # split halves are counted, correlated elementwise: no linear algebra
     from fsb.bws.scoring import annotator_agreement, reliability
     from fsb.core.tables import describe_irregular, read_annotations
 
