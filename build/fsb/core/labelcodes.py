@@ -287,12 +287,16 @@ def label_words(chunk: Any, m: int) -> np.ndarray:
     offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
     lengths = np.diff(offsets)
     first, last = int(offsets[0]), int(offsets[-1])
-    body = np.zeros(last - first + 8 * m + 8, dtype=np.uint8)  # padded: every 8-byte read stays inside
     data = chunk.buffers()[2]
+    width = int(lengths[0]) if n else 0
+    one_width = n and width == 8 * m and last - first == n * width and int(lengths.min()) == width
+    if one_width and data is not None and sys.byteorder == "little":
+        # one width, a multiple of 8 (40-character hashes): the words are the bytes themselves, no copy
+        return np.ndarray((n, m), dtype=np.uint64, buffer=data, offset=first, strides=(width, 8))
+    body = np.zeros(last - first + 8 * m + 8, dtype=np.uint8)  # padded: every 8-byte read stays inside
     if data is not None and last > first:
         body[: last - first] = np.frombuffer(data, dtype=np.uint8, count=last - first, offset=first)
     words = np.zeros((n, m), dtype=np.uint64)
-    width = int(lengths[0]) if n else 0
     fixed = n > 0 and int(lengths.min()) == width == int(lengths.max())
     window = None if fixed else np.ndarray((body.size - 7,), dtype="<u8", buffer=body, strides=(1,))
     for j in range(m):
