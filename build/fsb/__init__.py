@@ -10,7 +10,8 @@ core/       errors, readers (input that names file/line/field), atomic (atomic f
             swaps), seals (seals and records of what fsb wrote), output (the output layer every command writes
             through), files (their former one-module face), tables (the public face of csvrows: validated
             CSV/JSONL rows and the one id rule, and judgments: the judgments reader), labelcodes (judgment
-            labels coded once: packed keys, best/worst by comparison), items (a study's item list), secrets
+            labels coded once: packed keys, best/worst by comparison), streamcells (large files of string
+            labels read block by block: memory follows the judgments, not the file), items (a study's item list), secrets
             (redaction of keys and tokens in every encoding, safe URLs), logredact (every log record and
             warning redacted), onimport (a function run on a module when it is first imported: the log
             redaction without importing logging), resources

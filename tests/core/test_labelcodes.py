@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from fsb.core.labelcodes import encode_cells, key_order, packed_keys, unpack_keys
+from fsb.core.labelcodes import encode_cells, key_order, label_words, packed_keys, unpack_keys, word_keys, words_order, words_to_labels
 
 LABELS = ["b", "ab", "a", "abcdefgh", "é", "ü", "z" * 8, "", "a b", "0", "00", "é" * 4]
 
@@ -60,3 +60,31 @@ def test_fixed_width_labels_read_as_strided_words_match_byte_by_byte_packing() -
             expected = [int.from_bytes(x.encode(), "little") for x in chunk.to_pylist()]
             assert keys.tolist() == expected, width
             assert unpack_keys(keys, ascii_only=True).tolist() == chunk.to_pylist()
+
+
+# --- labels over 8 bytes: words and keys -----------------------------------------------------------------
+
+LONG = ["abcdefghi", "abcdefgh", "abcdefghij", "é" * 7, "comment_00001", "comment_00002", "x" * 40, "", "a", "ü-ü-ü-ü-ü"]
+
+
+def test_label_words_give_back_each_label_and_sort_it_as_python_sorts() -> None:
+    """Words of variable-width, one-width and sliced arrays (an offset into the buffers) decode back to their
+    labels, and `words_order` sorts labels that share their first 8 bytes by all of them."""
+    for labels, m in ((LONG, 5), ([f"{i:016x}" for i in range(30, 0, -1)], 2), (LONG, 7)):
+        array = pa.array(["zz-not-this-one", *labels])[1:]  # a slice: offsets do not start at 0
+        words = label_words(array, m)
+        assert words.shape == (len(labels), m)
+        assert words_to_labels(words).tolist() == labels
+        assert [labels[i] for i in words_order(words)] == sorted(labels)
+
+
+def test_word_keys_match_for_equal_labels_whatever_the_width_and_pack_short_ones() -> None:
+    """A label's key does not depend on how many words its block needed (blocks are coded apart), a label of
+    <= 8 bytes keys as its packed key, and these distinct labels get distinct keys."""
+    array = pa.array(LONG)
+    narrow, wide = word_keys(label_words(array, 5)), word_keys(label_words(array, 9))
+    assert np.array_equal(narrow, wide)
+    assert np.unique(narrow).size == len(LONG)
+    short = [i for i, label in enumerate(LONG) if len(label.encode()) <= 8]
+    packed = np.concatenate(packed_keys(pa.chunked_array([pa.array([LONG[i] for i in short])])))
+    assert np.array_equal(narrow[short], packed)

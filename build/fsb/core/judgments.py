@@ -7,9 +7,11 @@ label coding itself is in `fsb.core.labelcodes`.)
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
 always the FIRST offending line of the file, whatever the column or the kind of check (an unknown id
 included: `refuse_unknown_ids`). Labels follow the one id rule of `fsb.core.csvrows.id_problem`. Large
-files are parsed by pyarrow's CSV reader (imported when needed; a regular file is memory-mapped, not
-copied), small ones by Python's; labels are coded once (`fsb.core.labelcodes.encode_cells`: ids up to 8 bytes as
-integer keys, best and worst by comparison with their row's items) with no Python object per row.
+files are parsed by pyarrow's CSV reader (imported when needed), small ones by Python's: a large regular file
+whose first lines hold text labels is read block by block (`fsb.core.streamcells`: memory follows the
+judgments, not the file), other large files whole (copied into memory handed back once parsed). Labels are
+coded once (`fsb.core.labelcodes`: ids up to 8 bytes as integer keys, longer ones by their words, best and
+worst by comparison with their row's items) with no Python object per row.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -32,7 +33,6 @@ from fsb.core.csvrows import (
     Generations,
     Invalid,
     arrow_call,
-    arrow_to_numpy,
     canonical_id,
     check_header,
     first_true,
@@ -180,6 +180,8 @@ def _fast_cells(
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    from fsb.core.labelcodes import numpy_chunks
+
     start = _bom(data)
     head = _header_of(path, data, start)
     if head is None:
@@ -214,7 +216,8 @@ def _fast_cells(
             raise pa.ArrowInvalid("a label that is not digits")  # string ids: the file is not parsed twice
         table = read(pa.int64())
         columns = [table[c] for c in fields]
-        if any(c.null_count for c in columns) or not all(int(v.min()) >= 0 and int(v.max()) <= high for c in columns for v in _chunks(c)):
+        in_range = all(int(v.min()) >= 0 and int(v.max()) <= high for c in columns for v in numpy_chunks(c))
+        if any(c.null_count for c in columns) or not in_range:
             columns = None
     except pa.ArrowInvalid:
         pass
@@ -235,42 +238,10 @@ def _fast_cells(
     ascii_only = text and _ascii_only(data, start + offset)
     if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         data.madvise(mmap.MADV_DONTNEED)  # the parsed copy's pages leave this process (~0.4 GB at 1e6 items)
-    indices, uniques, order, unmatched = _code_columns(columns, ascii_only, len(fields) - 2)
+    from fsb.core.labelcodes import code_columns
+
+    indices, uniques, order, unmatched = code_columns(columns, ascii_only, len(fields) - 2)
     return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
-
-
-def _code_columns(columns: list[Any], ascii_only: bool, k: int) -> tuple[np.ndarray, Any, np.ndarray | None, int]:
-    """The label columns (pyarrow ChunkedArrays of integers or strings, no NUL byte in any label: the reader
-    refuses those first, `_refuse_nul`; `ascii_only`: every label is ASCII) coded by
-    `fsb.core.labelcodes.encode_cells`: (cells, the distinct labels, their sort order when known, the count of
-    best/worst cells equal to none of their row's items). Integer ids are hashed as integers, labels of up to
-    8 bytes as packed integer keys, longer ones as strings; no Python str per row or per label."""
-    import pyarrow as pa
-
-    from fsb.core.labelcodes import encode_cells, key_order, packed_keys, strings_to_numpy, unpack_keys
-
-    order = None
-    if pa.types.is_integer(columns[0].type):
-        keys: list = [_chunks(c) for c in columns]
-    else:  # short labels as uint64 keys (NUL bytes, the packing's padding, were refused before)
-        keys = [packed_keys(c) for c in columns]
-    if any(key is None for key in keys):  # longer labels: pyarrow's string hash, best and worst still compared
-        keys = [[chunk for chunk in c.chunks if len(chunk)] for c in columns]
-    del columns[:]  # the caller's list too: each column is freed once coded
-    indices, dictionary, unmatched = encode_cells(keys, k)
-    del keys
-    if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind == "u":  # packed strings
-        uniques, order = unpack_keys(dictionary, ascii_only=ascii_only), key_order(dictionary)
-    elif isinstance(dictionary, np.ndarray):
-        uniques = dictionary
-    else:
-        uniques, order = strings_to_numpy(dictionary, ascii_only=ascii_only)
-    return indices, uniques, order, unmatched
-
-
-def _chunks(column: Any) -> list[np.ndarray]:
-    """The chunks of a null-free numeric pyarrow ChunkedArray as numpy views (empty chunks left out)."""
-    return [arrow_to_numpy(chunk) for chunk in column.chunks if len(chunk)]
 
 
 def _may_hold_spaces(data: bytes | mmap.mmap, pos: int) -> bool:
@@ -371,19 +342,58 @@ def read_annotations(
     if invalid not in INVALID_POLICIES:
         raise ValueError(f"invalid must be one of {INVALID_POLICIES}")
     p = Path(path)
-    data = _input_data(p)
     high = INT32_MAX if integer_ids else INT64_MAX
-    header = peek_header(p, data)
-    fields, annotator, timestamp = _label_fields(p, header)  # a header's own problems are named first
-    _refuse_nul(p, data, header)
-    if not annotators:
-        annotator = timestamp = None
-    got = _fast_cells(p, data, fields, annotator, high, timestamp) if len(data) > FAST_READER_BYTES else None
-    del data
+    got, fields = _streamed(p, annotators)
+    if got is None:
+        data = _input_data(p)
+        header = peek_header(p, data)
+        fields, annotator, timestamp = _label_fields(p, header)  # a header's own problems are named first
+        _refuse_nul(p, data, header)
+        if not annotators:
+            annotator = timestamp = None
+        got = _fast_cells(p, data, fields, annotator, high, timestamp) if len(data) > FAST_READER_BYTES else None
+        del data
     if got is None:
         got = _slow_cells(p, fields, annotator, timestamp)
     known = None if known_ids is None else (np.asarray(known_ids), unknown_why)
     return _validate(p, got, fields, integer_ids, high, invalid, known)
+
+
+def _streamed(path: Path, annotators: bool) -> tuple[_Cells | None, list[str]]:
+    """A regular file over FAST_READER_BYTES whose first lines hold a label that is not digits, read block by
+    block (`fsb.core.streamcells`: memory follows the judgments, not the file), with its label fields; (None,
+    []) for every other file, and when the stream hands the file back (then the whole-file path reads it)."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode) or path.stat().st_size <= FAST_READER_BYTES:
+            return None, []
+        with path.open("rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return None, []  # the whole-file path names the problem
+    start = _bom(head)
+    found = _header_of(path, head, start) if head.find(b"\n", start) >= 0 else None
+    if found is None:
+        return None, []
+    header, offset = found
+    fields, annotator, timestamp = _label_fields(path, header)  # a header's own problems are named first
+    if head.find(b"\0", 0, start + offset) >= 0:
+        _refuse_nul(path, head, header)
+    if _labels_look_numeric(head[start + offset :], [header.index(c) for c in fields]):
+        return None, []  # integer ids: the whole-file path parses them as integers
+    from fsb.core.streamcells import NulByte, stream_cells
+
+    try:
+        got = stream_cells(path, header, start + offset, fields, annotator if annotators else None, timestamp if annotators else None)
+    except NulByte as nul:
+        with path.open("rb") as f:
+            _refuse_nul(path, f.read(nul.offset + 1), header)
+        raise
+    except OSError:
+        return None, []
+    if got is None:
+        return None, []
+    cells = _Cells(got.cells, got.uniques, got.annotator, _lazy_lines(path), got.timestamp, got.order, got.unmatched == 0)
+    return cells, fields
 
 
 def _refuse_nul(path: Path, data: bytes | mmap.mmap, header: list[str]) -> None:

@@ -18,9 +18,24 @@ import numpy as np
 
 from fsb.core.csvrows import INT32_MAX, arrow_call, arrow_to_numpy, numpy_to_arrow
 
-__all__ = ["KEY_BYTES", "encode_cells", "key_order", "packed_keys", "strings_to_numpy", "unpack_keys"]
+__all__ = [
+    "KEY_BYTES",
+    "code_columns",
+    "encode_cells",
+    "key_order",
+    "label_words",
+    "numpy_chunks",
+    "packed_keys",
+    "strings_to_numpy",
+    "unpack_keys",
+    "word_keys",
+    "words_order",
+    "words_to_labels",
+]
 
 KEY_BYTES = 8  # labels up to this many UTF-8 bytes are packed into one uint64
+_MASKS = np.array([(1 << (8 * b)) - 1 for b in range(KEY_BYTES)] + [2**64 - 1], dtype=np.uint64)  # the low b bytes
+_GOLDEN = 0x9E3779B97F4A7C15  # 2**64 / golden ratio: odd multipliers folding a long label's words into one key
 
 
 def packed_keys(column: Any) -> list[np.ndarray] | None:
@@ -86,6 +101,8 @@ def unpack_keys(keys: np.ndarray, ascii_only: bool) -> np.ndarray:
     numpy.ndarray
         dtype "<U8" or narrower: label i of key i."""
     raw = np.ascontiguousarray(keys, dtype=np.uint64).view(f"S{KEY_BYTES}")  # numpy drops the NUL padding
+    if ascii_only and sys.byteorder == "little":  # bytes widened to code points in one cast (see words_to_labels)
+        return raw.view(np.uint8).astype(np.uint32).view(f"<U{KEY_BYTES}").reshape(-1)
     return raw.astype(str) if ascii_only else np.char.decode(raw, "utf-8")
 
 
@@ -206,3 +223,141 @@ def _narrow_type(keys: list[list[np.ndarray]]) -> np.dtype:
     dtype, chunks = keys[0][0].dtype, [chunk for column in keys for chunk in column if chunk.size]
     fits = dtype.kind == "i" and all(int(c.min()) >= 0 and int(c.max()) <= INT32_MAX for c in chunks)
     return np.dtype(np.int32) if fits else dtype
+
+
+def code_columns(columns: list[Any], ascii_only: bool, k: int) -> tuple[np.ndarray, Any, np.ndarray | None, int]:
+    """The whole-file path's label columns coded by `encode_cells`.
+
+    Parameters
+    ----------
+    columns : per label column (Item1..ItemK, BestItem, WorstItem) a pyarrow ChunkedArray of integers or
+        strings, no nulls, no NUL byte in any label (the reader refuses those first); emptied as coded.
+    ascii_only : every label is ASCII.
+    k : the number of item columns.
+
+    Returns
+    -------
+    (cells, the distinct labels, their sort order when known, the count of best/worst cells equal to none of
+    their row's items). Integer ids are hashed as integers, labels of up to 8 bytes as packed integer keys,
+    longer ones as strings; no Python str per row or per label."""
+    import pyarrow as pa
+
+    order = None
+    if pa.types.is_integer(columns[0].type):
+        keys: list = [numpy_chunks(c) for c in columns]
+    else:  # short labels as uint64 keys (NUL bytes, the packing's padding, were refused before)
+        keys = [packed_keys(c) for c in columns]
+    if any(key is None for key in keys):  # longer labels: pyarrow's string hash, best and worst still compared
+        keys = [[chunk for chunk in c.chunks if len(chunk)] for c in columns]
+    del columns[:]  # the caller's list too: each column is freed once coded
+    indices, dictionary, unmatched = encode_cells(keys, k)
+    del keys
+    if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind == "u":  # packed strings
+        uniques, order = unpack_keys(dictionary, ascii_only=ascii_only), key_order(dictionary)
+    elif isinstance(dictionary, np.ndarray):
+        uniques = dictionary
+    else:
+        uniques, order = strings_to_numpy(dictionary, ascii_only=ascii_only)
+    return indices, uniques, order, unmatched
+
+
+def numpy_chunks(column: Any) -> list[np.ndarray]:
+    """The chunks of a null-free numeric pyarrow ChunkedArray as numpy views (empty chunks left out)."""
+    return [arrow_to_numpy(chunk) for chunk in column.chunks if len(chunk)]
+
+
+# --- labels over 8 bytes: words, keys that stand for them, and back ---------------------------------------
+
+
+def label_words(chunk: Any, m: int) -> np.ndarray:
+    """The UTF-8 bytes of each label of a null-free pyarrow string Array as `m` little-endian uint64 words,
+    zero-padded (labels hold no NUL byte, so the words determine the label: equal words = equal labels).
+
+    Labels of one width (hashes, UUIDs) are read through strided views of the bytes; others by gathering
+    the 8 bytes at each label's start (+ 8 j) and masking the bytes past its end. No Python object per label.
+
+    Parameters
+    ----------
+    chunk : pyarrow.Array of type string (32-bit offsets), no nulls, no label longer than 8 * m bytes.
+    m : words per label (>= 1).
+
+    Returns
+    -------
+    numpy.ndarray
+        (len(chunk), m) uint64, row i the words of label i."""
+    n = len(chunk)
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+    lengths = np.diff(offsets)
+    first, last = int(offsets[0]), int(offsets[-1])
+    data = chunk.buffers()[2]
+    width = int(lengths[0]) if n else 0
+    one_width = n and width == 8 * m and last - first == n * width and int(lengths.min()) == width
+    if one_width and data is not None and sys.byteorder == "little":
+        # one width, a multiple of 8 (40-character hashes): the words are the bytes themselves, no copy
+        return np.ndarray((n, m), dtype=np.uint64, buffer=data, offset=first, strides=(width, 8))
+    body = np.zeros(last - first + 8 * m + 8, dtype=np.uint8)  # padded: every 8-byte read stays inside
+    if data is not None and last > first:
+        body[: last - first] = np.frombuffer(data, dtype=np.uint8, count=last - first, offset=first)
+    words = np.zeros((n, m), dtype=np.uint64)
+    fixed = n > 0 and int(lengths.min()) == width == int(lengths.max())
+    window = None if fixed else np.ndarray((body.size - 7,), dtype="<u8", buffer=body, strides=(1,))
+    for j in range(m):
+        if fixed and width > 8 * j:
+            view = np.ndarray((n,), dtype="<u8", buffer=body, offset=8 * j, strides=(width,))
+            np.bitwise_and(view, _MASKS[min(width - 8 * j, 8)], out=words[:, j])
+        elif not fixed:
+            keep = _MASKS[np.clip(lengths - 8 * j, 0, 8)]
+            np.bitwise_and(window[offsets[:-1] - first + 8 * j], keep, out=words[:, j])
+    return words
+
+
+def word_keys(words: np.ndarray) -> np.ndarray:
+    """One uint64 key per label from its `label_words` row: a label of <= 8 bytes keys as its one word (the
+    `packed_keys` key, exact), a longer one as its words multiplied by odd constants and XORed together.
+    Equal labels give equal keys; distinct long labels may share a key (chance ~2**-64 a pair), so the
+    caller checks each key's labels word by word (`fsb.core.streamcells`) and falls back to hashing the
+    strings when two differ.
+
+    Parameters
+    ----------
+    words : (n, m) uint64 from `label_words`.
+
+    Returns
+    -------
+    numpy.ndarray
+        n uint64 keys."""
+    if words.shape[1] == 1:
+        return words[:, 0].copy()
+    key = words[:, 0] * np.uint64(_GOLDEN)
+    for j in range(1, words.shape[1]):  # a zero word (past the label's end) adds nothing: the key is the same for any m
+        key ^= words[:, j] * np.uint64((_GOLDEN * (2 * j + 1) | 1) % 2**64)
+    long = words[:, 1] != 0  # a label of more than 8 bytes has a non-zero second word (no NUL bytes)
+    return np.where(long, key, words[:, 0])
+
+
+def words_to_labels(words: np.ndarray) -> np.ndarray:
+    """The labels of (n, m) `label_words` rows as a numpy unicode array: ASCII bytes widened to code points
+    in one vectorised cast (numpy's bytes-to-str cast decodes string by string: 4x slower), others decoded
+    from UTF-8."""
+    m = words.shape[1]
+    raw = np.ascontiguousarray(words, dtype="<u8").view(np.uint8).reshape(-1)
+    if int(raw.max(initial=0)) < 0x80:  # the zero padding becomes the unicode array's own padding
+        return raw.astype(np.uint32).view(f"<U{8 * m}").reshape(-1) if sys.byteorder == "little" else raw.view(f"S{8 * m}").astype(str)
+    return np.char.decode(raw.view(f"S{8 * m}"), "utf-8")
+
+
+def words_order(words: np.ndarray) -> np.ndarray:
+    """The permutation that sorts `label_words` rows as their labels sort (UTF-8 byte order = code point
+    order; the zero padding puts a prefix first): the words read big-endian, sorted by the first word, and
+    the rows sharing a first word sorted again by all their words."""
+    big = np.ascontiguousarray(words, dtype="<u8").byteswap().view(np.uint64) if sys.byteorder == "little" else words
+    order = np.argsort(big[:, 0], kind="stable")
+    if words.shape[1] == 1:
+        return order
+    first = big[order, 0]
+    tied = np.flatnonzero(first[1:] == first[:-1])
+    if tied.size:  # runs of one first word: contiguous in `order`, sorted among themselves in place
+        at = np.union1d(tied, tied + 1)
+        rows = order[at]
+        order[at] = rows[np.lexsort([big[rows, j] for j in reversed(range(words.shape[1]))])]
+    return order

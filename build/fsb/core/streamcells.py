@@ -1,0 +1,337 @@
+"""The judgments reader's streaming path: a large file of string labels parsed and coded block by block, so
+memory follows the judgments (4 bytes a cell), not the file (a 40-character id costs 41 bytes a cell).
+
+`stream_cells` reads the body in blocks of `BLOCK_BYTES` cut at a newline, parses each with pyarrow's CSV
+reader, turns each label into its `label_words` and a uint64 key (`word_keys`: exact for labels of <= 8
+bytes, a fold of the words for longer ones), codes the block (`encode_cells`), and checks word by word
+that all cells of a code hold one label. Blocks' codes are merged into one dictionary whenever the pending
+blocks hold as many distinct keys as the dictionary (each label checked against the dictionary's word by
+word again): the cost stays linear, and no two distinct labels ever share a code. The whole-file path of
+`fsb.core.judgments` is used instead (None) for a file with a quote (a quoted value may hold a newline, so
+a block cannot be cut at one), a block pyarrow cannot parse (Python's reader names the line), or two long
+labels sharing a key. A NUL byte stops the read (`NulByte`) for the caller to name its line.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fsb.core.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
+from fsb.core.files import InputError
+from fsb.core.labelcodes import encode_cells, key_order, label_words, unpack_keys, word_keys, words_order, words_to_labels
+
+__all__ = ["BLOCK_BYTES", "MERGE_MIN", "NulByte", "Streamed", "stream_cells"]
+
+BLOCK_BYTES = 1 << 22
+MERGE_MIN = 1 << 20  # pending distinct keys before the first merge
+_PART_BITS = 4  # the dictionary's keys in 2**4 parts by their top bits
+_PARTS = 1 << _PART_BITS
+# bytes a Unicode whitespace trim could remove at a label's start or end: ASCII whitespace, 0x1c-0x1f, non-ASCII
+_TRIMMABLE = np.zeros(256, dtype=bool)
+_TRIMMABLE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
+_TRIMMABLE[0x80:] = True
+
+
+class NulByte(Exception):
+    """A NUL byte at `offset` (from the start of the file): the caller refuses it, naming its line and field."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__(offset)
+        self.offset = offset
+
+
+class _Collision(Exception):
+    """Two distinct long labels share a key: the file is read by the whole-file path (strings hashed)."""
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A streamed file's label columns, coded: `cells[j, i]` indexes `uniques` (a numpy unicode array, its
+    sorting permutation `order`); `unmatched` counts BestItem/WorstItem cells equal to none of their row's
+    items; `annotator` and `timestamp` are the optional columns' values (one Python object per row)."""
+
+    cells: np.ndarray
+    uniques: np.ndarray
+    order: np.ndarray
+    unmatched: int
+    annotator: np.ndarray | None
+    timestamp: np.ndarray | None
+
+
+class _Dictionary:
+    """The distinct keys met so far, coded 0.. in the order first met, and the words of the label each code
+    stands for (`words`). The keys are kept in `_PARTS` parts by their top bits (a merge hashes each part
+    on its own: tables that stay in cache). Blocks' local codes wait in `pending` until merged (`merge`);
+    merged blocks' cells are the dictionary's codes."""
+
+    def __init__(self) -> None:
+        self.part_keys = [np.zeros(0, dtype=np.uint64) for _ in range(_PARTS)]
+        self.part_codes = [np.zeros(0, dtype=np.int32) for _ in range(_PARTS)]
+        self.size = 0
+        self.words = np.zeros((0, 1), dtype=np.uint64)
+        self.pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.waiting = 0
+        self.done: list[np.ndarray] = []
+
+    def add(self, cells: np.ndarray, keys: np.ndarray, words: np.ndarray) -> None:
+        """A block's local codes `cells`, its distinct `keys` and their labels' `words`."""
+        self.pending.append((cells, keys, words))
+        self.waiting += keys.size
+        if self.waiting >= max(self.size, MERGE_MIN):
+            self.merge()
+
+    def _codes(self, keys: np.ndarray) -> np.ndarray:
+        """The code of each key (new keys get the next codes, in order), part by part."""
+        part = (keys >> np.uint64(64 - _PART_BITS)).astype(np.uint8)
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange(_PARTS + 1))
+        ranked = keys[order]
+        found = np.empty(keys.size, dtype=np.int32)
+        for p in range(_PARTS):
+            sub = ranked[bounds[p] : bounds[p + 1]]
+            if not sub.size:
+                continue
+            have = self.part_keys[p]
+            encoded = arrow_call("dictionary_encode", numpy_to_arrow(np.concatenate([have, sub])))
+            uniq = arrow_to_numpy(encoded.dictionary).astype(np.uint64, copy=False)
+            fresh = np.arange(self.size, self.size + uniq.size - have.size, dtype=np.int32)
+            self.size += fresh.size
+            self.part_keys[p], self.part_codes[p] = uniq, np.concatenate([self.part_codes[p], fresh])
+            found[bounds[p] : bounds[p + 1]] = self.part_codes[p][arrow_to_numpy(encoded.indices)[have.size :]]
+        codes = np.empty_like(found)
+        codes[order] = found
+        return codes
+
+    def merge(self) -> None:
+        """Code the pending blocks' keys, check each label's words against its code's, recode their cells."""
+        if not self.pending:
+            return
+        old = self.size
+        codes = self._codes(np.concatenate([k for _, k, _ in self.pending]))
+        m = max(self.words.shape[1], *(w.shape[1] for _, _, w in self.pending))
+        table = np.zeros((self.size, m), dtype=np.uint64)
+        table[:old, : self.words.shape[1]] = self.words
+        pos = 0
+        for _, keys, w in self.pending:
+            mine = codes[pos : pos + keys.size]
+            fresh = mine >= old  # first seen here: its words become the code's (any of the block's writers)
+            table[mine[fresh], : w.shape[1]] = w[fresh]
+            pos += keys.size
+        pos = 0
+        for cells, keys, w in self.pending:
+            mine = codes[pos : pos + keys.size]
+            held = table[mine]
+            if not np.array_equal(held[:, : w.shape[1]], w) or held[:, w.shape[1] :].any():
+                raise _Collision
+            np.take(mine, cells, out=cells)
+            self.done.append(cells)
+            pos += keys.size
+        self.words, self.pending, self.waiting = table, [], 0
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(cells of all blocks, the labels, their sorting permutation)."""
+        self.merge()
+        cells = self.done[0] if len(self.done) == 1 else np.concatenate(self.done, axis=1)
+        self.done = []
+        return cells, words_to_labels(self.words), words_order(self.words)
+
+
+def _trimmed(chunk: Any) -> Any:
+    """`chunk` with Unicode whitespace trimmed from every label, or itself when no label starts or ends with
+    a byte trimming could remove (trimming then changes nothing, and would copy the column)."""
+    n = len(chunk)
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+    data = chunk.buffers()[2]
+    if data is None or n == 0:
+        return chunk
+    body = np.frombuffer(data, dtype=np.uint8)
+    first, width = int(offsets[0]), int(offsets[1] - offsets[0])
+    if width and int(offsets[-1]) - first == n * width:  # one width (the common case): strided, no gather
+        starts = np.lib.stride_tricks.as_strided(body[first:], shape=(n,), strides=(width,))
+        ends = np.lib.stride_tricks.as_strided(body[first + width - 1 :], shape=(n,), strides=(width,))
+        lengths = np.diff(offsets)
+        if int(lengths.min()) == width:
+            return arrow_call("utf8_trim_whitespace", chunk) if _TRIMMABLE[starts].any() or _TRIMMABLE[ends].any() else chunk
+    full = np.diff(offsets) > 0
+    ends_at = _TRIMMABLE[body[offsets[:-1][full]]].any() or _TRIMMABLE[body[offsets[1:][full] - 1]].any()
+    return arrow_call("utf8_trim_whitespace", chunk) if ends_at else chunk
+
+
+def _widest(chunk: Any) -> int:
+    """The longest label of a pyarrow string Array, in bytes."""
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
+    return int(np.diff(offsets).max(initial=0))
+
+
+def _label_columns(table: Any, fields: list[str]) -> list[list[Any]]:
+    """A parsed block's label columns: per field its non-empty chunks, whitespace trimmed."""
+    return [[_trimmed(chunk) for chunk in table[c].chunks if len(chunk)] for c in fields]
+
+
+def _code_block(columns: list[list[Any]], k: int, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """One block's label columns (labels of up to 8 * m bytes) coded: (cells (K + 2, rows) int32, the
+    block's distinct keys, their labels' words, unmatched best/worst cells); `_Collision` when two labels
+    of the block share a key."""
+    words = [np.concatenate([label_words(c, m) for c in col]) if len(col) > 1 else label_words(col[0], m) for col in columns]
+    cells, dictionary, unmatched = encode_cells([[word_keys(w)] for w in words], k)
+    n = words[0].shape[0]
+    table = np.zeros((dictionary.size, m), dtype=np.uint64)
+    flat = cells[:k].reshape(-1)  # the items' codes in the order the coding met them: a new code is a new maximum
+    first = np.flatnonzero(np.concatenate([[True], flat[1:] > np.maximum.accumulate(flat)[:-1]]))
+    for j in range(k):  # each code's words from its first cell
+        at = first[(first >= j * n) & (first < (j + 1) * n)]
+        table[flat[at]] = words[j][at - j * n]
+    for j in range(k, k + 2):  # codes met only among best/worst (none when every one is among its row's items)
+        only = cells[j] >= first.size
+        table[cells[j][only]] = words[j][only]
+    for j in range(k + 2):  # every cell of a code holds the label its words say
+        if not np.array_equal(table[cells[j]], words[j]):
+            raise _Collision
+    return cells, dictionary, table, unmatched
+
+
+class _Coder:
+    """Blocks' label columns to codes: exact packed keys while every label is <= 8 bytes (kept, and coded
+    once at the end as the whole-file path codes them), the `_Dictionary` of folded keys from the first
+    longer label on (the blocks before it become its first coded block)."""
+
+    def __init__(self, fields: int) -> None:
+        self.k = fields - 2
+        self.short: list[list[np.ndarray]] | None = [[] for _ in range(fields)]
+        self.dictionary = _Dictionary()
+        self.unmatched = 0
+
+    def take(self, columns: list[list[Any]]) -> None:
+        """One block's label columns (`_label_columns`); `_Collision` when two labels share a key."""
+        if not columns[0]:
+            return
+        m = max(1, -(-max(_widest(c) for col in columns for c in col) // 8))
+        if self.short is not None and m == 1:
+            for j, col in enumerate(columns):
+                self.short[j] += [label_words(c, 1)[:, 0] for c in col]
+            return
+        if self.short is not None:
+            if self.short[0]:
+                cells, keys, missing = encode_cells(self.short, self.k)
+                self.dictionary.add(cells, keys, keys[:, None])
+                self.unmatched += missing
+            self.short = None
+        cells, keys, words, missing = _code_block(columns, self.k, m)
+        self.dictionary.add(cells, keys, words)
+        self.unmatched += missing
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """(cells, the labels, their sorting permutation, unmatched best/worst cells)."""
+        if self.short is None:
+            return (*self.dictionary.result(), self.unmatched)
+        cells, keys, unmatched = encode_cells(self.short, self.k)
+        self.short = None
+        ascii_only = int(keys.view(np.uint8).max(initial=0)) < 0x80
+        return cells, unpack_keys(keys, ascii_only=ascii_only), key_order(keys), unmatched
+
+
+def _blocks(f: Any, start: int) -> Any:
+    """(offset in the file, memoryview) of whole lines of `f` from `start`, about `BLOCK_BYTES` at a time,
+    read into one reused buffer (each view is valid until the next one is asked for)."""
+    f.seek(start)
+    buf = bytearray(BLOCK_BYTES)
+    view = memoryview(buf)
+    held, pos = 0, start  # bytes of an unfinished line kept at the buffer's start
+    while True:
+        if held == len(buf):  # a line longer than the buffer: grow it
+            buf.extend(bytes(len(buf)))
+            view.release()
+            view = memoryview(buf)
+        got = f.readinto(view[held:])
+        if not got:
+            if held:
+                yield pos, view[:held]
+            return
+        filled = held + got
+        cut = buf.rfind(b"\n", held, filled) + 1
+        if cut == 0:
+            held = filled
+            continue
+        yield pos, view[:cut]
+        pos += cut
+        buf[: filled - cut] = view[cut:filled]
+        held = filled - cut
+
+
+def _read_options(header: list[str], fields: list[str], extra: list[str]) -> tuple[Any, Any, Any]:
+    """pyarrow CSV options for one block: the label (and kept) columns as strings, none null, one chunk."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    return (
+        pacsv.ReadOptions(column_names=header, block_size=2 * BLOCK_BYTES),  # one chunk a block (grown for longer ones)
+        pacsv.ParseOptions(newlines_in_values=False),
+        pacsv.ConvertOptions(
+            column_types={c: pa.string() for c in (*fields, *extra)},
+            include_columns=[*fields, *extra],
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+
+
+def stream_cells(
+    path: Path, header: list[str], body_start: int, fields: list[str], annotator: str | None, timestamp: str | None
+) -> Streamed | None:
+    """Parse and code the label columns of the judgments file `path` block by block (see the module).
+
+    Parameters
+    ----------
+    path : a regular file; its header (the column names `header`) ends before byte `body_start`.
+    fields : Item1..ItemK, BestItem, WorstItem (in this order).
+    annotator, timestamp : the optional columns to keep (their values as Python objects), or None.
+
+    Returns
+    -------
+    Streamed, or None
+        None when the file is for the whole-file path (a quote, a block pyarrow cannot parse, two long
+        labels sharing a key). Raises `NulByte` at a NUL byte, `InputError` when the file has no rows
+        or changes size while it is read."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    extra = [c for c in (annotator, timestamp) if c]
+    options, coder, rows = _read_options(header, fields, extra), _Coder(len(fields)), 0
+    kept: dict[str, list] = {c: [] for c in extra}
+    with path.open("rb") as f:
+        size, end = os.fstat(f.fileno()).st_size, body_start
+        for offset, block in _blocks(f, body_start):
+            end = offset + len(block)
+            data = pa.py_buffer(block)
+            if (nul := block.obj.find(b"\0", 0, len(block))) >= 0:
+                raise NulByte(offset + nul)
+            if block.obj.find(b'"', 0, len(block)) >= 0:
+                return None
+            if len(block) >= options[0].block_size:
+                options[0].block_size = 2 * len(block)
+            try:
+                table = pacsv.read_csv(pa.BufferReader(data), *options)
+            except pa.ArrowInvalid:
+                return None
+            rows += table.num_rows
+            for c in extra:
+                kept[c].extend(table[c].to_pylist())
+            try:
+                coder.take(_label_columns(table, fields))
+            except _Collision:
+                return None
+        if end != size or os.fstat(f.fileno()).st_size != size:
+            raise InputError(path, "the file changed size while it was read (is something writing it?): run again once it is complete")
+    if rows == 0:
+        raise InputError(path, "file holds a header but no rows")
+    try:
+        cells, uniques, order, unmatched = coder.result()
+    except _Collision:
+        return None
+    column = {c: np.array(v, dtype=object) for c, v in kept.items()}
+    return Streamed(cells, uniques, order, unmatched, column.get(annotator or ""), column.get(timestamp or ""))
