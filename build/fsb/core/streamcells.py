@@ -269,7 +269,7 @@ def _read_options(header: list[str], fields: list[str], extra: list[str]) -> tup
     import pyarrow.csv as pacsv
 
     return (
-        pacsv.ReadOptions(column_names=header, block_size=2 * BLOCK_BYTES),  # one chunk a block (grown for longer ones)
+        pacsv.ReadOptions(column_names=header, block_size=2 * BLOCK_BYTES, use_threads=False),  # one chunk a block, in turn
         pacsv.ParseOptions(newlines_in_values=False),
         pacsv.ConvertOptions(
             column_types={c: pa.string() for c in (*fields, *extra)},
