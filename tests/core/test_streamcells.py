@@ -198,3 +198,15 @@ def test_memory_follows_the_judgments_not_the_file(tmp_path: Path) -> None:
         assert (tmp_path / f"{kind}-scores.csv").read_text().count("\n") == n + 1
     assert size["long"] - size["short"] > 100
     assert peak["long"] - peak["short"] < (size["long"] - size["short"]) / 4, f"peaks {peak} MB for files of {size} MB"
+
+
+def test_a_line_longer_than_the_block_grows_the_buffer(tmp_path: Path, monkeypatch, small_blocks) -> None:
+    """A 20 kB line (a long annotator name) in 4 kB blocks: the buffer grows while the last block's view lives on."""
+    path = _file(tmp_path / "j.csv", LABEL_KINDS["long"], rows=12_000)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[5000] = lines[5000].rstrip("\n") + "x" * 20_000 + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    got = read_annotations(path)
+    assert small_blocks[0] is not None
+    _assert_same(got, _python_reader(path, monkeypatch))
+    assert got.annotator[4999].endswith("x" * 20_000)

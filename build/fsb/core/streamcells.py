@@ -240,27 +240,27 @@ def _blocks(f: Any, start: int) -> Any:
     read into one reused buffer (each view is valid until the next one is asked for)."""
     f.seek(start)
     buf = bytearray(BLOCK_BYTES)
-    view = memoryview(buf)
     held, pos = 0, start  # bytes of an unfinished line kept at the buffer's start
     while True:
-        if held == len(buf):  # a line longer than the buffer: grow it
-            buf.extend(bytes(len(buf)))
-            view.release()
-            view = memoryview(buf)
-        got = f.readinto(view[held:])
+        if held == len(buf):  # a line longer than the buffer: a buffer twice the size (views of the old one may live on)
+            grown = bytearray(2 * len(buf))
+            grown[:held] = buf
+            buf = grown
+        got = f.readinto(memoryview(buf)[held:])
         if not got:
             if held:
-                yield pos, view[:held]
+                yield pos, memoryview(buf)[:held]
             return
         filled = held + got
         cut = buf.rfind(b"\n", held, filled) + 1
         if cut == 0:
             held = filled
             continue
-        yield pos, view[:cut]
+        yield pos, memoryview(buf)[:cut]
         pos += cut
-        buf[: filled - cut] = view[cut:filled]
-        held = filled - cut
+        carry = bytes(buf[cut:filled])  # a copy: the line's start moves to the buffer's start
+        buf[: len(carry)] = carry
+        held = len(carry)
 
 
 def _read_options(header: list[str], fields: list[str], extra: list[str]) -> tuple[Any, Any, Any]:
