@@ -114,8 +114,11 @@ class _Dictionary:
         old = self.size
         codes = self._codes(np.concatenate([k for _, k, _ in self.pending]))
         m = max(self.words.shape[1], *(w.shape[1] for _, _, w in self.pending))
-        table = np.zeros((self.size, m), dtype=np.uint64)
-        table[:old, : self.words.shape[1]] = self.words
+        if self.size > self.words.shape[0] or m > self.words.shape[1]:  # room for twice the codes: no copy each merge
+            table = np.zeros((max(2 * self.size, self.words.shape[0]), m), dtype=np.uint64)
+            table[:old, : self.words.shape[1]] = self.words[:old]
+            self.words = table
+        table = self.words
         pos = 0
         for _, keys, w in self.pending:
             mine = codes[pos : pos + keys.size]
@@ -131,14 +134,15 @@ class _Dictionary:
             np.take(mine, cells, out=cells)
             self.done.append(cells)
             pos += keys.size
-        self.words, self.pending, self.waiting = table, [], 0
+        self.pending, self.waiting = [], 0
 
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(cells of all blocks, the labels, their sorting permutation)."""
         self.merge()
         cells = self.done[0] if len(self.done) == 1 else np.concatenate(self.done, axis=1)
         self.done = []
-        return cells, words_to_labels(self.words), words_order(self.words)
+        words = self.words[: self.size]
+        return cells, words_to_labels(words), words_order(words)
 
 
 def _trimmed(chunk: Any) -> Any:
