@@ -191,6 +191,8 @@ def _fast_cells(
         return None
     header, offset = head
     require_header(path, header, fields)
+    if data[start + offset : start + offset + 3] == b"\xef\xbb\xbf":
+        return None  # pyarrow drops a byte order mark at its input's start: here a label's first character
     body = pa.py_buffer(data)[start + offset :]
     extra = [c for c in (annotator, timestamp) if c]
     keep = [*fields, *extra]

@@ -8,8 +8,9 @@ that all cells of a code hold one label. Blocks' codes are merged into one dicti
 blocks hold as many distinct keys as the dictionary (each label checked against the dictionary's word by
 word again): the cost stays linear, and no two distinct labels ever share a code. The whole-file path of
 `fsb.core.judgments` is used instead (None) for a file with a quote (a quoted value may hold a newline, so
-a block cannot be cut at one), a block pyarrow cannot parse (Python's reader names the line), or two long
-labels sharing a key. A NUL byte stops the read (`NulByte`) for the caller to name its line.
+a block cannot be cut at one), a block pyarrow cannot parse (Python's reader names the line), two long
+labels sharing a key, or a label so much longer than the others that the words of every cell, as wide as
+it, would outweigh the text 4 times over. A NUL byte stops the read (`NulByte`) for the caller to name its line.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ class NulByte(Exception):
 
 class _Collision(Exception):
     """Two distinct long labels share a key: the file is read by the whole-file path (strings hashed)."""
+
+
+class _TooWide(Exception):
+    """A label so much longer than the others that their words (all as wide as it) would outweigh the text:
+    the file is read by the whole-file path (strings hashed)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +172,12 @@ def _trimmed(chunk: Any) -> Any:
     return arrow_call("utf8_trim_whitespace", chunk) if ends_at else chunk
 
 
+def _text_bytes(chunk: Any) -> int:
+    """The bytes of all labels of a pyarrow string Array."""
+    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
+    return int(offsets[-1]) - int(offsets[0])
+
+
 def _widest(chunk: Any) -> int:
     """The longest label of a pyarrow string Array, in bytes."""
     offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
@@ -211,10 +223,14 @@ class _Coder:
         self.unmatched = 0
 
     def take(self, columns: list[list[Any]]) -> None:
-        """One block's label columns (`_label_columns`); `_Collision` when two labels share a key."""
+        """One block's label columns (`_label_columns`); `_Collision` when two labels share a key, `_TooWide`
+        when the words of its longest label, for every cell, would outweigh the labels' text 4 times over."""
         if not columns[0]:
             return
         m = max(1, -(-max(_widest(c) for col in columns for c in col) // 8))
+        cells, text = sum(len(c) for col in columns for c in col), sum(_text_bytes(c) for col in columns for c in col)
+        if m > 1 and 8 * m * cells > 4 * max(text, 1):  # one very long label: the dense words would dwarf the text
+            raise _TooWide
         if self.short is not None and m == 1:
             for j, col in enumerate(columns):
                 self.short[j] += [label_words(c, 1)[:, 0] for c in col]
@@ -311,7 +327,8 @@ def stream_cells(
         size, end = os.fstat(f.fileno()).st_size, body_start
         for offset, block in _blocks(f, body_start):
             end = offset + len(block)
-            data = pa.py_buffer(block)
+            # pyarrow drops a byte order mark at its input's start: a label's first character when a block starts there
+            data = pa.py_buffer(b"\n" + bytes(block) if block[:3] == b"\xef\xbb\xbf" else block)
             if (nul := block.obj.find(b"\0", 0, len(block))) >= 0:
                 raise NulByte(offset + nul)
             if block.obj.find(b'"', 0, len(block)) >= 0:
@@ -327,7 +344,7 @@ def stream_cells(
                 kept[c].extend(table[c].to_pylist())
             try:
                 coder.take(_label_columns(table, fields))
-            except _Collision:
+            except (_Collision, _TooWide):
                 return None
         if end != size or os.fstat(f.fileno()).st_size != size:
             raise InputError(path, "the file changed size while it was read (is something writing it?): run again once it is complete")
