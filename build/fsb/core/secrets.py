@@ -281,42 +281,104 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
 
 def _spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> list[tuple[int, int]]:
     """Spans of encoded runs cut by whitespace (base64 -w, wrapped hex): matched with the whitespace removed.
-    A whole run that decodes to a secret is narrowed to the fewest words that still do (never one word:
-    the plain pass sees those), so the words around it are kept."""
+
+    The smallest span that removes the secret is taken, so the words around it are kept: a whole run that
+    decodes to a secret is narrowed to the fewest words that still do (never one word: the plain pass sees
+    those); a form matched across the whitespace of the squashed run is dropped where that blob, or a form
+    the plain and fuzzy passes match without crossing whitespace, already covers it (a word before a blob
+    whose last characters happen to fit one of the secret's other base64 alignments, "0w MDAwMDAw MDA=",
+    is not part of it). Whatever such a choice leaves is searched again by `redact`'s next pass.
+    """
     spans = []
     for run in _WS_RUN.finditer(text):
         index = [run.start() + i for i, c in enumerate(run[0]) if not c.isspace()]
         squashed = "".join(c for c in run[0] if not c.isspace())
-        found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
-        plain = [(m.start(), m.end()) for m in pattern.finditer(text, run.start(), run.end())]  # the plain pass's own
-        spans += [(a, b) for a, b in found if re.search(r"\s", text[a:b]) and not any(c < b and a < d for c, d in plain)]
         words = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"\S+", run[0])][:64]
-        first, last = 0, len(words)
-
-        def decodes(i: int, j: int, words: list[tuple[int, int]] = words) -> bool:
-            return _decodes_to_secret("".join(text[a:b] for a, b in words[i:j]), pattern, 2, fuzzy)
-
-        if len(words) < 2 or not decodes(first, last):
-            continue
-        while last - first > 1 and decodes(first, last - 1):
-            last -= 1
-        while last - first > 1 and decodes(first + 1, last):
-            first += 1
-        if last - first < 2:  # one word: the plain pass's
-            continue
-        spans.append((words[first][0], words[_wrapped_end(text, words, first, last)][1]))
+        found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
+        found = [(a, b) for a, b in found if re.search(r"\s", text[a:b])]
+        blob = _wrapped_blob(text, words, pattern, fuzzy, bool(found))
+        if found:  # the plain and fuzzy passes' own matches in the run, and the blob: each covers its secret
+            piece = text[run.start() : run.end()]
+            covered = [(m.start(), m.end()) for m in pattern.finditer(text, run.start(), run.end())]
+            covered += [(run.start() + a, run.start() + b) for a, b in _fuzzy_spans(piece, fuzzy) if not re.search(r"\s", piece[a:b])]
+            covered += [blob] if blob else []
+            spans += [(a, b) for a, b in found if not any(c < b and a < d for c, d in covered)]
+        spans += [blob] if blob else []
     return spans
 
 
-def _wrapped_end(text: str, words: list[tuple[int, int]], first: int, last: int) -> int:
-    """The index of the last word of the wrapped blob whose words `first`..`last` hold a secret: full-width
-    lines go on to a shorter last one (a gzip trailer, padding), when the whole is a whole base64 blob."""
-    width, end = max(b - a for a, b in words[first:last]), last
-    while end < len(words) and not text[: words[end - 1][1]].endswith("="):
-        if not words[end - 1][1] - words[end - 1][0] == width >= words[end][1] - words[end][0]:
-            break
-        end += 1
-    return end - 1 if sum(b - a for a, b in words[first:end]) % 4 == 0 else last - 1
+def _wrapped_blob(
+    text: str, words: list[tuple[int, int]], pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None, found: bool
+) -> tuple[int, int] | None:
+    """The span of the fewest whole words of a whitespace run that decode to a secret (two or more), or None.
+
+    A word before the blob ("payload H4sI...", "a=b MDAw...") can keep the whole run from decoding: then
+    each later word is tried as the blob's start, as the start of a gzip, zlib or deflate stream (cheap:
+    most runs are prose), and as any base64 when the squashed run is `found` to hold a form of a secret."""
+
+    def decodes(i: int, j: int) -> bool:
+        return _decodes_to_secret("".join(text[a:b] for a, b in words[i:j]), pattern, 2, fuzzy)
+
+    first, last = 0, len(words)
+    if len(words) < 2:
+        return None
+    if not decodes(first, last):
+        joined = ["".join(text[a:b] for a, b in words[i:]) for i in range(len(words))]
+        starts = (i for i in range(1, len(words) - 1) if len(joined[i]) > 20 and _inflates_to_secret(joined[i], pattern, fuzzy))
+        if found:
+            starts = (i for i in range(1, len(words) - 1) if decodes(i, last))
+        first = next(starts, 0)
+        if not first:
+            return None
+    while last - first > 1 and decodes(first, last - 1):
+        last -= 1
+    while last - first > 1 and decodes(first + 1, last):
+        first += 1
+    if last - first < 2:  # one word: the plain pass's
+        return None
+    return words[first][0], words[_stream_end(text, words, first, last)][1]
+
+
+def _stream_end(text: str, words: list[tuple[int, int]], first: int, last: int) -> int:
+    """The index of the last word of the blob whose words `first`..`last` hold a secret: a compressed stream
+    goes on to the word that completes it (its trailer: the checksum and length, and the padding), when one
+    does within four more words; anything else ends at `last` (a word after it is not the blob's)."""
+    for end in range(last, min(len(words), last + 4) + 1):
+        raw = _b64_bytes("".join(text[a:b] for a, b in words[first:end]))
+        for wbits in (47, -15):
+            packer = zlib.decompressobj(wbits)
+            try:
+                packer.decompress(raw or b"", INFLATE_CAP)
+            except zlib.error:
+                continue
+            if packer.eof and not packer.unused_data:
+                return end - 1
+    return last - 1
+
+
+def _b64_text(run: str) -> str:
+    """A base64 run in the standard alphabet, up to its padding: a padding ends a blob (in a whitespace run,
+    what follows it is the next word, not the blob's)."""
+    return run.replace("%3D", "=").replace("%3d", "=").split("=")[0].translate(str.maketrans("-_", "+/"))
+
+
+def _b64_bytes(run: str) -> bytes | None:
+    """A base64 run (either alphabet, padded or not) decoded from its first character, or None."""
+    import base64
+
+    data = _b64_text(run)
+    data = data[: len(data) - len(data) % 4] if len(data) % 4 == 1 else data
+    try:
+        return base64.b64decode(data + "=" * (-len(data) % 4))
+    except ValueError:
+        return None
+
+
+def _inflates_to_secret(run: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> bool:
+    """Whether a base64 run is, from its first character, gzip, zlib or deflate data holding a secret."""
+    raw = _b64_bytes(run)
+    blobs = _inflated(raw) if raw else []
+    return any(_holds(blob.decode(codec, "replace"), pattern, fuzzy) for blob in blobs if blob for codec in ("utf-8", "latin-1"))
 
 
 def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re.Pattern[str] | None = None) -> bool:
@@ -325,8 +387,7 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re
     (a Basic header echoed base64-encoded)."""
     import base64
 
-    data = run.replace("%3D", "=").replace("%3d", "=").rstrip("=")
-    data = data.translate(str.maketrans("-_", "+/"))
+    data = _b64_text(run)
     for start in range(4):  # the run may begin inside a blob: try each character alignment
         chunk = data[start:]
         chunk = chunk[: len(chunk) - len(chunk) % 4] if len(chunk) % 4 == 1 else chunk
