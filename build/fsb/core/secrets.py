@@ -18,8 +18,10 @@ $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are 
   the one or two characters at each edge, which mix in neighbouring bytes, are left); base32 (any case,
   the 5 alignments) and base85 / ascii85 (the 4 alignments) the same way;
 - base64, hex or base32 runs with whitespace or newlines inside (matched with the whitespace removed);
-- base64 runs (over 20 characters) that decode to gzip, zlib or raw deflate data holding the secret in
-  any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is replaced.
+- base64 runs (12 characters or more) that decode to gzip, zlib or raw deflate data holding the secret
+  in any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is replaced. (A raw
+  deflate of a key of 8 to 14 characters is 16 to 20 base64 characters; only a key of a few repeated
+  characters deflates to fewer than 12, and that form is not looked into.)
 
 Fuzzy forms, for secrets of `FUZZY_MIN` characters or more only (a shorter one would match ordinary
 text): NFKC compatibility forms (fullwidth ``ｓｋ－``, ligatures...), rot13, reversed (and both), and
@@ -324,7 +326,7 @@ def _wrapped_blob(
         return None
     if not decodes(first, last):
         joined = ["".join(text[a:b] for a, b in words[i:]) for i in range(len(words))]
-        starts = (i for i in range(1, len(words) - 1) if len(joined[i]) > 20 and _inflates_to_secret(joined[i], pattern, fuzzy))
+        starts = (i for i in range(1, len(words) - 1) if len(joined[i]) >= 12 and _inflates_to_secret(joined[i], pattern, fuzzy))
         if found:
             starts = (i for i in range(1, len(words) - 1) if decodes(i, last))
         first = next(starts, 0)
@@ -332,7 +334,11 @@ def _wrapped_blob(
             return None
     while last - first > 1 and decodes(first, last - 1):
         last -= 1
-    while last - first > 1 and decodes(first + 1, last):
+
+    def stream(i: int) -> bool:  # a compressed stream goes whole: its header, and its trailer (the secret's CRC)
+        return _inflates_to_secret("".join(text[a:b] for a, b in words[i:last]), pattern, fuzzy)
+
+    while last - first > 1 and not stream(first) and decodes(first + 1, last):
         first += 1
     if last - first < 2:  # one word: the plain pass's
         return None
@@ -383,7 +389,7 @@ def _inflates_to_secret(run: str, pattern: re.Pattern[str], fuzzy: re.Pattern[st
 
 def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re.Pattern[str] | None = None) -> bool:
     """Whether a base64 run decodes (standard or URL-safe, padded or not; gzip, zlib or deflate inside
-    when over 20 characters) to text holding a secret in any form `redact` knows, nested base64 included
+    when 12 characters or more) to text holding a secret in any form `redact` knows, nested base64 included
     (a Basic header echoed base64-encoded)."""
     import base64
 
@@ -395,7 +401,7 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re
             raw = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
         except ValueError:
             continue
-        blobs = [raw, *_inflated(raw)] if start == 0 and len(run) > 20 else [raw]
+        blobs = [raw, *_inflated(raw)] if start == 0 and len(run) >= 12 else [raw]
         for decoded in {form for blob in blobs for form in (blob.decode("utf-8", "replace"), blob.decode("latin-1"))}:
             if _holds(decoded, pattern, fuzzy) or (
                 depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1, fuzzy) for m in _B64_RUN.finditer(decoded))
