@@ -1,6 +1,6 @@
 """Secrets never leave the process: one redaction for every form a client could undo, one URL sanitiser.
 
-(size: about 530 lines, one module, so that every encoding the redaction knows is listed and tested in
+(size: about 590 lines, one module, so that every encoding the redaction knows is listed and tested in
 one place; the log redaction built on it is `fsb.core.logredact`.)
 
 Secrets come from the environment only ($OPENAI_API_KEY, $HF_TOKEN, credentials inside $OPENAI_BASE_URL,
@@ -219,6 +219,7 @@ def _fuzzy(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
             continue
         forms = [f(s) for s in (secret, plain) for f in (str, lambda t: codecs.encode(t, "rot13"))]
         forms += [f[::-1] for f in forms]  # the NFKC of each form and each form of the NFKC (ª is a; ¨ is 2 chars)
+        forms += [g for f in forms for g in (f.upper(), f.lower()) if len(g) != len(f)]  # ß is S S upper-cased and spaced
         for form in dict.fromkeys(forms):
             units = [re.escape(unicodedata.normalize("NFKC", c)) for c in form]  # Ŀ is L· wherever it stands
             alternatives.append("".join(units))
@@ -318,27 +319,25 @@ def _wrapped_blob(
     each later word is tried as the blob's start, as the start of a gzip, zlib or deflate stream (cheap:
     most runs are prose), and as any base64 when the squashed run is `found` to hold a form of a secret."""
 
+    def join(i: int, j: int) -> str:
+        return "".join(text[a:b] for a, b in words[i:j])
+
     def decodes(i: int, j: int) -> bool:
-        return _decodes_to_secret("".join(text[a:b] for a, b in words[i:j]), pattern, 2, fuzzy)
+        return _decodes_to_secret(join(i, j), pattern, 2, fuzzy)
+
+    def stream(i: int, j: int) -> bool:
+        return len(join(i, j)) >= 12 and _inflates_to_secret(join(i, j), pattern, fuzzy)
 
     first, last = 0, len(words)
-    if len(words) < 2:
+    if last < 2:
         return None
     if not decodes(first, last):
-        joined = ["".join(text[a:b] for a, b in words[i:]) for i in range(len(words))]
-        starts = (i for i in range(1, len(words) - 1) if len(joined[i]) >= 12 and _inflates_to_secret(joined[i], pattern, fuzzy))
-        if found:
-            starts = (i for i in range(1, len(words) - 1) if decodes(i, last))
-        first = next(starts, 0)
+        first = next((i for i in range(1, last - 1) if (decodes if found else stream)(i, last)), 0)
         if not first:
             return None
     while last - first > 1 and decodes(first, last - 1):
         last -= 1
-
-    def stream(i: int) -> bool:  # a compressed stream goes whole: its header, and its trailer (the secret's CRC)
-        return _inflates_to_secret("".join(text[a:b] for a, b in words[i:last]), pattern, fuzzy)
-
-    while last - first > 1 and not stream(first) and decodes(first + 1, last):
+    while last - first > 1 and not stream(first, last) and decodes(first + 1, last):  # a stream goes whole (its CRC too)
         first += 1
     if last - first < 2:  # one word: the plain pass's
         return None
@@ -391,15 +390,9 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re
     """Whether a base64 run decodes (standard or URL-safe, padded or not; gzip, zlib or deflate inside
     when 12 characters or more) to text holding a secret in any form `redact` knows, nested base64 included
     (a Basic header echoed base64-encoded)."""
-    import base64
-
     data = _b64_text(run)
     for start in range(4):  # the run may begin inside a blob: try each character alignment
-        chunk = data[start:]
-        chunk = chunk[: len(chunk) - len(chunk) % 4] if len(chunk) % 4 == 1 else chunk
-        try:
-            raw = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
-        except ValueError:
+        if (raw := _b64_bytes(data[start:])) is None:
             continue
         blobs = [raw, *_inflated(raw)] if start == 0 and len(run) >= 12 else [raw]
         for decoded in {form for blob in blobs for form in (blob.decode("utf-8", "replace"), blob.decode("latin-1"))}:
