@@ -311,6 +311,7 @@ def _continued(secret: str, before: str, after: str, name: str) -> bool:
 @example(secret="sk-fsbADVERSARY123456", before="Key", after="", name="gzip-b64-wrapped")  # was kept whole (a leak)
 @example(secret="A0A0A0A0", before="aa ", after="", name="reversed")  # 'a  0A0A0A0' is the key across the spaces
 @example(secret="ab00aza-Abzz", before="D", after="bMMb", name="b64-lines")  # bMMb was taken as the last line
+@example(secret="0000000ß", before="", after="", name="per-space-upper")  # 0 0 0 0 0 0 0 S S: ß upper-cased is SS
 def test_no_fuzzy_or_wrapped_form_survives_and_the_text_around_is_kept(secret: str, before: str, after: str, name: str) -> None:
     """For random keys of FUZZY_MIN characters or more: rot13, reversed, fullwidth, separated, wrapped base64
     and hex and compressed base64 forms are replaced whole, the surrounding text intact, whatever its
@@ -354,6 +355,12 @@ def test_a_short_key_deflated_is_redacted() -> None:
     for key in ["k3y-8chr", "sk-fsb-12ch", "hf_ab12cd34ef"]:
         deflated = ADVERSARIAL["deflate-b64url"](key)
         assert len(deflated) <= 20 and redact(f"x {deflated} y", [key]) == f"x {REDACTED} y"
+
+
+def test_a_key_whose_case_is_longer_is_found_separated() -> None:
+    """ß upper-cased is SS: '0 0 0 0 0 0 0 S S' (the key 0000000ß, one space between characters) was kept."""
+    for text in ["0 0 0 0 0 0 0 S S", "S-S-0-0-0-0-0-0-0"]:
+        assert redact(f"a {text} b", ["0000000ß"]) == f"a {REDACTED} b"
 
 
 def test_a_form_that_spans_no_whitespace_is_taken_before_one_across_it() -> None:

@@ -17,7 +17,8 @@ $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are 
   the three byte alignments: the characters that depend on the secret's bytes only are removed (at most
   the one or two characters at each edge, which mix in neighbouring bytes, are left); base32 (any case,
   the 5 alignments) and base85 / ascii85 (the 4 alignments) the same way;
-- base64, hex or base32 runs with whitespace or newlines inside (matched with the whitespace removed);
+- base64, hex or base32 runs with whitespace or newlines inside (matched with the whitespace removed;
+  the fewest whole words that decode to the secret are replaced, so a word beside the blob is kept);
 - base64 runs (12 characters or more) that decode to gzip, zlib or raw deflate data holding the secret
   in any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is replaced. (A raw
   deflate of a key of 8 to 14 characters is 16 to 20 base64 characters; only a key of a few repeated
