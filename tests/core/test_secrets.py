@@ -47,7 +47,7 @@ ENCODINGS: dict[str, Callable[[str], str]] = {
     "percent": lambda s: quote(s, safe=""),
     "percent-every": lambda s: "".join(f"%{b:02X}" for b in s.encode()),
     "percent-double": lambda s: "".join(f"%25{b:02x}" for b in s.encode()),
-    "json": lambda s: json.dumps(s).strip('"'),
+    "json": lambda s: json.dumps(s)[1:-1],  # not .strip('"'): that cut a key's own last " off its \\"
     "json-ascii": _u_escapes,
     "json-ascii-upper": lambda s: _u_escapes(s, "04X"),
     "json-dumps-ascii": lambda s: json.dumps(s, ensure_ascii=True)[1:-1],
@@ -247,6 +247,7 @@ _AROUND = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(secret=_SECRETS, before=_AROUND, after=_AROUND, name=st.sampled_from(sorted(ENCODINGS)))
+@example(secret='0000000"', before="", after="", name="json")  # the test's own encoder dropped the last "
 def test_no_encoding_survives_and_the_text_around_is_kept(secret: str, before: str, after: str, name: str) -> None:
     """For random keys and random surrounding text: the encoded key is gone, the surrounding text intact."""
     encoded = ENCODINGS[name](secret)
