@@ -1,6 +1,6 @@
 """Secrets never leave the process: one redaction for every form a client could undo, one URL sanitiser.
 
-(size: about 530 lines, one module, so that every encoding the redaction knows is listed and tested in
+(size: about 590 lines, one module, so that every encoding the redaction knows is listed and tested in
 one place; the log redaction built on it is `fsb.core.logredact`.)
 
 Secrets come from the environment only ($OPENAI_API_KEY, $HF_TOKEN, credentials inside $OPENAI_BASE_URL,
@@ -17,9 +17,12 @@ $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are 
   the three byte alignments: the characters that depend on the secret's bytes only are removed (at most
   the one or two characters at each edge, which mix in neighbouring bytes, are left); base32 (any case,
   the 5 alignments) and base85 / ascii85 (the 4 alignments) the same way;
-- base64, hex or base32 runs with whitespace or newlines inside (matched with the whitespace removed);
-- base64 runs (over 20 characters) that decode to gzip, zlib or raw deflate data holding the secret in
-  any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is replaced.
+- base64, hex or base32 runs with whitespace or newlines inside (matched with the whitespace removed;
+  the fewest whole words that decode to the secret are replaced, so a word beside the blob is kept);
+- base64 runs (12 characters or more) that decode to gzip, zlib or raw deflate data holding the secret
+  in any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is replaced. (A raw
+  deflate of a key of 8 to 14 characters is 16 to 20 base64 characters; only a key of a few repeated
+  characters deflates to fewer than 12, and that form is not looked into.)
 
 Fuzzy forms, for secrets of `FUZZY_MIN` characters or more only (a shorter one would match ordinary
 text): NFKC compatibility forms (fullwidth ``ｓｋ－``, ligatures...), rot13, reversed (and both), and
@@ -217,6 +220,7 @@ def _fuzzy(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
             continue
         forms = [f(s) for s in (secret, plain) for f in (str, lambda t: codecs.encode(t, "rot13"))]
         forms += [f[::-1] for f in forms]  # the NFKC of each form and each form of the NFKC (ª is a; ¨ is 2 chars)
+        forms += [g for f in forms for g in (f.upper(), f.lower()) if len(g) != len(f)]  # ß is S S upper-cased and spaced
         for form in dict.fromkeys(forms):
             units = [re.escape(unicodedata.normalize("NFKC", c)) for c in form]  # Ŀ is L· wherever it stands
             alternatives.append("".join(units))
@@ -281,60 +285,117 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
 
 def _spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> list[tuple[int, int]]:
     """Spans of encoded runs cut by whitespace (base64 -w, wrapped hex): matched with the whitespace removed.
-    A whole run that decodes to a secret is narrowed to the fewest words that still do (never one word:
-    the plain pass sees those), so the words around it are kept."""
+
+    The smallest span that removes the secret is taken, so the words around it are kept: a whole run that
+    decodes to a secret is narrowed to the fewest words that still do (never one word: the plain pass sees
+    those); a form matched across the whitespace of the squashed run is dropped where that blob, or a form
+    the plain and fuzzy passes match without crossing whitespace, already covers it (a word before a blob
+    whose last characters happen to fit one of the secret's other base64 alignments, "0w MDAwMDAw MDA=",
+    is not part of it). Whatever such a choice leaves is searched again by `redact`'s next pass.
+    """
     spans = []
     for run in _WS_RUN.finditer(text):
         index = [run.start() + i for i, c in enumerate(run[0]) if not c.isspace()]
         squashed = "".join(c for c in run[0] if not c.isspace())
-        found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
-        plain = [(m.start(), m.end()) for m in pattern.finditer(text, run.start(), run.end())]  # the plain pass's own
-        spans += [(a, b) for a, b in found if re.search(r"\s", text[a:b]) and not any(c < b and a < d for c, d in plain)]
         words = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"\S+", run[0])][:64]
-        first, last = 0, len(words)
-
-        def decodes(i: int, j: int, words: list[tuple[int, int]] = words) -> bool:
-            return _decodes_to_secret("".join(text[a:b] for a, b in words[i:j]), pattern, 2, fuzzy)
-
-        if len(words) < 2 or not decodes(first, last):
-            continue
-        while last - first > 1 and decodes(first, last - 1):
-            last -= 1
-        while last - first > 1 and decodes(first + 1, last):
-            first += 1
-        if last - first < 2:  # one word: the plain pass's
-            continue
-        spans.append((words[first][0], words[_wrapped_end(text, words, first, last)][1]))
+        found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
+        found = [(a, b) for a, b in found if re.search(r"\s", text[a:b])]
+        blob = _wrapped_blob(text, words, pattern, fuzzy, bool(found))
+        if found:  # the plain and fuzzy passes' own matches in the run, and the blob: each covers its secret
+            piece = text[run.start() : run.end()]
+            covered = [(m.start(), m.end()) for m in pattern.finditer(text, run.start(), run.end())]
+            covered += [(run.start() + a, run.start() + b) for a, b in _fuzzy_spans(piece, fuzzy) if not re.search(r"\s", piece[a:b])]
+            covered += [blob] if blob else []
+            spans += [(a, b) for a, b in found if not any(c < b and a < d for c, d in covered)]
+        spans += [blob] if blob else []
     return spans
 
 
-def _wrapped_end(text: str, words: list[tuple[int, int]], first: int, last: int) -> int:
-    """The index of the last word of the wrapped blob whose words `first`..`last` hold a secret: full-width
-    lines go on to a shorter last one (a gzip trailer, padding), when the whole is a whole base64 blob."""
-    width, end = max(b - a for a, b in words[first:last]), last
-    while end < len(words) and not text[: words[end - 1][1]].endswith("="):
-        if not words[end - 1][1] - words[end - 1][0] == width >= words[end][1] - words[end][0]:
-            break
-        end += 1
-    return end - 1 if sum(b - a for a, b in words[first:end]) % 4 == 0 else last - 1
+def _wrapped_blob(
+    text: str, words: list[tuple[int, int]], pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None, found: bool
+) -> tuple[int, int] | None:
+    """The span of the fewest whole words of a whitespace run that decode to a secret (two or more), or None.
+
+    A word before the blob ("payload H4sI...", "a=b MDAw...") can keep the whole run from decoding: then
+    each later word is tried as the blob's start, as the start of a gzip, zlib or deflate stream (cheap:
+    most runs are prose), and as any base64 when the squashed run is `found` to hold a form of a secret."""
+
+    def join(i: int, j: int) -> str:
+        return "".join(text[a:b] for a, b in words[i:j])
+
+    def decodes(i: int, j: int) -> bool:
+        return _decodes_to_secret(join(i, j), pattern, 2, fuzzy)
+
+    def stream(i: int, j: int) -> bool:
+        return len(join(i, j)) >= 12 and _inflates_to_secret(join(i, j), pattern, fuzzy)
+
+    first, last = 0, len(words)
+    if last < 2:
+        return None
+    if not decodes(first, last):
+        first = next((i for i in range(1, last - 1) if (decodes if found else stream)(i, last)), 0)
+        if not first:
+            return None
+    while last - first > 1 and decodes(first, last - 1):
+        last -= 1
+    while last - first > 1 and not stream(first, last) and decodes(first + 1, last):  # a stream goes whole (its CRC too)
+        first += 1
+    if last - first < 2:  # one word: the plain pass's
+        return None
+    return words[first][0], words[_stream_end(text, words, first, last)][1]
+
+
+def _stream_end(text: str, words: list[tuple[int, int]], first: int, last: int) -> int:
+    """The index of the last word of the blob whose words `first`..`last` hold a secret: a compressed stream
+    goes on to the word that completes it (its trailer: the checksum and length, and the padding), when one
+    does within four more words; anything else ends at `last` (a word after it is not the blob's)."""
+    for end in range(last, min(len(words), last + 4) + 1):
+        raw = _b64_bytes("".join(text[a:b] for a, b in words[first:end]))
+        for wbits in (47, -15):
+            packer = zlib.decompressobj(wbits)
+            try:
+                packer.decompress(raw or b"", INFLATE_CAP)
+            except zlib.error:
+                continue
+            if packer.eof and not packer.unused_data:
+                return end - 1
+    return last - 1
+
+
+def _b64_text(run: str) -> str:
+    """A base64 run in the standard alphabet, up to its padding: a padding ends a blob (in a whitespace run,
+    what follows it is the next word, not the blob's)."""
+    return run.replace("%3D", "=").replace("%3d", "=").split("=")[0].translate(str.maketrans("-_", "+/"))
+
+
+def _b64_bytes(run: str) -> bytes | None:
+    """A base64 run (either alphabet, padded or not) decoded from its first character, or None."""
+    import base64
+
+    data = _b64_text(run)
+    data = data[: len(data) - len(data) % 4] if len(data) % 4 == 1 else data
+    try:
+        return base64.b64decode(data + "=" * (-len(data) % 4))
+    except ValueError:
+        return None
+
+
+def _inflates_to_secret(run: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> bool:
+    """Whether a base64 run is, from its first character, gzip, zlib or deflate data holding a secret."""
+    raw = _b64_bytes(run)
+    blobs = _inflated(raw) if raw else []
+    return any(_holds(blob.decode(codec, "replace"), pattern, fuzzy) for blob in blobs if blob for codec in ("utf-8", "latin-1"))
 
 
 def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re.Pattern[str] | None = None) -> bool:
     """Whether a base64 run decodes (standard or URL-safe, padded or not; gzip, zlib or deflate inside
-    when over 20 characters) to text holding a secret in any form `redact` knows, nested base64 included
+    when 12 characters or more) to text holding a secret in any form `redact` knows, nested base64 included
     (a Basic header echoed base64-encoded)."""
-    import base64
-
-    data = run.replace("%3D", "=").replace("%3d", "=").rstrip("=")
-    data = data.translate(str.maketrans("-_", "+/"))
+    data = _b64_text(run)
     for start in range(4):  # the run may begin inside a blob: try each character alignment
-        chunk = data[start:]
-        chunk = chunk[: len(chunk) - len(chunk) % 4] if len(chunk) % 4 == 1 else chunk
-        try:
-            raw = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
-        except ValueError:
+        if (raw := _b64_bytes(data[start:])) is None:
             continue
-        blobs = [raw, *_inflated(raw)] if start == 0 and len(run) > 20 else [raw]
+        blobs = [raw, *_inflated(raw)] if start == 0 and len(run) >= 12 else [raw]
         for decoded in {form for blob in blobs for form in (blob.decode("utf-8", "replace"), blob.decode("latin-1"))}:
             if _holds(decoded, pattern, fuzzy) or (
                 depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1, fuzzy) for m in _B64_RUN.finditer(decoded))
