@@ -1,6 +1,6 @@
 """The individual best-worst judgments file (`Item1..ItemK,BestItem,WorstItem[,Annotator][,Timestamp]`)
 -> validated, integer-coded `Annotations` (`read_annotations`), and the checks against a set of uids.
-(size: one reader, about 560 lines: its fast pyarrow path, its exact Python path and the vectorised
+(size: one reader, about 590 lines: its fast pyarrow paths, its exact Python path and the vectorised
 checks share one first-bad-line rule, and apart they would need each other's private pieces; the
 label coding itself is in `fsb.core.labelcodes`.)
 
@@ -151,19 +151,19 @@ def _bom(data: bytes | mmap.mmap) -> int:
 
 
 def _input_data(path: Path) -> bytes | mmap.mmap:
-    """The file's bytes: a large regular file copied into anonymous memory (a mapping whose pages are handed
-    back once parsed, ~0.4 GB at 1e6 items; never a mapping of the file itself, which a writer truncating the
-    file would turn into a SIGBUS inside the parser), anything else (pipes, small files, and every problem,
-    which `read_input_bytes` names) read whole. A file whose size changes while it is read is refused."""
+    """The file's bytes: a large regular file copied into anonymous memory, handed back once parsed (never a
+    mapping of the file, which a writer truncating it would turn into a SIGBUS in the parser); anything else
+    read whole by `read_input_bytes` (which names every problem). A file changing size while read is refused."""
     size = -1
     try:
         info = path.stat()
         if stat.S_ISREG(info.st_mode) and info.st_size > FAST_READER_BYTES:
             size = info.st_size
             with path.open("rb") as f:
-                private = hasattr(mmap, "MAP_PRIVATE")  # private anonymous memory (not mmap's shared default) takes huge pages:
+                # private memory (not mmap's shared default) takes huge pages: the copy faults 2 MB at a time, not 4 kB
+                private = hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MADV_HUGEPAGE")
                 buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS) if private else mmap.mmap(-1, size)
-                if hasattr(mmap, "MADV_HUGEPAGE"):  # the copy faults 2 MB at a time, not 4 kB (9,200 faults fewer at 1e5 items)
+                if private:
                     buf.madvise(mmap.MADV_HUGEPAGE)
                 got = f.readinto(buf)
                 if got == size and not f.read(1):
@@ -252,10 +252,8 @@ def _fast_cells(
 
 
 def _may_hold_spaces(data: bytes | mmap.mmap, pos: int) -> bool:
-    """Whether `data[pos:]` holds a byte that Unicode whitespace trimming could remove (ASCII spaces, tabs,
-    vertical tab, form feed, carriage return, separators 0x1c-0x1f, a quote (a quoted value may hold a
-    newline), or any non-ASCII byte): without one, trimming every label
-    copies the columns (about 250 MB at 1e6 items) for nothing."""
+    """Whether `data[pos:]` holds a byte Unicode whitespace trimming could remove (ASCII whitespace, 0x1c-0x1f,
+    a quote: a quoted value may hold a newline, any non-ASCII byte): else trimming copies every label for nothing."""
     if any(data.find(c, pos) >= 0 for c in (b'"', b" ", b"\t", b"\x0b", b"\x0c", b"\r", b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
         return True
     return bool(len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
@@ -367,9 +365,8 @@ def read_annotations(
 
 
 def _streamed(path: Path, annotators: bool) -> tuple[_Cells | None, list[str]]:
-    """A regular file over FAST_READER_BYTES whose first lines hold a label that is not digits, read block by
-    block (`fsb.core.streamcells`: memory follows the judgments, not the file), with its label fields; (None,
-    []) for every other file, and when the stream hands the file back (then the whole-file path reads it)."""
+    """(cells, label fields) of a regular file over FAST_READER_BYTES whose first lines hold a non-digit label, read
+    block by block (`fsb.core.streamcells`); (None, []) for other files and when the stream hands the file back."""
     try:
         if not stat.S_ISREG(path.stat().st_mode) or path.stat().st_size <= FAST_READER_BYTES:
             return None, []
