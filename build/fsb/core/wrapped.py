@@ -19,7 +19,10 @@ __all__ = ["B64_RUN", "INFLATE_CAP", "b64_secret_head", "fuzzy_spans", "spaced_s
 INFLATE_CAP = 1 << 16
 
 B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}(?:=|%3[dD]){0,2}")
-_WS_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{2,}(?:[ \t\r\n]+[A-Za-z0-9+/_=-]{2,})+")
+# A line break between words may be real or escaped (a JSON string's two characters \n, \r\n; %0A): the
+# last word may be one character (a blob's last line).
+_SEP = r"(?:[ \t\r\n]|\\[rnt]|%0[aAdD]|%09|%20)"
+_WS_RUN = re.compile(rf"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{{2,}}(?:{_SEP}+[A-Za-z0-9+/_=-]{{2,}})*{_SEP}+[A-Za-z0-9+/_=-]+")
 
 
 def _nfkc_view(text: str) -> tuple[str, list[int] | None]:
@@ -71,15 +74,26 @@ def _holds(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -
     return bool(pattern.search(text)) or bool(fuzzy_spans(text, fuzzy))
 
 
+def _inflate(raw: bytes, wbits: int) -> tuple[bytes, bool] | None:
+    """`raw` decompressed (at most `INFLATE_CAP` bytes), and whether it ends where its stream does; None
+    when it is not compressed. Gzip and zlib go on member after member (``gzip.compress(a) +
+    gzip.compress(b)`` is one file to ``gunzip``; stopping at the first member's end hid the second)."""
+    out, rest = b"", raw
+    while len(out) < INFLATE_CAP:
+        packer = zlib.decompressobj(wbits)
+        try:
+            out += packer.decompress(rest, INFLATE_CAP - len(out))
+        except zlib.error:
+            return (out, False) if rest is not raw else None
+        if not packer.eof or wbits < 0 or not packer.unused_data:
+            return out, packer.eof and not packer.unused_data
+        rest = packer.unused_data
+    return out, False
+
+
 def _inflated(raw: bytes) -> list[bytes]:
     """`raw` decompressed as gzip, zlib and raw deflate (at most `INFLATE_CAP` bytes each), where it is one."""
-    out = []
-    for wbits in (47, -15):  # 47: gzip or zlib by header; -15: raw deflate
-        try:
-            out.append(zlib.decompressobj(wbits).decompress(raw, INFLATE_CAP))
-        except zlib.error:
-            continue
-    return out
+    return [found[0] for wbits in (47, -15) if (found := _inflate(raw, wbits)) is not None]  # 47: gzip or zlib by header
 
 
 def spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> list[tuple[int, int]]:
@@ -106,16 +120,18 @@ def spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | N
     """
     spans = []
     for run in _WS_RUN.finditer(text):
-        index = [run.start() + i for i, c in enumerate(run[0]) if not c.isspace()]
-        squashed = "".join(c for c in run[0] if not c.isspace())
-        words = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"\S+", run[0])][:64]
+        gaps = [0, *(i for m in re.finditer(f"{_SEP}+", run[0]) for i in m.span()), len(run[0])]  # by separator: \\n's n is a letter
+        every = [(run.start() + gaps[i], run.start() + gaps[i + 1]) for i in range(0, len(gaps), 2)]
+        index = [i for a, b in every for i in range(a, b)]
+        squashed = "".join(text[a:b] for a, b in every)
+        words = every[:64]
         found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
-        found = [(a, b) for a, b in found if re.search(r"\s", text[a:b])]
+        found = [(a, b) for a, b in found if re.search(_SEP, text[a:b])]
         blob = _wrapped_blob(text, words, pattern, fuzzy, found[0] if found else None)
         if found:  # the plain and fuzzy passes' own matches in the run, and the blob: each covers its secret
             piece = text[run.start() : run.end()]
             covered = [(m.start(), m.end()) for m in pattern.finditer(text, run.start(), run.end())]
-            covered += [(run.start() + a, run.start() + b) for a, b in fuzzy_spans(piece, fuzzy) if not re.search(r"\s", piece[a:b])]
+            covered += [(run.start() + a, run.start() + b) for a, b in fuzzy_spans(piece, fuzzy) if not re.search(_SEP, piece[a:b])]
             covered += [blob] if blob else []
             spans += [(a, b) for a, b in found if not any(c < b and a < d for c, d in covered)]
         spans += [blob] if blob else []
@@ -168,14 +184,8 @@ def _stream_end(text: str, words: list[tuple[int, int]], first: int, last: int) 
     does within four more words; anything else ends at `last` (a word after it is not the blob's)."""
     for end in range(last, min(len(words), last + 4) + 1):
         raw = _b64_bytes("".join(text[a:b] for a, b in words[first:end]))
-        for wbits in (47, -15):
-            packer = zlib.decompressobj(wbits)
-            try:
-                packer.decompress(raw or b"", INFLATE_CAP)
-            except zlib.error:
-                continue
-            if packer.eof and not packer.unused_data:
-                return end - 1
+        if any((found := _inflate(raw or b"", wbits)) is not None and found[1] for wbits in (47, -15)):
+            return end - 1
     return last - 1
 
 
