@@ -84,7 +84,7 @@ def test_a_json_dumped_mime_gzip_body_is_redacted() -> None:
     assert out.startswith('{"echo": "***') and "H4sI" not in out
 
 
-@pytest.mark.parametrize("width", [3, 9, 27])
+@pytest.mark.parametrize("width", [9, 27])
 def test_a_blob_whose_last_line_is_one_character_is_redacted(width: int) -> None:
     """`c2stZnNiQ\\nURWRVJTQV\\nJZMTIzNDU\\n2`: a run needed two characters a word, so the last line cut it."""
     blob = _wrap(B64, width, "\n")

@@ -10,6 +10,8 @@ was found; an id prefix's dashes are bisected).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 import unicodedata
 import zlib
@@ -20,9 +22,12 @@ INFLATE_CAP = 1 << 16
 
 B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}(?:=|%3[dD]){0,2}")
 # A line break between words may be real or escaped (a JSON string's two characters \n, \r\n; %0A): the
-# last word may be one character (a blob's last line).
+# last word may be one character (a blob's last line, after a word of 4 or more: prose's "on a" is no blob).
 _SEP = r"(?:[ \t\r\n]|\\[rnt]|%0[aAdD]|%09|%20)"
-_WS_RUN = re.compile(rf"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{{2,}}(?:{_SEP}+[A-Za-z0-9+/_=-]{{2,}})*{_SEP}+[A-Za-z0-9+/_=-]+")
+_WS_RUN = re.compile(
+    rf"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{{2,}}(?:{_SEP}+[A-Za-z0-9+/_=-]{{2,}})*"
+    rf"(?:{_SEP}+[A-Za-z0-9+/_=-]{{2,}}|(?<=[A-Za-z0-9+/_=-]{{4}}){_SEP}+[A-Za-z0-9+/_=-])"  # one character after a line of 4 or more
+)
 
 
 def _nfkc_view(text: str) -> tuple[str, list[int] | None]:
@@ -122,10 +127,15 @@ def spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | N
     for run in _WS_RUN.finditer(text):
         gaps = [0, *(i for m in re.finditer(f"{_SEP}+", run[0]) for i in m.span()), len(run[0])]  # by separator: \\n's n is a letter
         every = [(run.start() + gaps[i], run.start() + gaps[i + 1]) for i in range(0, len(gaps), 2)]
-        index = [i for a, b in every for i in range(a, b)]
+        starts = list(itertools.accumulate((b - a for a, b in every), initial=0))  # each word's place in the squashed run
+
+        def at(i: int, starts: list[int] = starts, every: list[tuple[int, int]] = every) -> int:  # squashed -> text
+            k = bisect.bisect_right(starts, i) - 1
+            return every[k][0] + i - starts[k]
+
         squashed = "".join(text[a:b] for a, b in every)
         words = every[:64]
-        found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
+        found = [(at(m.start()), at(m.end() - 1) + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
         found = [(a, b) for a, b in found if re.search(_SEP, text[a:b])]
         blob = _wrapped_blob(text, words, pattern, fuzzy, found[0] if found else None)
         if found:  # the plain and fuzzy passes' own matches in the run, and the blob: each covers its secret
