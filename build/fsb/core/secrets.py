@@ -13,7 +13,7 @@ $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are 
   escaped (JSON and Python), JSON's short escapes (``\\/``, ``\\"``), HTML entities (named, decimal and
   hex, with or without the ``;``), in any mixture of these;
 - split by zero-width characters (U+200B..U+200D, U+2060, U+FEFF) or soft hyphens, raw or encoded;
-- hex (the UTF-8 bytes, any case);
+- hex (the UTF-8 bytes, any case), together or apart (``73:6b``, ``0x73 0x6b``, ``%73 %6b``, ``\\x73,\\x6b``);
 - base64, standard and URL-safe, with or without padding, alone or inside a longer blob at each of
   the three byte alignments: the characters that depend on the secret's bytes only are removed (at most
   the one or two characters at each edge, which mix in neighbouring bytes, are left); base32 (any case,
@@ -171,7 +171,8 @@ def _compiled(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
         alternatives.append(_charwise(secret))
         data = secret.encode("utf-8", "surrogatepass")
         if len(data) >= MIN_SECRET:
-            alternatives.append(f"(?:{data.hex()})")
+            # hex, its bytes written together or apart ("73:6b", "73 6b", "0x73 0x6b", "%73 %6b", "\\x73, \\x6b")
+            alternatives.append("(?:" + r"(?:[:\s,.;-]{0,3}(?:0x|\\x|%)?)".join(f"{b:02x}" for b in data) + ")")
             for core, tail in sorted(_base64_cores(data), key=lambda ct: -len(ct[0])):
                 end = f"(?:{tail}(?:=|%3[dD])*(?![A-Za-z0-9+/]))?" if tail else ""
                 alternatives.append("(?-i:" + "".join(_b64_char(c) for c in core) + end + ")")
