@@ -18,12 +18,14 @@ $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are 
   the three byte alignments: the characters that depend on the secret's bytes only are removed (at most
   the one or two characters at each edge, which mix in neighbouring bytes, are left); base32 (any case,
   the 5 alignments) and base85 / ascii85 (the 4 alignments) the same way;
-- base64, hex or base32 runs with whitespace or newlines inside (matched with the whitespace removed;
-  the fewest whole words that decode to the secret are replaced, so a word beside the blob is kept);
-- base64 runs (12 characters or more) that decode to gzip, zlib or raw deflate data holding the secret
-  in any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is replaced. (A raw
-  deflate of a key of 8 to 14 characters is 16 to 20 base64 characters; only a key of a few repeated
-  characters deflates to fewer than 12, and that form is not looked into.)
+- base64, hex or base32 runs with whitespace or newlines inside, real or escaped (a JSON string's ``\\n``,
+  ``%0A``), the last line as short as one character after lines of four or more (matched with the
+  separators removed; the fewest whole words that decode to the secret are replaced, so a word beside
+  the blob is kept);
+- base64 runs (12 characters or more) that decode to gzip (every member), zlib or raw deflate data
+  holding the secret in any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is
+  replaced. (A raw deflate of a key of 8 to 14 characters is 16 to 20 base64 characters; only a key of
+  a few repeated characters deflates to fewer than 12, and that form is not looked into.)
 
 Fuzzy forms, for secrets of `FUZZY_MIN` characters or more only (a shorter one would match ordinary
 text): NFKC compatibility forms (fullwidth ``ｓｋ－``, ligatures...), rot13, reversed (and both), and
