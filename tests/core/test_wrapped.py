@@ -67,7 +67,7 @@ def test_an_id_prefix_is_kept_before_a_key() -> None:
     assert redact("x-" * 500 + B64, [KEY]) == "x-" * 500 + REDACTED
 
 
-@pytest.mark.parametrize("sep", ["\\n", "\\r\\n", "%0A", "%0D%0A", "\n"])
+@pytest.mark.parametrize("sep", ["\\n", "\\r\\n", "%0A", "%0D%0A", "\n", "\u00a0", "\f"])
 @pytest.mark.parametrize("width", [8, 9, 5])
 def test_a_blob_wrapped_by_escaped_line_breaks_is_redacted(sep: str, width: int) -> None:
     """A JSON string (or a URL) carries a wrapped blob's line breaks as two characters: they were not

@@ -21,9 +21,9 @@ __all__ = ["B64_RUN", "INFLATE_CAP", "b64_secret_head", "fuzzy_spans", "spaced_s
 INFLATE_CAP = 1 << 16
 
 B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}(?:=|%3[dD]){0,2}")
-# A line break between words may be real or escaped (a JSON string's two characters \n, \r\n; %0A): the
+# A line break (or space, no-break space) between words may be real or escaped (a JSON string's two characters \n, \r\n; %0A): the
 # last word may be one character (a blob's last line, after a word of 4 or more: prose's "on a" is no blob).
-_SEP = r"(?:[ \t\r\n]|\\[rnt]|%0[aAdD]|%09|%20)"
+_SEP = r"(?:[ \t\r\n\f\v\u00a0]|\\[rnt]|%0[aAdD]|%09|%20)"
 _WS_RUN = re.compile(
     rf"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{{2,}}(?:{_SEP}+[A-Za-z0-9+/_=-]{{2,}})*"
     rf"(?:{_SEP}+[A-Za-z0-9+/_=-]{{2,}}|(?<=[A-Za-z0-9+/_=-]{{4}}){_SEP}+[A-Za-z0-9+/_=-])"  # one character after a line of 4 or more
