@@ -30,14 +30,14 @@ _WS_RUN = re.compile(
 )
 
 
-def _nfkc_view(text: str) -> tuple[str, list[int] | None]:
+def _nfkc_view(text: str, indexed: bool = True) -> tuple[str, list[int] | None]:
     """`text` NFKC-normalised character by character, and for each of its characters the index of the
     source character (None: the same). Built with `str.translate` and a table of the text's own characters
-    (a character-by-character loop was most of the time spent on a long decoded blob)."""
+    (a character-by-character loop was most of the time spent on a long decoded blob); no index unless `indexed`."""
     if text.isascii():
         return text, None
     table = {ord(c): n for c in set(text) if ord(c) > 127 and (n := unicodedata.normalize("NFKC", c)) != c}
-    longer = "".join(re.escape(chr(k)) for k, v in table.items() if len(v) != 1)
+    longer = "".join(re.escape(chr(k)) for k, v in table.items() if len(v) != 1) if indexed else ""
     if not longer:
         return text.translate(table), None
     index: list[int] = []
@@ -76,7 +76,8 @@ def fuzzy_spans(text: str, fuzzy: re.Pattern[str] | None) -> list[tuple[int, int
 
 
 def _holds(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> bool:
-    return bool(pattern.search(text)) or bool(fuzzy_spans(text, fuzzy))
+    """Whether `text` holds a secret in an exact or a fuzzy form (a yes or no: the NFKC view needs no index)."""
+    return bool(pattern.search(text)) or (fuzzy is not None and fuzzy.search(_nfkc_view(text, indexed=False)[0]) is not None)
 
 
 def _inflate(raw: bytes, wbits: int) -> tuple[bytes, bool] | None:
