@@ -267,10 +267,17 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
         return text
     inner = _compiled(tuple(s for s in secrets if len(s) >= MIN_SECRET))  # a short one would match random decoded bytes
     fuzzy = _fuzzy(secrets)
+    heads: dict[str, str | None] = {}  # each base64 run decoded once, not once a pass
+
+    def head(run: str) -> str | None:
+        if run not in heads:
+            heads[run] = b64_secret_head(run, inner, fuzzy)
+        return heads[run]
+
     for _ in range(4):  # until nothing is left: a removal may join the pieces of a nested form
         clean = text  # whole base64 runs first: the pattern below would cut a blob's core out and leave its edges
         if inner is not None:
-            clean = B64_RUN.sub(lambda m: m[0] if (head := b64_secret_head(m[0], inner, fuzzy)) is None else head + REDACTED, clean)
+            clean = B64_RUN.sub(lambda m: m[0] if (kept := head(m[0])) is None else kept + REDACTED, clean)
             clean = _replace_spans(clean, spaced_spans(clean, inner, fuzzy))
         # fuzzy and exact forms in one pass: a fuzzy match inside an exact one ('"sk..' in '\\"sk..') leaves no edge
         clean = _replace_spans(clean, [*fuzzy_spans(clean, fuzzy), *(m.span() for m in pattern.finditer(clean) if m.end() > m.start())])
