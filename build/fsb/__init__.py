@@ -12,7 +12,8 @@ core/       errors, readers (input that names file/line/field), atomic (atomic f
             CSV/JSONL rows and the one id rule, and judgments: the judgments reader), labelcodes (judgment
             labels coded once: packed keys, best/worst by comparison), streamcells (large files of string
             labels read block by block: memory follows the judgments, not the file), items (a study's item list), secrets
-            (redaction of keys and tokens in every encoding, safe URLs), logredact (every log record and
+            (redaction of keys and tokens in every encoding, safe URLs), wrapped (its search of
+            base64, compressed and whitespace-wrapped forms), logredact (every log record and
             warning redacted), onimport (a function run on a module when it is first imported: the log
             redaction without importing logging), resources
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a study's

@@ -415,3 +415,13 @@ def test_a_traceback_fsb_prints_is_redacted_too(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1 and "Traceback" in proc.stderr and "InputError" in proc.stderr, proc.stderr
     assert "hf_SuperSecretTok3n9" not in proc.stderr and "'***' is not one of the tuple's items" in proc.stderr
+
+
+@pytest.mark.parametrize(("sep", "prefix"), [(":", ""), (" ", ""), ("-", ""), (" ", "0x"), (" ", "%"), (", ", "\\x"), ("", "\\x")])
+def test_hex_with_its_bytes_apart_is_redacted(sep: str, prefix: str) -> None:
+    """xxd, od and C arrays write a key's bytes apart ("73:6b:2d", "0x73 0x6b"): only the bytes together were matched."""
+    for case in (str.lower, str.upper):
+        text = sep.join(prefix + case(f"{b:02x}") for b in ADV_KEY.encode())
+        out = redact(f"dump: {text} end", [ADV_KEY])
+        assert out in (f"dump: {REDACTED} end", f"dump: {prefix}{REDACTED} end")
+    assert redact("73:6b:2d ok de:ad:be:ef", [ADV_KEY]) == "73:6b:2d ok de:ad:be:ef"

@@ -1,7 +1,8 @@
 """Secrets never leave the process: one redaction for every form a client could undo, one URL sanitiser.
 
-(size: about 590 lines, one module, so that every encoding the redaction knows is listed and tested in
-one place; the log redaction built on it is `fsb.core.logredact`.)
+(size: about 420 lines, one module, so that every encoding the redaction knows is listed in one place;
+the search of decoded, inflated and whitespace-wrapped forms is `fsb.core.wrapped`; the log redaction
+built on it is `fsb.core.logredact`.)
 
 Secrets come from the environment only ($OPENAI_API_KEY, $HF_TOKEN, credentials inside $OPENAI_BASE_URL,
 $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are resolved (`register`).
@@ -12,17 +13,19 @@ $HF_ENDPOINT, $FSB_RELEASE_URL and proxy URLs) or are registered where they are 
   escaped (JSON and Python), JSON's short escapes (``\\/``, ``\\"``), HTML entities (named, decimal and
   hex, with or without the ``;``), in any mixture of these;
 - split by zero-width characters (U+200B..U+200D, U+2060, U+FEFF) or soft hyphens, raw or encoded;
-- hex (the UTF-8 bytes, any case);
+- hex (the UTF-8 bytes, any case), together or apart (``73:6b``, ``0x73 0x6b``, ``%73 %6b``, ``\\x73,\\x6b``);
 - base64, standard and URL-safe, with or without padding, alone or inside a longer blob at each of
   the three byte alignments: the characters that depend on the secret's bytes only are removed (at most
   the one or two characters at each edge, which mix in neighbouring bytes, are left); base32 (any case,
   the 5 alignments) and base85 / ascii85 (the 4 alignments) the same way;
-- base64, hex or base32 runs with whitespace or newlines inside (matched with the whitespace removed;
-  the fewest whole words that decode to the secret are replaced, so a word beside the blob is kept);
-- base64 runs (12 characters or more) that decode to gzip, zlib or raw deflate data holding the secret
-  in any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is replaced. (A raw
-  deflate of a key of 8 to 14 characters is 16 to 20 base64 characters; only a key of a few repeated
-  characters deflates to fewer than 12, and that form is not looked into.)
+- base64, hex or base32 runs with whitespace or newlines inside, real or escaped (a JSON string's ``\\n``,
+  ``%0A``), the last line as short as one character after lines of four or more (matched with the
+  separators removed; the fewest whole words that decode to the secret are replaced, so a word beside
+  the blob is kept);
+- base64 runs (12 characters or more) that decode to gzip (every member), zlib or raw deflate data
+  holding the secret in any of these forms (decompressed up to `INFLATE_CAP` bytes): the whole run is
+  replaced. (A raw deflate of a key of 8 to 14 characters is 16 to 20 base64 characters; only a key of
+  a few repeated characters deflates to fewer than 12, and that form is not looked into.)
 
 Fuzzy forms, for secrets of `FUZZY_MIN` characters or more only (a shorter one would match ordinary
 text): NFKC compatibility forms (fullwidth ``ｓｋ－``, ligatures...), rot13, reversed (and both), and
@@ -44,8 +47,9 @@ import os
 import re
 import threading
 import unicodedata
-import zlib
 from collections.abc import Iterable, Mapping
+
+from fsb.core.wrapped import B64_RUN, INFLATE_CAP, b64_secret_head, fuzzy_spans, spaced_spans
 
 __all__ = [
     "FUZZY_MIN",
@@ -64,7 +68,6 @@ __all__ = [
 REDACTED = "***"
 MIN_SECRET = 4
 FUZZY_MIN = 8
-INFLATE_CAP = 1 << 16
 SECRET_ENV = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_API_TOKEN")
 URL_ENV = ("OPENAI_BASE_URL", "HF_ENDPOINT", "FSB_RELEASE_URL", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")
 JOINERS = "\u200b\u200c\u200d\u2060\ufeff\u00ad"  # zero-width space/non-joiner/joiner, word joiner, BOM, soft hyphen
@@ -170,7 +173,8 @@ def _compiled(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
         alternatives.append(_charwise(secret))
         data = secret.encode("utf-8", "surrogatepass")
         if len(data) >= MIN_SECRET:
-            alternatives.append(f"(?:{data.hex()})")
+            # hex, its bytes written together or apart ("73:6b", "73 6b", "0x73 0x6b", "%73 %6b", "\\x73, \\x6b")
+            alternatives.append("(?:" + r"(?:[:\s,.;-]{0,3}(?:0x|\\x|%)?)".join(f"{b:02x}" for b in data) + ")")
             for core, tail in sorted(_base64_cores(data), key=lambda ct: -len(ct[0])):
                 end = f"(?:{tail}(?:=|%3[dD])*(?![A-Za-z0-9+/]))?" if tail else ""
                 alternatives.append("(?-i:" + "".join(_b64_char(c) for c in core) + end + ")")
@@ -204,10 +208,6 @@ def secrets_pattern(secrets: Iterable[str | None]) -> re.Pattern[str] | None:
     return _compiled(_usable(secrets))
 
 
-_B64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,}(?:=|%3[dD]){0,2}")
-_WS_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_=-]{2,}(?:[ \t\r\n]+[A-Za-z0-9+/_=-]{2,})+")
-
-
 @functools.lru_cache(maxsize=64)
 def _fuzzy(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
     """The fuzzy forms of the secrets of `FUZZY_MIN` characters or more, matched in the NFKC view of a
@@ -230,46 +230,6 @@ def _fuzzy(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(alternatives), re.IGNORECASE) if alternatives else None
 
 
-def _nfkc_view(text: str) -> tuple[str, list[int] | None]:
-    """`text` NFKC-normalised, and for each of its characters the index of the source character (None: the same)."""
-    if text.isascii():
-        return text, None
-    view: list[str] = []
-    index: list[int] = []
-    for i, ch in enumerate(text):
-        norm = unicodedata.normalize("NFKC", ch) if ord(ch) > 127 else ch
-        view.append(norm)
-        index += [i] * len(norm)
-    return "".join(view), index
-
-
-def _fuzzy_spans(text: str, fuzzy: re.Pattern[str] | None) -> list[tuple[int, int]]:
-    """The spans of `text` holding a fuzzy form of a secret."""
-    if fuzzy is None:
-        return []
-    view, index = _nfkc_view(text)
-    spans = []
-    for m in fuzzy.finditer(view):
-        if m.end() > m.start():
-            spans.append((m.start(), m.end()) if index is None else (index[m.start()], index[m.end() - 1] + 1))
-    return spans
-
-
-def _holds(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> bool:
-    return bool(pattern.search(text)) or bool(_fuzzy_spans(text, fuzzy))
-
-
-def _inflated(raw: bytes) -> list[bytes]:
-    """`raw` decompressed as gzip, zlib and raw deflate (at most `INFLATE_CAP` bytes each), where it is one."""
-    out = []
-    for wbits in (47, -15):  # 47: gzip or zlib by header; -15: raw deflate
-        try:
-            out.append(zlib.decompressobj(wbits).decompress(raw, INFLATE_CAP))
-        except zlib.error:
-            continue
-    return out
-
-
 def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
     """`text` with each (merged) span replaced by ***."""
     out, last = [], 0
@@ -281,137 +241,6 @@ def _replace_spans(text: str, spans: list[tuple[int, int]]) -> str:
         out += [text[last:start], REDACTED]
         last = end
     return "".join(out) + text[last:]
-
-
-def _spaced_spans(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> list[tuple[int, int]]:
-    """Spans of encoded runs cut by whitespace (base64 -w, wrapped hex): matched with the whitespace removed.
-
-    The smallest span that removes the secret is taken, so the words around it are kept: a whole run that
-    decodes to a secret is narrowed to the fewest words that still do (never one word: the plain pass sees
-    those); a form matched across the whitespace of the squashed run is dropped where that blob, or a form
-    the plain and fuzzy passes match without crossing whitespace, already covers it (a word before a blob
-    whose last characters happen to fit one of the secret's other base64 alignments, "0w MDAwMDAw MDA=",
-    is not part of it). Whatever such a choice leaves is searched again by `redact`'s next pass.
-    """
-    spans = []
-    for run in _WS_RUN.finditer(text):
-        index = [run.start() + i for i, c in enumerate(run[0]) if not c.isspace()]
-        squashed = "".join(c for c in run[0] if not c.isspace())
-        words = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"\S+", run[0])][:64]
-        found = [(index[m.start()], index[m.end() - 1] + 1) for m in pattern.finditer(squashed) if m.end() > m.start()]
-        found = [(a, b) for a, b in found if re.search(r"\s", text[a:b])]
-        blob = _wrapped_blob(text, words, pattern, fuzzy, bool(found))
-        if found:  # the plain and fuzzy passes' own matches in the run, and the blob: each covers its secret
-            piece = text[run.start() : run.end()]
-            covered = [(m.start(), m.end()) for m in pattern.finditer(text, run.start(), run.end())]
-            covered += [(run.start() + a, run.start() + b) for a, b in _fuzzy_spans(piece, fuzzy) if not re.search(r"\s", piece[a:b])]
-            covered += [blob] if blob else []
-            spans += [(a, b) for a, b in found if not any(c < b and a < d for c, d in covered)]
-        spans += [blob] if blob else []
-    return spans
-
-
-def _wrapped_blob(
-    text: str, words: list[tuple[int, int]], pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None, found: bool
-) -> tuple[int, int] | None:
-    """The span of the fewest whole words of a whitespace run that decode to a secret (two or more), or None.
-
-    A word before the blob ("payload H4sI...", "a=b MDAw...") can keep the whole run from decoding: then
-    each later word is tried as the blob's start, as the start of a gzip, zlib or deflate stream (cheap:
-    most runs are prose), and as any base64 when the squashed run is `found` to hold a form of a secret."""
-
-    def join(i: int, j: int) -> str:
-        return "".join(text[a:b] for a, b in words[i:j])
-
-    def decodes(i: int, j: int) -> bool:
-        return _decodes_to_secret(join(i, j), pattern, 2, fuzzy)
-
-    def stream(i: int, j: int) -> bool:
-        return len(join(i, j)) >= 12 and _inflates_to_secret(join(i, j), pattern, fuzzy)
-
-    first, last = 0, len(words)
-    if last < 2:
-        return None
-    if not decodes(first, last):
-        first = next((i for i in range(1, last - 1) if (decodes if found else stream)(i, last)), 0)
-        if not first:
-            return None
-    while last - first > 1 and decodes(first, last - 1):
-        last -= 1
-    while last - first > 1 and not stream(first, last) and decodes(first + 1, last):  # a stream goes whole (its CRC too)
-        first += 1
-    if last - first < 2:  # one word: the plain pass's
-        return None
-    return words[first][0], words[_stream_end(text, words, first, last)][1]
-
-
-def _stream_end(text: str, words: list[tuple[int, int]], first: int, last: int) -> int:
-    """The index of the last word of the blob whose words `first`..`last` hold a secret: a compressed stream
-    goes on to the word that completes it (its trailer: the checksum and length, and the padding), when one
-    does within four more words; anything else ends at `last` (a word after it is not the blob's)."""
-    for end in range(last, min(len(words), last + 4) + 1):
-        raw = _b64_bytes("".join(text[a:b] for a, b in words[first:end]))
-        for wbits in (47, -15):
-            packer = zlib.decompressobj(wbits)
-            try:
-                packer.decompress(raw or b"", INFLATE_CAP)
-            except zlib.error:
-                continue
-            if packer.eof and not packer.unused_data:
-                return end - 1
-    return last - 1
-
-
-def _b64_text(run: str) -> str:
-    """A base64 run in the standard alphabet, up to its padding: a padding ends a blob (in a whitespace run,
-    what follows it is the next word, not the blob's)."""
-    return run.replace("%3D", "=").replace("%3d", "=").split("=")[0].translate(str.maketrans("-_", "+/"))
-
-
-def _b64_bytes(run: str) -> bytes | None:
-    """A base64 run (either alphabet, padded or not) decoded from its first character, or None."""
-    import base64
-
-    data = _b64_text(run)
-    data = data[: len(data) - len(data) % 4] if len(data) % 4 == 1 else data
-    try:
-        return base64.b64decode(data + "=" * (-len(data) % 4))
-    except ValueError:
-        return None
-
-
-def _inflates_to_secret(run: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> bool:
-    """Whether a base64 run is, from its first character, gzip, zlib or deflate data holding a secret."""
-    raw = _b64_bytes(run)
-    blobs = _inflated(raw) if raw else []
-    return any(_holds(blob.decode(codec, "replace"), pattern, fuzzy) for blob in blobs if blob for codec in ("utf-8", "latin-1"))
-
-
-def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re.Pattern[str] | None = None) -> bool:
-    """Whether a base64 run decodes (standard or URL-safe, padded or not; gzip, zlib or deflate inside
-    when 12 characters or more) to text holding a secret in any form `redact` knows, nested base64 included
-    (a Basic header echoed base64-encoded)."""
-    data = _b64_text(run)
-    for start in range(4):  # the run may begin inside a blob: try each character alignment
-        if (raw := _b64_bytes(data[start:])) is None:
-            continue
-        blobs = [raw, *_inflated(raw)] if start == 0 and len(run) >= 12 else [raw]
-        for decoded in {form for blob in blobs for form in (blob.decode("utf-8", "replace"), blob.decode("latin-1"))}:
-            if _holds(decoded, pattern, fuzzy) or (
-                depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1, fuzzy) for m in _B64_RUN.finditer(decoded))
-            ):
-                return True
-    return False
-
-
-def _without_b64_secret(run: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> str:
-    """A base64 run that decodes to a secret as ***, keeping a leading `word-`/`word_` (an id's prefix) that is not part of it."""
-    if not _decodes_to_secret(run, pattern, 2, fuzzy):
-        return run
-    head = ""
-    while (cut := re.search(r"[-_]", run[1:])) is not None and _decodes_to_secret(run[cut.end() + 1 :], pattern, 2, fuzzy):
-        head, run = head + run[: cut.end() + 1], run[cut.end() + 1 :]
-    return head + REDACTED
 
 
 def redact(text: str, secrets: Iterable[str | None]) -> str:
@@ -438,13 +267,20 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
         return text
     inner = _compiled(tuple(s for s in secrets if len(s) >= MIN_SECRET))  # a short one would match random decoded bytes
     fuzzy = _fuzzy(secrets)
+    heads: dict[str, str | None] = {}  # each base64 run decoded once, not once a pass
+
+    def head(run: str) -> str | None:
+        if run not in heads:
+            heads[run] = b64_secret_head(run, inner, fuzzy)
+        return heads[run]
+
     for _ in range(4):  # until nothing is left: a removal may join the pieces of a nested form
         clean = text  # whole base64 runs first: the pattern below would cut a blob's core out and leave its edges
         if inner is not None:
-            clean = _B64_RUN.sub(lambda m: _without_b64_secret(m[0], inner, fuzzy), clean)
-            clean = _replace_spans(clean, _spaced_spans(clean, inner, fuzzy))
+            clean = B64_RUN.sub(lambda m: m[0] if (kept := head(m[0])) is None else kept + REDACTED, clean)
+            clean = _replace_spans(clean, spaced_spans(clean, inner, fuzzy))
         # fuzzy and exact forms in one pass: a fuzzy match inside an exact one ('"sk..' in '\\"sk..') leaves no edge
-        clean = _replace_spans(clean, [*_fuzzy_spans(clean, fuzzy), *(m.span() for m in pattern.finditer(clean) if m.end() > m.start())])
+        clean = _replace_spans(clean, [*fuzzy_spans(clean, fuzzy), *(m.span() for m in pattern.finditer(clean) if m.end() > m.start())])
         if clean == text:
             break
         text = clean
