@@ -27,13 +27,13 @@ def _wrap(text: str, width: int, sep: str) -> str:
 def decoded_chars(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of decoded characters searched for a secret (the redaction's unit of work), summed."""
     seen = [0]
-    holds = wrapped._holds
+    holds = wrapped.holds
 
     def counting(text: str, *args: object) -> bool:
         seen[0] += len(text)
         return holds(text, *args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(wrapped, "_holds", counting)
+    monkeypatch.setattr(wrapped, "holds", counting)
     return seen
 
 

@@ -16,7 +16,7 @@ import re
 import unicodedata
 import zlib
 
-__all__ = ["B64_RUN", "INFLATE_CAP", "b64_secret_head", "fuzzy_spans", "spaced_spans"]
+__all__ = ["B64_RUN", "INFLATE_CAP", "b64_secret_head", "fuzzy_spans", "holds", "spaced_spans"]
 
 INFLATE_CAP = 1 << 16
 
@@ -75,7 +75,7 @@ def fuzzy_spans(text: str, fuzzy: re.Pattern[str] | None) -> list[tuple[int, int
     return spans
 
 
-def _holds(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> bool:
+def holds(text: str, pattern: re.Pattern[str], fuzzy: re.Pattern[str] | None) -> bool:
     """Whether `text` holds a secret in an exact or a fuzzy form (a yes or no: the NFKC view needs no index)."""
     return bool(pattern.search(text)) or (fuzzy is not None and fuzzy.search(_nfkc_view(text, indexed=False)[0]) is not None)
 
@@ -222,7 +222,7 @@ def _inflates_to_secret(run: str, pattern: re.Pattern[str], fuzzy: re.Pattern[st
     """Whether a base64 run is, from its first character, gzip, zlib or deflate data holding a secret."""
     raw = _b64_bytes(run)
     blobs = _inflated(raw) if raw else []
-    return any(_holds(blob.decode(codec, "replace"), pattern, fuzzy) for blob in blobs if blob for codec in ("utf-8", "latin-1"))
+    return any(holds(blob.decode(codec, "replace"), pattern, fuzzy) for blob in blobs if blob for codec in ("utf-8", "latin-1"))
 
 
 def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re.Pattern[str] | None = None) -> bool:
@@ -235,7 +235,7 @@ def _decodes_to_secret(run: str, pattern: re.Pattern[str], depth: int, fuzzy: re
             continue
         blobs = [raw, *_inflated(raw)] if start == 0 and len(run) >= 12 else [raw]
         for decoded in {form for blob in blobs for form in (blob.decode("utf-8", "replace"), blob.decode("latin-1"))}:
-            if _holds(decoded, pattern, fuzzy) or (
+            if holds(decoded, pattern, fuzzy) or (
                 depth > 0 and any(_decodes_to_secret(m[0], pattern, depth - 1, fuzzy) for m in B64_RUN.finditer(decoded))
             ):
                 return True
