@@ -69,6 +69,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/bench_bws.py
 	$(BIN)/python benchmarks/bench_from_file.py
 	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_redact.py
 	$(BIN)/python benchmarks/bench_generate.py
 
 clean:
