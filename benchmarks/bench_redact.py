@@ -33,7 +33,7 @@ CASES = [
     (
         "JSON-escaped wrapped gzip with the key",
         'json.dumps({"e": base64.encodebytes(gzip.compress(rng.randbytes(70000) + KEY.encode())).decode()})',
-    ),  # noqa: E501
+    ),
     ('"x-" * 2000 + the key in base64', '"x-" * 2000 + b'),
     ('"ab-" * 5000 + the key in base64', '"ab-" * 5000 + b'),
     ("100 kB of prose, then the key", '"the cat sat on a mat, " * 4500 + KEY'),
