@@ -155,7 +155,7 @@ def test_a_nul_byte_in_a_later_block_is_named_by_line_and_field(tmp_path: Path, 
     assert str(streamed.value) == str(python.value)
 
 
-def test_integer_ids_and_quoted_files_do_not_stream(tmp_path: Path, small_blocks) -> None:
+def test_integer_ids_do_not_stream(tmp_path: Path, small_blocks) -> None:
     """Digits in the first lines: the whole-file path parses them as integers (the stream is for text)."""
     ints = _file(tmp_path / "i.csv", [str(i) for i in range(1, 400)], rows=20_000)
     assert read_annotations(ints).integer_ids

@@ -368,7 +368,8 @@ def _streamed(path: Path, annotators: bool) -> tuple[_Cells | None, list[str]]:
     """(cells, label fields) of a regular file over FAST_READER_BYTES whose first lines hold a non-digit label, read
     block by block (`fsb.core.streamcells`); (None, []) for other files and when the stream hands the file back."""
     try:
-        if not stat.S_ISREG(path.stat().st_mode) or path.stat().st_size <= FAST_READER_BYTES:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= FAST_READER_BYTES:
             return None, []
         with path.open("rb") as f:
             head = f.read(1 << 16)
@@ -384,14 +385,10 @@ def _streamed(path: Path, annotators: bool) -> tuple[_Cells | None, list[str]]:
         _refuse_nul(path, head, header)
     if _labels_look_numeric(head[start + offset :], [header.index(c) for c in fields]):
         return None, []  # integer ids: the whole-file path parses them as integers
-    from fsb.core.streamcells import NulByte, stream_cells
+    from fsb.core.streamcells import stream_cells
 
     try:
         got = stream_cells(path, header, start + offset, fields, annotator if annotators else None, timestamp if annotators else None)
-    except NulByte as nul:
-        with path.open("rb") as f:
-            _refuse_nul(path, f.read(nul.offset + 1), header)
-        raise
     except OSError:
         return None, []
     if got is None:

@@ -10,7 +10,8 @@ word again): the cost stays linear, and no two distinct labels ever share a code
 `fsb.core.judgments` is used instead (None) for a file with a quote (a quoted value may hold a newline, so
 a block cannot be cut at one), a block pyarrow cannot parse (Python's reader names the line), two long
 labels sharing a key, or a label so much longer than the others that the words of every cell, as wide as
-it, would outweigh the text 4 times over. A NUL byte stops the read (`NulByte`) for the caller to name its line.
+it, would outweigh the text 4 times over. So does a NUL byte: the whole-file path
+refuses it, naming its line and field.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from fsb.core.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
 from fsb.core.files import InputError
 from fsb.core.labelcodes import encode_cells, key_order, label_words, unpack_keys, word_keys, words_order, words_to_labels
 
-__all__ = ["BLOCK_BYTES", "MERGE_MIN", "NulByte", "Streamed", "stream_cells"]
+__all__ = ["BLOCK_BYTES", "MERGE_MIN", "Streamed", "stream_cells"]
 
 BLOCK_BYTES = 1 << 22
 MERGE_MIN = 1 << 20  # pending distinct keys before the first merge
@@ -36,14 +37,6 @@ _PARTS = 1 << _PART_BITS
 _TRIMMABLE = np.zeros(256, dtype=bool)
 _TRIMMABLE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 _TRIMMABLE[0x80:] = True
-
-
-class NulByte(Exception):
-    """A NUL byte at `offset` (from the start of the file): the caller refuses it, naming its line and field."""
-
-    def __init__(self, offset: int) -> None:
-        super().__init__(offset)
-        self.offset = offset
 
 
 class _Collision(Exception):
@@ -314,9 +307,9 @@ def stream_cells(
     Returns
     -------
     Streamed, or None
-        None when the file is for the whole-file path (a quote, a block pyarrow cannot parse, two long
-        labels sharing a key). Raises `NulByte` at a NUL byte, `InputError` when the file has no rows
-        or changes size while it is read."""
+        None when the file is for the whole-file path (a quote or a NUL byte, a block pyarrow cannot
+        parse, two long labels sharing a key, a label far longer than the rest). Raises `InputError` when
+        the file has no rows or changes size while it is read."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -329,10 +322,8 @@ def stream_cells(
             end = offset + len(block)
             # pyarrow drops a byte order mark at its input's start: a label's first character when a block starts there
             data = pa.py_buffer(b"\n" + bytes(block) if block[:3] == b"\xef\xbb\xbf" else block)
-            if (nul := block.obj.find(b"\0", 0, len(block))) >= 0:
-                raise NulByte(offset + nul)
-            if block.obj.find(b'"', 0, len(block)) >= 0:
-                return None
+            if block.obj.find(b"\0", 0, len(block)) >= 0 or block.obj.find(b'"', 0, len(block)) >= 0:
+                return None  # a NUL: the whole-file path names its line; a quote: a value may hold a newline
             if len(block) >= options[0].block_size:
                 options[0].block_size = 2 * len(block)
             try:
