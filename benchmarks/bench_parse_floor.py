@@ -8,9 +8,8 @@ times `fsb score` on the integer file in the same rounds. The floor printed is
 
     (fsb score CPU on integer ids + parse CPU of file X - parse CPU of the integer file) / fsb score CPU on integer ids
 
-computed per round from that round's three runs, and printed as the median and range over the rounds:
-
-the ratio `fsb score` on file X would reach if coding its labels cost nothing more than coding integers.
+the ratio `fsb score` on file X would reach if coding its labels cost nothing more than coding integers,
+computed per round from that round's runs and printed as the median and range over the rounds.
 CPU is user + system seconds of the child process (median over the rounds, with the range).
 
     python benchmarks/bench_parse_floor.py --folder /tmp/h23 --size 1000000 [--rounds 3]
