@@ -233,8 +233,9 @@ def test_a_byte_order_mark_on_the_first_data_row_on_the_whole_file_path(tmp_path
 
 
 def test_one_very_long_label_hands_the_file_back(tmp_path: Path, monkeypatch, small_blocks) -> None:
-    """A 4,000-byte label among 40-character ones: words as wide as it for every cell would be 100 times the
-    text (the adversarial review measured 13 s and 0.6 GB against 1.4 s and 0.24 GB), so the file goes back."""
+    """A 4,000-byte label among 40-character ones: words as wide as it for every distinct label of a block would
+    be 100 times their text (when every cell had words, the adversarial review measured 13 s and 0.6 GB against
+    1.4 s and 0.24 GB), so the file goes back."""
     labels = [*LABEL_KINDS["hashes"][:299], "L" * 4000]
     path = _file(tmp_path / "j.csv", labels, rows=3_000)
     got = read_annotations(path)

@@ -107,14 +107,15 @@ class Annotations:
 class _Cells:
     """The label columns of an annotation file, factorised: `cells[j, i]` (column j, row i) indexes `uniques` (stripped
     strings as a list or a numpy unicode array, or int64 values when pyarrow read every label as an integer
-    in range); `order`, when known, sorts a unicode `uniques` (so they are not sorted again)."""
+    in range). With `rank`, `uniques` come sorted and distinct, and code c stands for uniques[rank[c]] (a
+    numpy unicode array is neither sorted nor gathered again)."""
 
     cells: np.ndarray
     uniques: list[str] | np.ndarray
     annotator: np.ndarray | None
     line_of: Callable[[int], int]
     timestamp: np.ndarray | None = None
-    order: np.ndarray | None = None
+    rank: np.ndarray | None = None
     chosen_in_items: bool = False  # every BestItem and WorstItem is known to be one of its row's items
 
 
@@ -247,8 +248,8 @@ def _fast_cells(
         data.madvise(mmap.MADV_DONTNEED)  # the parsed copy's pages leave this process (~0.4 GB at 1e6 items)
     from fsb.core.labelcodes import code_columns
 
-    indices, uniques, order, unmatched = code_columns(columns, ascii_only, len(fields) - 2)
-    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, order, chosen_in_items=unmatched == 0)
+    indices, uniques, rank, unmatched = code_columns(columns, ascii_only, len(fields) - 2)
+    return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, rank, chosen_in_items=unmatched == 0)
 
 
 def _may_hold_spaces(data: bytes | mmap.mmap, pos: int) -> bool:
@@ -393,7 +394,7 @@ def _streamed(path: Path, annotators: bool) -> tuple[_Cells | None, list[str]]:
         return None, []
     if got is None:
         return None, []
-    cells = _Cells(got.cells, got.uniques, got.annotator, _lazy_lines(path), got.timestamp, got.order, got.unmatched == 0)
+    cells = _Cells(got.cells, got.uniques, got.annotator, _lazy_lines(path), got.timestamp, got.rank, got.unmatched == 0)
     return cells, fields
 
 
@@ -484,19 +485,19 @@ def _validate(path: Path, got: _Cells, fields: list[str], integer_ids: bool, hig
     """Label checks per distinct label, row checks vectorised over codes; the first bad row in file order wins."""
     k = len(fields) - 2
     cells = got.cells
-    bad_label, problem, values = _label_values(got.uniques, integer_ids, high)
+    bad_label, problem, values = _label_values(got.uniques, integer_ids, high)  # per unique (code c's: got.rank[c])
+    position = (lambda c: c) if got.rank is None else got.rank.__getitem__
     candidates: list[tuple] = []
     if bad_label.any():
-        cell_bad = bad_label[cells]
+        cell_bad = bad_label[position(cells)]
         row = first_true(cell_bad.any(axis=0))
         col = int(np.flatnonzero(cell_bad[:, row])[0])
-        candidates.append((row, 0, fields[col], str(problem(int(cells[col, row])))))
-    if got.order is not None and values.dtype.kind == "U":  # sorted by the reader, and distinct
-        labels = values[got.order]
-        code_of_unique = np.empty(values.size, dtype=np.int64)
-        code_of_unique[got.order] = np.arange(values.size)
+        candidates.append((row, 0, fields[col], str(problem(int(position(cells[col, row]))))))
+    if got.rank is not None and values.dtype.kind == "U":  # sorted by the reader, and distinct
+        labels, code_of_unique = values, got.rank
     else:
         labels, code_of_unique = np.unique(values, return_inverse=True)
+        code_of_unique = code_of_unique.reshape(-1) if got.rank is None else code_of_unique.reshape(-1)[got.rank]
     code_of_unique = code_of_unique.reshape(-1).astype(np.int32 if labels.size < 2**31 else np.int64)
     items = np.empty((cells.shape[1], k), dtype=code_of_unique.dtype)
     for j in range(k):

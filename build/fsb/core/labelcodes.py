@@ -26,6 +26,7 @@ __all__ = [
     "label_words",
     "numpy_chunks",
     "packed_keys",
+    "ranks",
     "strings_to_numpy",
     "unpack_keys",
     "word_keys",
@@ -237,9 +238,10 @@ def code_columns(columns: list[Any], ascii_only: bool, k: int) -> tuple[np.ndarr
 
     Returns
     -------
-    (cells, the distinct labels, their sort order when known, the count of best/worst cells equal to none of
-    their row's items). Integer ids are hashed as integers, labels of up to 8 bytes as packed integer keys,
-    longer ones as strings; no Python str per row or per label."""
+    (cells, the distinct labels, their `ranks` when known (then the labels come sorted: code c stands for
+    labels[rank[c]]), the count of best/worst cells equal to none of their row's items). Integer ids are
+    hashed as integers, labels of up to 8 bytes as packed integer keys, longer ones as strings; no Python
+    str per row or per label."""
     import pyarrow as pa
 
     order = None
@@ -253,12 +255,21 @@ def code_columns(columns: list[Any], ascii_only: bool, k: int) -> tuple[np.ndarr
     indices, dictionary, unmatched = encode_cells(keys, k)
     del keys
     if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind == "u":  # packed strings
-        uniques, order = unpack_keys(dictionary, ascii_only=ascii_only), key_order(dictionary)
+        order = key_order(dictionary)
+        uniques = unpack_keys(dictionary[order], ascii_only=ascii_only)
     elif isinstance(dictionary, np.ndarray):
         uniques = dictionary
     else:
         uniques, order = strings_to_numpy(dictionary, ascii_only=ascii_only)
-    return indices, uniques, order, unmatched
+        uniques = uniques[order]
+    return indices, uniques, None if order is None else ranks(order), unmatched
+
+
+def ranks(order: np.ndarray) -> np.ndarray:
+    """The inverse of the permutation `order`: rank[order[i]] = i (where each element lands once sorted)."""
+    rank = np.empty(order.size, dtype=np.int32 if order.size < 2**31 else np.int64)
+    rank[order] = np.arange(order.size, dtype=rank.dtype)
+    return rank
 
 
 def numpy_chunks(column: Any) -> list[np.ndarray]:
