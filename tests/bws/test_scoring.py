@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import os
 import subprocess
 import sys
@@ -203,6 +204,7 @@ def test_fast_and_plain_formatting_and_tuple_coding_agree(monkeypatch: pytest.Mo
     fast = scoring.format_csv(cols)
     plain = scoring.format_csv({k: v[:99_999] for k, v in cols.items()})
     assert fast.startswith(plain)
+    assert scoring.csv_bytes(cols) == fast.encode() and scoring.csv_bytes({k: v[:99_999] for k, v in cols.items()}) == plain.encode()
     items = rng.integers(0, 10**6, size=(300_000, 4))
     items[1::3] = items[::3][: items[1::3].shape[0]][:, ::-1]  # repeated tuples, items in another order
     fast_ti, fast_first = scoring.tuple_ids(items, 10**6)
@@ -332,17 +334,20 @@ def test_labels_needing_quotes_and_unicode_labels_are_written_as_by_pythons_csv_
 
     n = 100_000
     base = np.array([f"b{i}" for i in range(n)])
-    for odd in ("a,5", 'a"5', "a\r5", "a\n5", ""):
+    for odd, at in itertools.product(("a,5", 'a"5', "a\r5", "a\n5", ""), (5, n - 1)):  # first and last block of labels read
         labels = base.copy().astype(f"U{max(len(odd), 7)}")
-        labels[5] = odd
+        labels[at] = odd
         cols = {"item": labels, "score": np.linspace(0, 1, n), "n": np.arange(n)}
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerows([list(cols), *zip(labels.tolist(), [f"{v:.6f}" for v in cols["score"]], range(n))])
-        assert scoring.format_csv(cols) == buf.getvalue(), repr(odd)
+        assert scoring.format_csv(cols) == buf.getvalue(), (odd, at)
     for values in (
         np.array(["a", "bc", "", "x\x00y", "longer label"]),
         np.array(["é", "a", "日本"]),
         np.array(["abc", "de", "f"])[::-1],
+        np.array(["abc", "x\x00y", "def"]),  # one width: the bytes copied as they are, a NUL inside kept
+        np.array(["日本", "中文"]),  # one UTF-8 width, not ASCII
+        np.array([f"{i:040x}" for i in range(1000)])[::3],  # hashes, strided
         np.array([], dtype=str),
     ):
         assert strings_to_arrow(values).equals(pa.array(values.tolist(), type=pa.string())), values

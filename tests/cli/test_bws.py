@@ -12,7 +12,7 @@ import pytest
 
 from fsb.bws.tuples import read_design
 from fsb.cli.app import main
-from fsb.cli.common import BLAS_THREAD_VARIABLES
+from fsb.cli.common import BLAS_THREAD_VARIABLES, write_stdout
 from tests._support import make_raw
 
 _ROWS = [
@@ -98,16 +98,18 @@ _BLAS_PROBE = """
 import json, os, sys
 from fsb.cli import main
 code = main(sys.argv[1:])
-import threadpoolctl
+import numpy, threadpoolctl
 threads = [i["num_threads"] for i in threadpoolctl.threadpool_info() if i["internal_api"] == "openblas"]
-names = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
-print(json.dumps({"code": code, "threads": threads, "env": {k: os.environ[k] for k in names if k in os.environ}}))
+names = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "NUMPY_MADVISE_HUGEPAGE")
+huge = numpy._core.multiarray._get_madvise_hugepage()
+env = {k: os.environ[k] for k in names if k in os.environ}
+print(json.dumps({"code": code, "threads": threads, "huge_pages": huge, "env": env}))
 """
 
 
 def _blas_probe(tmp_path: Path, *args: str, env: dict[str, str]) -> dict:
     pytest.importorskip("threadpoolctl")
-    clean = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES} | env
+    clean = {k: v for k, v in os.environ.items() if k not in (*BLAS_THREAD_VARIABLES, "NUMPY_MADVISE_HUGEPAGE")} | env
     proc = subprocess.run(
         [sys.executable, "-c", _BLAS_PROBE, *args], cwd=tmp_path, env=clean, capture_output=True, text=True, timeout=120, check=False
     )
@@ -120,24 +122,27 @@ def _blas_probe(tmp_path: Path, *args: str, env: dict[str, str]) -> dict:
 
 def test_score_counting_loads_blas_with_one_thread_and_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
     """`fsb score` (counting) and `fsb reliability` do no linear algebra: numpy's OpenBLAS is loaded with 1 thread, not one per
-    core spinning for nothing (0.07 s of 0.57 s CPU at 1e5 items), and the variable that asked for it is gone
-    afterwards (a child process would inherit it). Catches numpy imported before the handler runs (e.g. at
-    the top of a cli module), which brings the threads back, and a variable left behind."""
+    core spinning for nothing (0.07 s of 0.57 s CPU at 1e5 items), numpy asks for no huge pages (the kernel's
+    compaction cost 1-2 s at 1e6 judgments), and the variables that asked for both are gone afterwards (a
+    child process would inherit them). Catches numpy imported before the handler runs (e.g. at the top of a
+    cli module), which brings the threads and huge pages back, and a variable left behind."""
     _, judgments = make_raw(tmp_path, n=40)
     probe = _blas_probe(tmp_path, "score", str(judgments), "--out", "s.csv", env={})
     assert probe["code"] == 0 and (tmp_path / "s.csv").read_text().startswith("item,score_raw,score,n,best,worst\n")
-    assert probe["threads"] == [1] and probe["env"] == {}
+    assert probe["threads"] == [1] and probe["huge_pages"] is False and probe["env"] == {}
     reliability = _blas_probe(tmp_path, "reliability", str(judgments), "--trials", "5", env={})
-    assert reliability["code"] == 0 and reliability["threads"] == [1] and reliability["env"] == {}
+    assert reliability["code"] == 0 and reliability["threads"] == [1] and reliability["huge_pages"] is False and reliability["env"] == {}
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="OpenBLAS starts one thread per core: one core shows no difference")
 def test_score_keeps_the_blas_threads_a_user_set_and_maxdiff_keeps_its_threads(tmp_path: Path) -> None:
-    """A thread count the user set is theirs (OPENBLAS_NUM_THREADS=2 stays 2, and stays set), and the MaxDiff
+    """A thread count and a huge-page choice the user set are theirs (OPENBLAS_NUM_THREADS=2 stays 2,
+    NUMPY_MADVISE_HUGEPAGE=1 keeps huge pages, both stay set), and the MaxDiff
     fit, which does linear algebra, keeps OpenBLAS's default of a thread per core."""
     _, judgments = make_raw(tmp_path, n=40)
-    user = _blas_probe(tmp_path, "score", str(judgments), "--out", "s.csv", env={"OPENBLAS_NUM_THREADS": "2"})
-    assert user["threads"] == [2] and user["env"] == {"OPENBLAS_NUM_THREADS": "2"}
+    chosen = {"OPENBLAS_NUM_THREADS": "2", "NUMPY_MADVISE_HUGEPAGE": "1"}
+    user = _blas_probe(tmp_path, "score", str(judgments), "--out", "s.csv", env=chosen)
+    assert user["threads"] == [2] and user["huge_pages"] is True and user["env"] == chosen
     maxdiff = _blas_probe(tmp_path, "score", str(judgments), "--method", "maxdiff", "--out", "m.csv", env={})
     assert maxdiff["code"] == 0 and maxdiff["threads"][0] > 1
 
@@ -163,3 +168,45 @@ sys.exit(code)
     assert "frozen on return: False" in proc.stderr and "frozen at exit: True" in proc.stderr
     assert main(["score", str(judgments), "--out", str(tmp_path / "s.csv")]) == 0
     assert proc.stdout == (tmp_path / "s.csv").read_text() and proc.stdout.count("\n") == 41
+
+
+def test_write_stdout_writes_bytes_after_earlier_text_or_text_where_it_must(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A UTF-8 stdout gets the bytes through its buffer, after what was written to it as text; a stream of
+    another encoding, or one without a buffer (a notebook's), gets text. Catches bytes overtaking buffered
+    text, and UTF-8 bytes pushed into a cp1252 stream."""
+    import io
+
+    raw = io.BytesIO()
+    utf8 = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+    monkeypatch.setattr(sys, "stdout", utf8)
+    print("note", end="\n")
+    write_stdout("item,score\ncafé,0.5\n".encode())
+    utf8.flush()
+    assert raw.getvalue() == "note\nitem,score\ncafé,0.5\n".encode()
+    latin = io.TextIOWrapper(io.BytesIO(), encoding="cp1252", newline="")
+    monkeypatch.setattr(sys, "stdout", latin)
+    write_stdout("café\n".encode())
+    latin.flush()
+    assert latin.buffer.getvalue() == "café\n".encode("cp1252")
+    text = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", text)
+    write_stdout("café\n".encode())
+    assert text.getvalue() == "café\n"
+
+
+def test_score_to_stdout_is_the_file_byte_for_byte_on_the_fast_writer(tmp_path: Path) -> None:
+    """1e5 items (pyarrow writes the table, as bytes): `fsb score` to stdout and to --out give the same bytes."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n = 100_000
+    design = np.concatenate([rng.permutation(n).reshape(-1, 4) for _ in range(2)])
+    labels = np.array([f"c{i:07x}" for i in range(n)])
+    rows = [",".join([*labels[t], labels[t[0]], labels[t[3]]]) for t in design]
+    judgments = tmp_path / "j.csv"
+    judgments.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    command = [sys.executable, "-m", "fsb", "score", str(judgments)]
+    out = subprocess.run(command, cwd=tmp_path, capture_output=True, check=False)
+    to_file = subprocess.run([*command, "--out", "s.csv"], cwd=tmp_path, capture_output=True, check=False)
+    assert out.returncode == 0 and to_file.returncode == 0, (out.stderr, to_file.stderr)
+    assert out.stdout == (tmp_path / "s.csv").read_bytes() and out.stdout.count(b"\n") == n + 1

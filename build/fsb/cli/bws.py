@@ -14,10 +14,11 @@ from fsb.cli.common import (
     SCORES_KIND,
     add_force,
     add_invalid,
-    load_numpy_without_blas_threads,
+    load_numpy_for_counting,
     no_collection_at_exit,
     output_file,
     print_json,
+    write_stdout,
 )
 from fsb.cli.registry import Commands
 
@@ -55,8 +56,8 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
 )
 def _score(args: argparse.Namespace) -> int:
     if args.method == "counting":  # counting, its bootstrap included, does no linear algebra: no BLAS threads
-        load_numpy_without_blas_threads()
-    from fsb.bws.scoring import format_csv, score_columns
+        load_numpy_for_counting()
+    from fsb.bws.scoring import csv_bytes, score_columns
     from fsb.core.files import recorded_write
     from fsb.core.tables import describe_irregular, read_annotations
 
@@ -70,11 +71,11 @@ def _score(args: argparse.Namespace) -> int:
     cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed, notes=notes)
     for note in notes:  # items left without an interval (ci_low, ci_high empty), and why
         print(f"note: {note}", file=sys.stderr)
-    text = format_csv(cols)
+    data = csv_bytes(cols)
     if not to_file:
-        sys.stdout.write(text)
+        write_stdout(data)
     else:
-        recorded_write(args.out, text, force=args.force, kind=SCORES_KIND, header=SCORES_HEADER)
+        recorded_write(args.out, data, force=args.force, kind=SCORES_KIND, header=SCORES_HEADER)
         print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
     no_collection_at_exit()  # the scores are written and closed
     return 0
@@ -116,7 +117,7 @@ def _why_undefined(result: dict[str, Any], ann: Annotations) -> str | None:
 
 @commands.add("reliability", arguments=_reliability_arguments, help="split-half reliability of a judgments file")
 def _reliability(args: argparse.Namespace) -> int:
-    load_numpy_without_blas_threads()  # split halves are counted, correlated elementwise: no linear algebra
+    load_numpy_for_counting()  # split halves are counted, correlated elementwise: no linear algebra
     from fsb.bws.scoring import annotator_agreement, reliability
     from fsb.core.tables import describe_irregular, read_annotations
 

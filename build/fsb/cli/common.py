@@ -22,11 +22,12 @@ __all__ = [
     "add_force",
     "add_invalid",
     "hub_revision",
-    "load_numpy_without_blas_threads",
+    "load_numpy_for_counting",
     "no_collection_at_exit",
     "output_file",
     "output_folder",
     "print_json",
+    "write_stdout",
 ]
 
 # The first line of each CSV a command writes: an extra refusal of a file plainly not fsb's (a file is only ever
@@ -49,29 +50,50 @@ INVALID_HELP = (
 BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
 
 
-def load_numpy_without_blas_threads() -> bool:
-    """Load numpy with one OpenBLAS thread, for a command that does no linear algebra (counting scores, split-half reliability).
+def load_numpy_for_counting() -> bool:
+    """Load numpy with one OpenBLAS thread and without huge pages for its arrays, for a command that does no
+    linear algebra and makes a few large arrays (counting scores, split-half reliability).
 
-    Why: numpy's OpenBLAS starts a thread per core when it is loaded, and those threads spin while they
-    wait for work: 0.07 s of CPU in `fsb score` on 1e5 items (0.57 s in all), for threads that counting
-    never uses. OpenBLAS reads its thread count once, when numpy loads it, so the variable is set only for
-    that moment and then removed: nothing this process starts inherits it. A thread count the user set
-    (`BLAS_THREAD_VARIABLES`) is left alone, and so is a numpy already loaded (`fsb.cli.main` called
-    in a process that imported it: its BLAS threads exist already).
+    Why one thread: numpy's OpenBLAS starts a thread per core when it is loaded, and those threads spin
+    while they wait for work: 0.07 s of CPU in `fsb score` on 1e5 items (0.57 s in all), for threads that
+    counting never uses. Why no huge pages: numpy asks the kernel for transparent huge pages (madvise
+    MADV_HUGEPAGE) for every array of 4 MB or more, and where the kernel compacts memory to find them at the
+    page fault (THP defrag "madvise", a common default) that costs more than it saves: `fsb score` on 1e6
+    judgments spent 1.8-2.8 s in the kernel with them and 0.7-1.6 s without, same user time (integer and
+    40-character ids, this machine, 2026-12-02). Both settings are read once, when numpy loads, so the
+    variables are set only for that moment and then removed: nothing this process starts inherits them. A
+    setting the user made (`BLAS_THREAD_VARIABLES`, NUMPY_MADVISE_HUGEPAGE) is left alone, and so is a
+    numpy already loaded (`fsb.cli.main` called in a process that imported it).
 
     Returns
     -------
     bool
-        Whether numpy was loaded here with one BLAS thread.
+        Whether numpy was loaded here.
     """
-    if "numpy" in sys.modules or any(name in os.environ for name in BLAS_THREAD_VARIABLES):
+    if "numpy" in sys.modules:
         return False
-    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    chosen = {} if any(name in os.environ for name in BLAS_THREAD_VARIABLES) else {"OPENBLAS_NUM_THREADS": "1"}
+    if "NUMPY_MADVISE_HUGEPAGE" not in os.environ:
+        chosen["NUMPY_MADVISE_HUGEPAGE"] = "0"
+    os.environ.update(chosen)
     try:
-        import numpy  # noqa: F401  (loaded for its side effect: OpenBLAS reads the variable now)
+        import numpy  # noqa: F401  (loaded for its side effect: OpenBLAS and numpy read the variables now)
     finally:
-        del os.environ["OPENBLAS_NUM_THREADS"]
+        for name in chosen:
+            del os.environ[name]
     return True
+
+
+def write_stdout(data: bytes) -> None:
+    """UTF-8 bytes to standard output: through its byte buffer when it writes UTF-8 (no str of the whole
+    output made and encoded again), else as text in its own encoding (a notebook's stream, a test's capture,
+    another code page)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None or (getattr(sys.stdout, "encoding", "") or "").lower().replace("_", "-") not in ("utf-8", "utf8"):
+        sys.stdout.write(data.decode("utf-8"))
+        return
+    sys.stdout.flush()  # text written before goes first
+    buffer.write(data)
 
 
 def no_collection_at_exit() -> None:
