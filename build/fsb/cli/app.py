@@ -160,6 +160,11 @@ class _ReaderSafeStdout:
             with contextlib.suppress(OSError, ValueError):
                 self.stream.flush()  # the buffered bytes now go to /dev/null, not to a failure at exit
 
+    @property
+    def buffer(self) -> Any:
+        """The stream's byte buffer, as safe from a reader gone (`fsb.cli.common.write_stdout` writes through it)."""
+        return _ReaderSafeStdout(self.stream.buffer)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
 

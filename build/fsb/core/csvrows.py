@@ -372,13 +372,10 @@ def strings_to_arrow(values: np.ndarray) -> Any:
     raw = _ascii_bytes(values) if _ascii(values) else np.char.encode(values, "utf-8")
     width = raw.dtype.itemsize
     matrix = np.ascontiguousarray(raw).view(np.uint8).reshape(values.size, width)
-    if values.size and width and matrix[:, width - 1].all():  # every label fills the width (ids, hashes): the bytes as they are
-        offsets = np.arange(0, (values.size + 1) * width, width, dtype=np.int32)
-        return pa.Array.from_buffers(pa.string(), values.size, [None, pa.py_buffer(offsets), pa.py_buffer(matrix)])
-    lengths = np.char.str_len(raw).astype(np.int32)
-    offsets = np.zeros(values.size + 1, dtype=np.int32)
-    np.cumsum(lengths, out=offsets[1:])
-    body = matrix[np.arange(width) < lengths[:, None]]
+    full = values.size and width and matrix[:, width - 1].all()  # every label fills the width (ids, hashes): bytes as they are
+    lengths = np.full(values.size, width, dtype=np.int32) if full else np.char.str_len(raw).astype(np.int32)
+    offsets = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(lengths, dtype=np.int32)])
+    body = matrix if full else matrix[np.arange(width) < lengths[:, None]]
     return pa.Array.from_buffers(pa.string(), values.size, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(body))])
 
 

@@ -427,8 +427,8 @@ def _label_values(uniques: list[str] | np.ndarray, integer_ids: bool, high: int)
 
 def _all_canonical(labels: np.ndarray) -> bool:
     """`canonical_id` of every non-empty label of a numpy unicode array, vectorised."""
-    if labels.size == 0:
-        return True
+    if labels.size == 0 or any(label and not canonical_id(label) for label in labels[:8].tolist()):
+        return labels.size == 0  # one of the first labels is no id: no pass over all of them (1e6 hashes)
     length = np.char.str_len(labels)
     if int(labels.view(np.uint32).max(initial=0)) >= 0x80:
         return False

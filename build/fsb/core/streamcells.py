@@ -206,8 +206,9 @@ def _code_block(columns: list[list[Any]], k: int) -> tuple[np.ndarray, np.ndarra
 
 class _Coder:
     """Blocks' label columns to codes: exact packed keys while every label is <= 8 bytes (kept, and coded
-    once at the end as the whole-file path codes them), the `_Dictionary` of the strings from the first
-    longer label on (the blocks before it become its first coded block)."""
+    once at the end as the whole-file path codes them), from the first longer label on each block coded by
+    its strings (`_code_block`) and merged into the `_Dictionary` by key (the blocks before it become its
+    first coded block)."""
 
     def __init__(self, fields: int) -> None:
         self.k = fields - 2
