@@ -8,7 +8,9 @@ per round, in a fixed order (A, B, C, A, B, C, ...), for `--rounds` rounds; the 
 and the spread (min-max) over the rounds, CPU (user + system, from /usr/bin/time) beside wall, peak
 resident memory, and the mean 1-minute load average sampled every 0.5 s during each contestant's runs.
 Ratios are medians of this run against the reference measured in the same run (never a figure from an
-earlier run). CPU is the fair measure on a loaded machine; wall includes the waiting.
+earlier run). CPU is the fair measure on a loaded machine; wall includes the waiting. Commands run one
+after another unless `--interleave-commands` puts all of a size's commands in one round: then a ratio
+between commands (string ids against integer ids, "/integer ids") is taken round by round, side by side.
 
 Before timing, both checkouts' modules are compiled to bytecode (`python -m compileall -q <build folder>`,
 as an installed wheel ships .pyc files): with PYTHONDONTWRITEBYTECODE=1, as on this machine, every run
@@ -198,28 +200,37 @@ def summary(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 def bench_size(n: int, work: Path, args: argparse.Namespace) -> list[dict]:
-    """Every contestant of every command at size n, interleaved over the rounds; one row each."""
+    """Every contestant of every command at size n, interleaved over the rounds; one row each. With
+    `--interleave-commands`, the commands' contestants all run in one interleaved round (so a ratio between
+    commands, string ids against integer ids, is measured side by side too)."""
     files = make_files(work, n)
     rounds = args.rounds if n < 1_000_000 else args.rounds_1e6
-    rows = []
-    for name in args.commands:
-        variants = contestants(name, files, n, args)
-        runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
-        failed: dict[str, int] = dict.fromkeys(variants, 0)
+    groups = [args.commands] if args.interleave_commands else [[name] for name in args.commands]
+    rows: list[dict] = []
+    for group in groups:
+        variants = {(name, v): spec for name in group for v, spec in contestants(name, files, n, args).items()}
+        runs: dict[tuple[str, str], list[dict[str, float]]] = {key: [] for key in variants}
+        failed = dict.fromkeys(variants, 0)
         order = list(variants)
         for r_index in range(rounds):
             # A, B, C then C, B, A: no contestant always runs first (a warm page cache, a quieter minute)
-            for v in order if r_index % 2 == 0 else order[::-1]:
-                cmd, env = variants[v]
+            for key in order if r_index % 2 == 0 else order[::-1]:
+                cmd, env = variants[key]
                 r = run(cmd, work, args.timeout, env)
                 if r is None:
-                    failed[v] += 1
+                    failed[key] += 1
                 else:
-                    runs[v].append(r)
-        new = [{"n": n, "command": name, "variant": v, **summary(rs), "failed": failed[v]} for v, rs in runs.items() if rs]
-        for v, rs in runs.items():  # a contestant that never finished is a row too: a missing reference is visible
+                    runs[key].append(r)
+        together = len(group) > 1
+        new = [
+            {"n": n, "command": name, "variant": v, **summary(rs), "cpus": [r["cpu"] for r in rs], "interleaved": together}
+            | {"failed": failed[(name, v)]}
+            for (name, v), rs in runs.items()
+            if rs
+        ]
+        for (name, v), rs in runs.items():  # a contestant that never finished is a row too: a missing reference is visible
             if not rs:
-                new.append({"n": n, "command": name, "variant": v, "failed": failed[v]})
+                new.append({"n": n, "command": name, "variant": v, "failed": failed[(name, v)]})
         rows += new
         for row in new:
             print(_line(row, rows), flush=True)
@@ -235,6 +246,20 @@ def _ratio(row: dict, rows: list[dict], variant: str) -> str:
     return f"{variant}/fsb CPU {ref['cpu'] / row['cpu']:.2f}x, wall {ref['wall'] / row['wall']:.2f}x"
 
 
+def _against_integer_ids(row: dict, rows: list[dict]) -> str:
+    """A string-id row's CPU over the integer-id row of its variant: per round when they ran interleaved
+    (median and range of the rounds' ratios), else the ratio of medians, said so."""
+    base = {"score-str": "score", "score-hash": "score", "maxdiff-str": "maxdiff"}.get(row["command"])
+    ref = next((r for r in rows if r["n"] == row["n"] and r["command"] == base and r["variant"] == row["variant"] and "cpu" in r), None)
+    if ref is None or "cpu" not in row:
+        return ""
+    mine, theirs = row.get("cpus", []), ref.get("cpus", [])
+    if row.get("interleaved") and len(mine) == len(theirs) > 0:
+        per_round = [a / b for a, b in zip(mine, theirs)]
+        return f"/integer ids CPU {statistics.median(per_round):.2f}x ({min(per_round):.2f}-{max(per_round):.2f}, per round)"
+    return f"/integer ids CPU {row['cpu'] / ref['cpu']:.2f}x (medians of runs minutes apart)"
+
+
 def _failures(row: dict) -> str:
     return f" ({row['failed']} failed or timed out)" if row.get("failed") else ""
 
@@ -246,6 +271,7 @@ def _line(row: dict, rows: list[dict]) -> str:
             f"in all {row['failed']} rounds (see the command's --timeout) | | | | 0 | |"
         )
     ratios = "; ".join(x for x in (_ratio(row, rows, "perl"), _ratio(row, rows, "baseline")) if x) if row["variant"] == "fsb" else ""
+    ratios = "; ".join(x for x in (ratios, _against_integer_ids(row, rows)) if x)
     return (
         f"| {row['n']:.0e} | {LABELS[row['command']]} | {row['variant']} | "
         f"{row['cpu']:.2f} ({row['cpu_min']:.2f}-{row['cpu_max']:.2f}) | {row['wall']:.2f} ({row['wall_min']:.2f}-{row['wall_max']:.2f}) | "
@@ -275,7 +301,13 @@ def write_table(path: Path, rows: list[dict], args: argparse.Namespace, started:
         f"Contestants of a size run interleaved for the rounds shown (A, B, C, then C, B, A, ...); cells are the median and "
         f"(min-max) over the rounds. CPU = user + system seconds of the process; peak = max resident MB (median); "
         f"load = mean 1-minute load average during the runs ({os.cpu_count()} cores). Ratios are medians of this run: "
-        f"perl/fsb or baseline/fsb > 1 means fsb is faster. `baseline` = {args.baseline or 'not run'}.",
+        f"perl/fsb or baseline/fsb > 1 means fsb is faster. `baseline` = {args.baseline or 'not run'}. "
+        + (
+            "All commands of a size ran interleaved (--interleave-commands): '/integer ids' is the median and range of the "
+            "rounds' ratios of a string-id command's CPU to the integer-id command's."
+            if args.interleave_commands
+            else "Commands ran one after another: '/integer ids' compares medians taken minutes apart."
+        ),
         "",
         "Before timing, each checkout's modules were compiled to bytecode with this interpreter "
         f"(`python -m compileall -q <build folder>`, as an installed wheel ships .pyc): {'; '.join(compiled) or 'no folder found'}. "
@@ -299,6 +331,12 @@ def main() -> int:
     parser.add_argument("--perl-score-max", type=int, default=1_000_000, help="largest size for the Perl counting script")
     parser.add_argument("--perl-shr-max", type=int, default=10_000, help="largest size for the Perl SHR script (60 s at 1e4)")
     parser.add_argument("--perl-tuples-max", type=int, default=10_000, help="largest size for the Perl tuple script")
+    parser.add_argument(
+        "--interleave-commands",
+        action="store_true",
+        help="run all commands' contestants of a size in one interleaved round (ratios between commands, e.g. string ids "
+        "against integer ids, per round) instead of one command after another",
+    )
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--out", type=Path, help="write the table (markdown) here, e.g. docs/figures/speed.md")
     args = parser.parse_args()
