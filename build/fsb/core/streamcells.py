@@ -62,21 +62,37 @@ class Streamed:
 class _Dictionary:
     """The distinct keys met so far, coded 0.. in the order first met, and the words of the label each code
     stands for (`words`). The keys are kept in `_PARTS` parts by their top bits (a merge hashes each part
-    on its own: tables that stay in cache). Blocks' local codes wait in `pending` until merged (`merge`);
-    merged blocks' cells are the dictionary's codes."""
+    on its own: tables that stay in cache). All blocks' cells go into one array (`store`, columns in file
+    order), reserved for the rows expected (`expect`: pages never written are never taken from the system),
+    so no copy joins them at the end; a block's columns hold its local codes until merged (`merge`), the
+    dictionary's codes after."""
 
     def __init__(self) -> None:
         self.part_keys = [np.zeros(0, dtype=np.uint64) for _ in range(_PARTS)]
         self.part_codes = [np.zeros(0, dtype=np.int32) for _ in range(_PARTS)]
         self.size = 0
         self.words = np.zeros((0, 1), dtype=np.uint64)
-        self.pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.pending: list[tuple[int, int, np.ndarray, np.ndarray]] = []  # (first column, end, keys, words)
         self.waiting = 0
-        self.done: list[np.ndarray] = []
+        self.store = np.zeros((0, 0), dtype=np.int32)
+        self.rows = 0
+        self.expected = 0
+
+    def expect(self, rows: int) -> None:
+        """The file's rows, estimated: the store is reserved for them at once (grown by half when exceeded)."""
+        self.expected = rows
 
     def add(self, cells: np.ndarray, keys: np.ndarray, words: np.ndarray) -> None:
-        """A block's local codes `cells`, its distinct `keys` and their labels' `words`."""
-        self.pending.append((cells, keys, words))
+        """A block's local codes `cells` ((K + 2, rows) int32), its distinct `keys` and their labels' `words`."""
+        start, end = self.rows, self.rows + cells.shape[1]
+        if end > self.store.shape[1]:  # rows the estimate missed: a larger store, the rows so far copied over
+            grown = np.empty((cells.shape[0], max(self.expected, end + end // 2)), dtype=np.int32)
+            if start:
+                grown[:, :start] = self.store[:, :start]
+            self.store = grown
+        self.store[:, start:end] = cells
+        self.rows = end
+        self.pending.append((start, end, keys, words))
         self.waiting += keys.size
         if self.waiting >= max(self.size, MERGE_MIN):
             self.merge()
@@ -108,35 +124,33 @@ class _Dictionary:
         if not self.pending:
             return
         old = self.size
-        codes = self._codes(np.concatenate([k for _, k, _ in self.pending]))
-        m = max(self.words.shape[1], *(w.shape[1] for _, _, w in self.pending))
+        codes = self._codes(np.concatenate([k for _, _, k, _ in self.pending]))
+        m = max(self.words.shape[1], *(w.shape[1] for _, _, _, w in self.pending))
         if self.size > self.words.shape[0] or m > self.words.shape[1]:  # room for twice the codes: no copy each merge
             table = np.zeros((max(2 * self.size, self.words.shape[0]), m), dtype=np.uint64)
             table[:old, : self.words.shape[1]] = self.words[:old]
             self.words = table
         table = self.words
         pos = 0
-        for _, keys, w in self.pending:
+        for _, _, keys, w in self.pending:
             mine = codes[pos : pos + keys.size]
             fresh = mine >= old  # first seen here: its words become the code's (any of the block's writers)
             table[mine[fresh], : w.shape[1]] = w[fresh]
             pos += keys.size
         pos = 0
-        for cells, keys, w in self.pending:
+        for start, end, keys, w in self.pending:
             mine = codes[pos : pos + keys.size]
             held = np.take(table, mine, axis=0)  # rows copied whole: 3x faster than table[mine]
             if not np.array_equal(held[:, : w.shape[1]], w) or held[:, w.shape[1] :].any():
                 raise _Collision
-            np.take(mine, cells, out=cells)
-            self.done.append(cells)
+            self.store[:, start:end] = mine[self.store[:, start:end]]
             pos += keys.size
         self.pending, self.waiting = [], 0
 
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(cells of all blocks, the labels sorted, code c's place among them)."""
         self.merge()
-        cells = self.done[0] if len(self.done) == 1 else np.concatenate(self.done, axis=1)
-        self.done = []
+        cells = self.store[:, : self.rows]
         words = self.words[: self.size]
         order = words_order(words)
         return cells, words_to_labels(np.take(words, order, axis=0)), ranks(order)
@@ -236,6 +250,10 @@ class _Coder:
         self.dictionary.add(cells, keys, words)
         self.unmatched += missing
 
+    def expect(self, rows: int) -> None:
+        """The file's rows, estimated (`_Dictionary.expect`)."""
+        self.dictionary.expect(rows)
+
     def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
         """(cells, the labels sorted, code c's place among them, unmatched best/worst cells)."""
         if self.short is None:
@@ -273,6 +291,13 @@ def _blocks(f: Any, start: int) -> Any:
         carry = bytes(buf[cut:filled])  # a copy: the line's start moves to the buffer's start
         buf[: len(carry)] = carry
         held = len(carry)
+
+
+def _rows_expected(body_bytes: int, block_bytes: int, block_rows: int, fields: int) -> int:
+    """The rows of a body of `body_bytes`, at the first block's bytes a row (5% more, for longer lines
+    further on), and never more than a body of the shortest rows holds (a 1-byte label and its separator
+    per field)."""
+    return min(int(body_bytes * block_rows / block_bytes * 1.05) + 1024, body_bytes // (2 * fields) + 1)
 
 
 def _read_options(header: list[str], fields: list[str], extra: list[str]) -> tuple[Any, Any, Any]:
@@ -329,6 +354,8 @@ def stream_cells(
                 table = pacsv.read_csv(pa.BufferReader(data), *options)
             except pa.ArrowInvalid:
                 return None
+            if rows == 0 and table.num_rows:
+                coder.expect(_rows_expected(size - body_start, len(block), table.num_rows, len(fields)))
             rows += table.num_rows
             for c in extra:
                 kept[c].extend(table[c].to_pylist())
