@@ -427,3 +427,19 @@ def test_arrow_pool_pages_are_handed_back_before_the_maxdiff_fit(tmp_path: Path,
     monkeypatch.setattr(maxdiff, "fit_maxdiff", lambda *a, **k: events.append("fit") or real_fit(*a, **k))
     cols = scoring.score_columns(ann, method="maxdiff", ci=True, n_boot=20)
     assert events == ["release", "fit"] and cols["ci_low"].size == 30
+
+
+@pytest.mark.parametrize("n", [1_000, 200_000])
+@pytest.mark.parametrize("labels", ["ints", "hashes"])
+def test_rows_written_in_order_are_the_table_gathered_first(n: int, labels: str) -> None:
+    """`csv_bytes(cols, rows=order)` (each column gathered as it is written: labels as UTF-8 bytes on the
+    pyarrow path) is the table gathered first, on both writers; `score_order` is score_columns' own order.
+    Catches a column left ungathered, a label gathered by another permutation, the orders differing."""
+    rng = np.random.default_rng(1)
+    items = np.arange(n) * 3 if labels == "ints" else np.array([f"{v:040x}" for v in rng.integers(0, 2**62, size=n)])
+    score = np.round(rng.random(n), 2)  # ties: the stable sort keeps label order
+    cols = {"item": np.sort(items), "score": score, "n": rng.integers(1, 9, size=n), "ci_low": np.where(score > 0.9, np.nan, score)}
+    order = scoring.score_order(cols)
+    assert np.array_equal(order, np.argsort(-score, kind="stable"))
+    gathered = {k: v[order] for k, v in cols.items()}
+    assert scoring.csv_bytes(cols, rows=order) == scoring.csv_bytes(gathered) == scoring.format_csv(gathered).encode()

@@ -31,6 +31,7 @@ __all__ = [
     "release_arrow_memory",
     "reliability",
     "score_columns",
+    "score_order",
     "score_table",
     "tuple_ids",
 ]
@@ -145,6 +146,7 @@ def score_columns(
     n_boot: int = 200,
     seed: int = 0,
     notes: list[str] | None = None,
+    sort: bool = True,
 ) -> dict[str, np.ndarray]:
     """The score table as ordered numpy columns, most biased first (ties in label order).
 
@@ -155,6 +157,8 @@ def score_columns(
     ci : add 95% bootstrap intervals over tuples.
     n_boot, seed : resamples and their seed.
     notes : list to which one line per reason for a missing interval is appended.
+    sort : False leaves the rows in label order, for a writer that puts them in `score_order` as it writes
+        (`csv_bytes(cols, rows=...)`: 1e6 40-character labels are not gathered as a 160 MB unicode array).
 
     Returns
     -------
@@ -174,8 +178,7 @@ def score_columns(
         cols: dict[str, np.ndarray] = {"item": np.asarray(ann.labels)}
         cols |= {"score_raw": counts.score_raw, "score": counts.score, "n": counts.appearances, "best": counts.best}
         cols |= {"worst": counts.worst}
-        order = np.argsort(-cols["score"], kind="stable")
-        return {name: np.take(values, order, axis=0) for name, values in cols.items()}
+        return _sorted(cols) if sort else cols
     coded = encode(ann)
     release_arrow_memory()  # the reading's and the coding's Arrow buffers are gone: their pages need not stay through the fit
     counts = bws.count_best_worst(coded.design, coded.best, coded.worst, coded.n_items, coded.tuple_index)
@@ -196,8 +199,18 @@ def score_columns(
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
         low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
         cols |= {"ci_low": low, "ci_high": high}
-    order = np.argsort(-cols["score"], kind="stable")  # labels are sorted, so ties stay in label order
-    return {name: values[order] for name, values in cols.items()}
+    return _sorted(cols) if sort else cols
+
+
+def score_order(cols: dict[str, np.ndarray]) -> np.ndarray:
+    """The rows of `score_columns(..., sort=False)` most biased first: descending score, ties in label order
+    (the labels are sorted, and the sort is stable)."""
+    return np.argsort(-cols["score"], kind="stable")
+
+
+def _sorted(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    order = score_order(cols)
+    return {name: np.take(values, order, axis=0) for name, values in cols.items()}
 
 
 def score_table(ann: Annotations, *, method: Method = "counting", ci: bool = False, n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
@@ -215,10 +228,13 @@ def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
     return csv_bytes(cols, decimals).decode("utf-8") if _arrow_formats(cols) else _format_python(cols, decimals)
 
 
-def csv_bytes(cols: dict[str, np.ndarray], decimals: int = 6) -> bytes:
+def csv_bytes(cols: dict[str, np.ndarray], decimals: int = 6, rows: np.ndarray | None = None) -> bytes:
     """`format_csv` as UTF-8 bytes, for a file or a byte stream: a large table's text is never decoded into a
-    Python str and encoded back (3 copies of ~75 MB saved at 1e6 items)."""
-    return _format_arrow(cols, decimals) if _arrow_formats(cols) else _format_python(cols, decimals).encode("utf-8")
+    Python str and encoded back (3 copies of ~75 MB saved at 1e6 items). `rows`: write the rows in this
+    order (e.g. `score_order`), each column gathered as it is written."""
+    if _arrow_formats(cols):
+        return _format_arrow(cols, decimals, rows)
+    return _format_python(cols if rows is None else {k: np.take(v, rows, axis=0) for k, v in cols.items()}, decimals).encode("utf-8")
 
 
 def _arrow_formats(cols: dict[str, np.ndarray]) -> bool:
@@ -261,8 +277,9 @@ def _needs_quotes(labels: np.ndarray) -> bool:
     return False
 
 
-def _format_arrow(cols: dict[str, np.ndarray], decimals: int) -> bytes:
-    """`csv_bytes` by pyarrow's CSV writer: no Python object per row."""
+def _format_arrow(cols: dict[str, np.ndarray], decimals: int, rows: np.ndarray | None = None) -> bytes:
+    """`csv_bytes` by pyarrow's CSV writer: no Python object per row; labels gathered in `rows` order as
+    UTF-8 bytes (a quarter of a numpy unicode array's)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -270,7 +287,9 @@ def _format_arrow(cols: dict[str, np.ndarray], decimals: int) -> bytes:
 
     def column(v: np.ndarray) -> pa.Array:
         if v.dtype.kind == "U":
-            return strings_to_arrow(v)
+            labels = strings_to_arrow(v)
+            return labels if rows is None else arrow_call("take", labels, numpy_to_arrow(np.asarray(rows, dtype=np.int64)))
+        v = v if rows is None else np.take(v, rows)
         if v.dtype.kind != "f":
             return numpy_to_arrow(v)
         nan = np.isnan(v)

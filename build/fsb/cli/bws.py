@@ -57,7 +57,7 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
 def _score(args: argparse.Namespace) -> int:
     if args.method == "counting":  # counting, its bootstrap included, does no linear algebra: no BLAS threads
         load_numpy_for_counting()
-    from fsb.bws.scoring import csv_bytes, score_columns
+    from fsb.bws.scoring import csv_bytes, score_columns, score_order
     from fsb.core.files import recorded_write
     from fsb.core.tables import describe_irregular, read_annotations
 
@@ -68,10 +68,10 @@ def _score(args: argparse.Namespace) -> int:
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
     notes: list[str] = []
-    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed, notes=notes)
+    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed, notes=notes, sort=False)
     for note in notes:  # items left without an interval (ci_low, ci_high empty), and why
         print(f"note: {note}", file=sys.stderr)
-    data = csv_bytes(cols)
+    data = csv_bytes(cols, rows=score_order(cols))  # most biased first, each column put in order as it is written
     if not to_file:
         write_stdout(data)
     else:
