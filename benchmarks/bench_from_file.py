@@ -4,13 +4,16 @@ Perl scripts when $FSB_PERL_BWS names their folder (never part of this repositor
 `--baseline SRC`, with another checkout of fsb (its `build/` folder) run the same way.
 
 Why interleaved: on a shared machine the load moves by the minute. Every contestant of a size runs once
-per round, in a fixed order (A, B, C, A, B, C, ...), for `--rounds` rounds; the table gives the median
-and the spread (min-max) over the rounds, CPU (user + system, from /usr/bin/time) beside wall, peak
-resident memory, and the mean 1-minute load average sampled every 0.5 s during each contestant's runs.
-Ratios are medians of this run against the reference measured in the same run (never a figure from an
-earlier run). CPU is the fair measure on a loaded machine; wall includes the waiting. Commands run one
-after another unless `--interleave-commands` puts all of a size's commands in one round: then a ratio
-between commands (string ids against integer ids, "/integer ids") is taken round by round, side by side.
+per round, in the order A, B, C in even rounds and C, B, A in odd ones, for `--rounds` rounds; the table
+gives the median and the spread (min-max) over the rounds, CPU (user + system, from /usr/bin/time) beside
+wall, peak resident memory, and the mean 1-minute load average sampled every 0.5 s during each
+contestant's runs (the machine's load around them, not a figure of the run). Ratios against another
+contestant (perl/fsb, baseline/fsb: > 1 means fsb is faster) are ratios of this run's medians (never a
+figure from an earlier run). CPU is the fair measure on a loaded machine; wall includes the waiting.
+Commands run one after another unless `--interleave-commands` puts all of a size's commands in the same
+rounds: then a string-id command's "/integer ids" ratios (> 1 means string ids cost more) are taken round
+by round, side by side, and given as the median and range of the rounds' ratios; without it, or when a
+round failed, they compare medians and say so. Size N means N items: 2N tuples, 6N judgments.
 
 Before timing, both checkouts' modules are compiled to bytecode (`python -m compileall -q <build folder>`,
 as an installed wheel ships .pyc files): with PYTHONDONTWRITEBYTECODE=1, as on this machine, every run
@@ -247,17 +250,20 @@ def _ratio(row: dict, rows: list[dict], variant: str) -> str:
 
 
 def _against_integer_ids(row: dict, rows: list[dict]) -> str:
-    """A string-id row's CPU over the integer-id row of its variant: per round when they ran interleaved
-    (median and range of the rounds' ratios), else the ratio of medians, said so."""
+    """A string-id row's CPU and peak memory over the integer-id row of its variant (> 1: string ids cost
+    more): per round when they ran interleaved and every round finished (median and range of the rounds'
+    ratios), else the ratio of medians, said so."""
     base = {"score-str": "score", "score-hash": "score", "maxdiff-str": "maxdiff"}.get(row["command"])
     ref = next((r for r in rows if r["n"] == row["n"] and r["command"] == base and r["variant"] == row["variant"] and "cpu" in r), None)
     if ref is None or "cpu" not in row:
         return ""
     mine, theirs = row.get("cpus", []), ref.get("cpus", [])
+    memory = f"peak memory {row['rss'] / ref['rss']:.2f}x"
     if row.get("interleaved") and len(mine) == len(theirs) > 0:
         per_round = [a / b for a, b in zip(mine, theirs)]
-        return f"/integer ids CPU {statistics.median(per_round):.2f}x ({min(per_round):.2f}-{max(per_round):.2f}, per round)"
-    return f"/integer ids CPU {row['cpu'] / ref['cpu']:.2f}x (medians of runs minutes apart)"
+        spread = f"{min(per_round):.2f}-{max(per_round):.2f}"
+        return f"/integer ids: CPU {statistics.median(per_round):.2f}x ({spread}, {len(per_round)} rounds side by side), {memory}"
+    return f"/integer ids: CPU {row['cpu'] / ref['cpu']:.2f}x (medians, not side by side), {memory}"
 
 
 def _failures(row: dict) -> str:
@@ -298,15 +304,16 @@ def write_table(path: Path, rows: list[dict], args: argparse.Namespace, started:
         f"Command: `{' '.join(shlex.quote(a) for a in sys.argv)}`"
         + (" with FSB_PERL_BWS set (the NRC Perl scripts)" if os.environ.get("FSB_PERL_BWS") else ""),
         "",
-        f"Contestants of a size run interleaved for the rounds shown (A, B, C, then C, B, A, ...); cells are the median and "
-        f"(min-max) over the rounds. CPU = user + system seconds of the process; peak = max resident MB (median); "
-        f"load = mean 1-minute load average during the runs ({os.cpu_count()} cores). Ratios are medians of this run: "
-        f"perl/fsb or baseline/fsb > 1 means fsb is faster. `baseline` = {args.baseline or 'not run'}. "
+        f"Items N: 2N tuples, 6N judgments. Contestants of a size run interleaved for the rounds shown (A, B, C, then "
+        f"C, B, A, ...); cells are the median and (min-max) over the rounds. CPU = user + system seconds of the process; "
+        f"peak = max resident MB (median); load = mean 1-minute load average during the runs ({os.cpu_count()} cores: "
+        f"the machine around them, not a figure of the run). Ratios against another contestant are ratios of this "
+        f"run's medians: perl/fsb or baseline/fsb > 1 means fsb is faster. `baseline` = {args.baseline or 'not run'}. "
         + (
-            "All commands of a size ran interleaved (--interleave-commands): '/integer ids' is the median and range of the "
-            "rounds' ratios of a string-id command's CPU to the integer-id command's."
+            "All commands of a size ran in the same rounds (--interleave-commands): '/integer ids' (> 1: string ids cost "
+            "more) gives CPU as the median and range of the rounds' ratios, and peak memory as a ratio of medians."
             if args.interleave_commands
-            else "Commands ran one after another: '/integer ids' compares medians taken minutes apart."
+            else "Commands ran one after another: '/integer ids' (> 1: string ids cost more) compares medians taken minutes apart."
         ),
         "",
         "Before timing, each checkout's modules were compiled to bytecode with this interpreter "
@@ -321,8 +328,11 @@ def write_table(path: Path, rows: list[dict], args: argparse.Namespace, started:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser = argparse.ArgumentParser(
+        description="Benchmark the commands users run, from the file, interleaved with the NRC Perl scripts and another checkout.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="items N (2N tuples, 6N judgments)")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds below 1e6 items")
     parser.add_argument("--rounds-1e6", type=int, default=1, help="interleaved rounds at 1e6 items and more")
     parser.add_argument("--commands", nargs="+", default=COMMANDS, choices=COMMANDS)
@@ -334,10 +344,11 @@ def main() -> int:
     parser.add_argument(
         "--interleave-commands",
         action="store_true",
-        help="run all commands' contestants of a size in one interleaved round (ratios between commands, e.g. string ids "
-        "against integer ids, per round) instead of one command after another",
+        help="run all commands' contestants of a size in the same rounds, so that string ids are compared with integer ids "
+        "round by round (without it the commands run one after another and the '/integer ids' ratio compares medians taken "
+        "minutes apart)",
     )
-    parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--timeout", type=float, default=3600, help="seconds before one run counts as failed")
     parser.add_argument("--out", type=Path, help="write the table (markdown) here, e.g. docs/figures/speed.md")
     args = parser.parse_args()
     args.perl_max = {"score": args.perl_score_max, "reliability": args.perl_shr_max, "tuples": args.perl_tuples_max}

@@ -148,7 +148,7 @@ def score_columns(
     notes: list[str] | None = None,
     sort: bool = True,
 ) -> dict[str, np.ndarray]:
-    """The score table as ordered numpy columns, most biased first (ties in label order).
+    """The score table as numpy columns, most biased first (ties in label order), or in label order (`sort`).
 
     Parameters
     ----------
@@ -203,8 +203,17 @@ def score_columns(
 
 
 def score_order(cols: dict[str, np.ndarray]) -> np.ndarray:
-    """The rows of `score_columns(..., sort=False)` most biased first: descending score, ties in label order
-    (the labels are sorted, and the sort is stable)."""
+    """The rows of `score_columns(..., sort=False)` most biased first.
+
+    Parameters
+    ----------
+    cols : columns in label order (as `score_columns(..., sort=False)` gives them), with a "score" column.
+
+    Returns
+    -------
+    numpy.ndarray
+        The permutation putting rows in descending score; ties keep their order (a stable sort), which is
+        label order for columns in label order."""
     return np.argsort(-cols["score"], kind="stable")
 
 
@@ -230,8 +239,19 @@ def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
 
 def csv_bytes(cols: dict[str, np.ndarray], decimals: int = 6, rows: np.ndarray | None = None) -> bytes:
     """`format_csv` as UTF-8 bytes, for a file or a byte stream: a large table's text is never decoded into a
-    Python str and encoded back (3 copies of ~75 MB saved at 1e6 items). `rows`: write the rows in this
-    order (e.g. `score_order`), each column gathered as it is written."""
+    Python str and encoded back (3 copies of ~75 MB saved at 1e6 items).
+
+    Parameters
+    ----------
+    cols : the columns (e.g. `score_columns`), all of one length.
+    decimals : places of the float columns ("%.6f" by default; NaN is an empty field).
+    rows : the order to write the rows in (e.g. `score_order`), each column gathered as it is written (on
+        the pyarrow path, labels as UTF-8 bytes: a quarter of a numpy unicode array's); None: as they are.
+
+    Returns
+    -------
+    bytes
+        The header line and one line per row, as `format_csv(...).encode()` of the gathered columns."""
     if _arrow_formats(cols):
         return _format_arrow(cols, decimals, rows)
     return _format_python(cols if rows is None else {k: np.take(v, rows, axis=0) for k, v in cols.items()}, decimals).encode("utf-8")

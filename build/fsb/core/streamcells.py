@@ -1,18 +1,22 @@
 """The judgments reader's streaming path: a large file of string labels parsed and coded block by block, so
 memory follows the judgments (4 bytes a cell), not the file (a 40-character id costs 41 bytes a cell).
 
-`stream_cells` reads the body in blocks of `BLOCK_BYTES` cut at a newline and parses each with pyarrow's
-CSV reader. While every label is <= 8 bytes, labels are kept as exact packed uint64 keys and coded once at
-the end (as the whole-file path codes them). From the first longer label on, each block's label columns are
-coded by one pyarrow dictionary_encode (the strings hashed and compared: exact), and only the block's
-distinct labels go on: as their `label_words` and a uint64 key (`word_keys`, a fold of the words). Blocks
-are merged into one dictionary by key whenever the pending blocks hold as many distinct labels as it (the
-cost stays linear), each label checked word by word against the label its code already stands for: no two
-distinct labels ever share a code. The whole-file path of `fsb.core.judgments` is used instead (None) for a
-file with a quote (a quoted value may hold a newline, so a block cannot be cut at one), a NUL byte (the
-whole-file path refuses it, naming its line and field), a block pyarrow cannot parse (Python's reader
-names the line), two long labels sharing a key, or a label so much longer than the others that a block's
-distinct labels, all as wide as it, would outweigh their text 4 times over.
+`stream_cells` reads the body in blocks of `BLOCK_BYTES` (4 MiB) cut at a newline and parses each with
+pyarrow's CSV reader. While every label is <= 8 bytes, labels are kept as exact packed uint64 keys and
+coded once at the end (as the whole-file path codes them). From the first longer label on, each block's
+label columns are coded by one pyarrow dictionary_encode (the strings hashed and compared: exact), and only
+the block's distinct labels go on, as their words (`label_words`: a label's UTF-8 bytes read as 8-byte
+integers) and one uint64 key each (`word_keys`: the words multiplied by constants and XORed together, so
+two labels may share a key). Blocks are merged into one dictionary by key whenever the pending blocks hold
+at least as many distinct labels as the dictionary (or 2**20; the cost stays linear), each label checked
+word by word against the label its code already stands for: no two distinct labels ever share a code.
+All blocks' cells go into one array reserved for the rows the first block suggests.
+
+The whole-file path of `fsb.core.judgments` is used instead (None) for a file with a quote (a quoted
+value may hold a newline, so a block cannot be cut at one), a NUL byte (the whole-file path refuses it,
+naming its line and field), a block pyarrow cannot parse (Python's reader names the line), two long
+labels sharing a key, or a label so much longer than the others that a block's distinct labels, all as
+wide as it, would outweigh their text 4 times over.
 """
 
 from __future__ import annotations
