@@ -248,7 +248,7 @@ def test_cells_are_the_same_whatever_rows_the_first_block_led_to_expect(tmp_path
     """All blocks' cells go into one array reserved for the rows the first block suggests: an estimate far too
     low grows it again and again (each time the rows so far copied over, merged and pending blocks alike), one
     too high leaves the rest unused; either way the codes are Python's reader's."""
-    monkeypatch.setattr(streamcells, "_rows_expected", lambda *args: estimate)
+    monkeypatch.setattr(streamcells, "rows_expected", lambda *args: estimate)
     path = _file(tmp_path / "j.csv", LABEL_KINDS["long"], rows=12_000)
     got = read_annotations(path)
     assert small_blocks[0] is not None and small_blocks[0].cells.shape == (6, 12_000)
@@ -256,5 +256,5 @@ def test_cells_are_the_same_whatever_rows_the_first_block_led_to_expect(tmp_path
 
 
 def test_rows_expected_from_the_first_block_within_what_the_body_can_hold() -> None:
-    assert streamcells._rows_expected(1_000_000, 1000, 10, 6) == int(1_000_000 * 10 / 1000 * 1.05) + 1024
-    assert streamcells._rows_expected(1000, 10, 5, 6) == 1000 // 12 + 1  # never more rows than 1-byte labels make
+    assert streamcells.rows_expected(1_000_000, 1000, 10, 6) == int(1_000_000 * 10 / 1000 * 1.05) + 1024
+    assert streamcells.rows_expected(1000, 10, 5, 6) == 1000 // 12 + 1  # never more rows than 1-byte labels make

@@ -1,6 +1,8 @@
 """Label-level best-worst scoring: validated `Annotations` (coded item labels) -> tuples -> counting or
 MaxDiff scores (optionally with 95% bootstrap intervals) and split-half reliability, via the array
-functions in `fsb.bws` and `fsb.bws.maxdiff`. Only numpy is imported here: pandas only in `score_table`."""
+functions in `fsb.bws` and `fsb.bws.maxdiff`. Only numpy is imported here: pandas only in `score_table`.
+(size: about 400 lines: the scores, their CSV writers (Python's csv module and pyarrow's, one output byte
+for byte) and reliability/agreement on the same coded judgments; the writers are the table's own format.)"""
 
 from __future__ import annotations
 

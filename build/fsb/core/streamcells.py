@@ -32,7 +32,7 @@ from fsb.core.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
 from fsb.core.files import InputError
 from fsb.core.labelcodes import encode_cells, key_order, label_words, ranks, unpack_keys, word_keys, words_order, words_to_labels
 
-__all__ = ["BLOCK_BYTES", "MERGE_MIN", "Streamed", "stream_cells"]
+__all__ = ["BLOCK_BYTES", "MERGE_MIN", "Streamed", "rows_expected", "stream_cells"]
 
 BLOCK_BYTES = 1 << 22
 MERGE_MIN = 1 << 20  # pending blocks' distinct labels before the first merge
@@ -297,10 +297,11 @@ def _blocks(f: Any, start: int) -> Any:
         held = len(carry)
 
 
-def _rows_expected(body_bytes: int, block_bytes: int, block_rows: int, fields: int) -> int:
-    """The rows of a body of `body_bytes`, at the first block's bytes a row (5% more, for longer lines
-    further on), and never more than a body of the shortest rows holds (a 1-byte label and its separator
-    per field)."""
+def rows_expected(body_bytes: int, block_bytes: int, block_rows: int, fields: int) -> int:
+    """The rows a file's body of `body_bytes` is expected to hold, for reserving the cells' array: at the
+    first block's bytes a row (`block_rows` rows in `block_bytes`; 5% more, and 1024, for shorter lines
+    further on), never more than a body of the shortest rows holds (a 1-byte label and its separator for
+    each of `fields` fields)."""
     return min(int(body_bytes * block_rows / block_bytes * 1.05) + 1024, body_bytes // (2 * fields) + 1)
 
 
@@ -359,7 +360,7 @@ def stream_cells(
             except pa.ArrowInvalid:
                 return None
             if rows == 0 and table.num_rows:
-                coder.expect(_rows_expected(size - body_start, len(block), table.num_rows, len(fields)))
+                coder.expect(rows_expected(size - body_start, len(block), table.num_rows, len(fields)))
             rows += table.num_rows
             for c in extra:
                 kept[c].extend(table[c].to_pylist())
