@@ -194,6 +194,21 @@ def test_write_stdout_writes_bytes_after_earlier_text_or_text_where_it_must(monk
     assert text.getvalue() == "café\n"
 
 
+def test_score_to_a_stdout_that_cannot_encode_a_label_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """A latin-1 stdout and a label it has no byte for: one line naming the encoding, the character and the way
+    out, exit 2 (was a UnicodeEncodeError traceback, exit 1); a label it can encode is written in it."""
+    judgments = tmp_path / "j.csv"
+    judgments.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n中,b,c,d,中,d\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONIOENCODING": "latin-1"}
+    proc = subprocess.run([sys.executable, "-m", "fsb", "score", str(judgments)], capture_output=True, env=env, check=False)
+    message = proc.stderr.decode("latin-1")
+    assert proc.returncode == 2 and "Traceback" not in message and len(message.strip().splitlines()) == 1, message
+    assert "encoding (iso8859-1)" in message and "--out" in message  # Python names latin-1 so
+    judgments.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\ncafé,b,c,d,café,d\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "fsb", "score", str(judgments)], capture_output=True, env=env, check=False)
+    assert proc.returncode == 0 and "café".encode("latin-1") in proc.stdout
+
+
 def test_score_to_stdout_is_the_file_byte_for_byte_on_the_fast_writer(tmp_path: Path) -> None:
     """1e5 items (pyarrow writes the table, as bytes): `fsb score` to stdout and to --out give the same bytes."""
     import numpy as np

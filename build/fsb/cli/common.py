@@ -89,8 +89,18 @@ def write_stdout(data: bytes) -> None:
     output made and encoded again), else as text in its own encoding (a notebook's stream, a test's capture,
     another code page)."""
     buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None or (getattr(sys.stdout, "encoding", "") or "").lower().replace("_", "-") not in ("utf-8", "utf8"):
-        sys.stdout.write(data.decode("utf-8"))
+    encoding = getattr(sys.stdout, "encoding", "") or ""
+    if buffer is None or encoding.lower().replace("_", "-") not in ("utf-8", "utf8"):
+        try:
+            sys.stdout.write(data.decode("utf-8"))
+        except UnicodeEncodeError as err:
+            from fsb.core.errors import FsbError
+
+            shown = err.object[err.start : err.end]
+            raise FsbError(
+                f"standard output's encoding ({encoding or 'unknown'}) cannot write {shown!r}: write to a file with --out, "
+                "or set PYTHONIOENCODING=utf-8"
+            ) from None
         return
     sys.stdout.flush()  # text written before goes first
     buffer.write(data)
