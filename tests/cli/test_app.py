@@ -61,3 +61,26 @@ def test_seeds_and_build_print_json_on_request(tmp_path: Path) -> None:
         proc = fsb("build", "--raw-dir", release, "--out", tmp_path / "ds", "--no-record", "--trials", "2", "--json")
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout)["stats"]["n_items"] > 0
+
+
+def test_a_command_started_with_stdout_closed_writes_its_file_or_says_why_in_one_line(tmp_path: Path) -> None:
+    """`fsb score j.csv >&-` (Python's sys.stdout is None): with --out the scores are written, exit 0; without,
+    one line saying stdout is closed, exit 2 (was two AttributeError tracebacks and exit 120)."""
+    import os
+
+    judgments = tmp_path / "j.csv"
+    judgments.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\na,b,c,d,a,d\n", encoding="utf-8")
+
+    def closed(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "fsb", *args]
+        close_stdout = lambda: os.close(1)  # noqa: E731  (in the child, before Python starts)
+        return subprocess.run(command, cwd=tmp_path, stderr=subprocess.PIPE, text=True, preexec_fn=close_stdout, check=False)
+
+    to_file = closed("score", str(judgments), "--out", "s.csv")
+    assert to_file.returncode == 0, to_file.stderr
+    assert (tmp_path / "s.csv").read_text().startswith("item,score_raw,score,n,best,worst\na,1.000000")
+    printed = closed("score", str(judgments))
+    assert printed.returncode == 2 and "Traceback" not in printed.stderr, printed.stderr
+    assert printed.stderr.strip().splitlines() == [
+        "fsb score: error: standard output is closed, and this command prints there: run it with stdout open (e.g. `> file`)"
+    ]

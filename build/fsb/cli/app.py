@@ -117,7 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `fsb` console script: every expected failure is one line and exit code 2.
 
     While it runs, stdout survives its reader closing early (`fsb build | head -1`): the rest of the output
-    goes to /dev/null, the command finishes its work and exits with that work's status."""
+    goes to /dev/null, the command finishes its work and exits with that work's status. A command started
+    with stdout closed (`fsb score j.csv >&-`: Python's sys.stdout is None) works as long as it writes files,
+    and one that would print says so in one line, exit 2."""
     guard = _ReaderSafeStdout(sys.stdout)
     sys.stdout = guard  # type: ignore[assignment]
     try:
@@ -146,6 +148,10 @@ class _ReaderSafeStdout:
             pass
 
     def write(self, text: str) -> int:
+        if self.stream is None:  # started with stdout closed
+            from fsb.core.errors import FsbError
+
+            raise FsbError("standard output is closed, and this command prints there: run it with stdout open (e.g. `> file`)")
         try:
             return self.stream.write(text)
         except BrokenPipeError:
@@ -153,6 +159,8 @@ class _ReaderSafeStdout:
             return len(text)
 
     def flush(self) -> None:
+        if self.stream is None:
+            return
         try:
             self.stream.flush()
         except BrokenPipeError:
