@@ -236,7 +236,7 @@ def format_csv(cols: dict[str, np.ndarray], decimals: int = 6) -> str:
     quoted as needed. Tables of 1e5 rows or more whose labels are integers, or strings that need no
     quoting, are formatted by pyarrow (a float to decimal cast formats exactly as "%.6f" does; NaN is a
     null, written empty), the rest by Python's csv module."""
-    return csv_bytes(cols, decimals).decode("utf-8") if _arrow_formats(cols) else _format_python(cols, decimals)
+    return _format_arrow(cols, decimals).decode("utf-8") if _arrow_formats(cols) else _format_python(cols, decimals)
 
 
 def csv_bytes(cols: dict[str, np.ndarray], decimals: int = 6, rows: np.ndarray | None = None) -> bytes:
