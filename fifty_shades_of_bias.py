@@ -344,7 +344,7 @@ def provenance(located: str) -> dict[str, Any]:
     folder changed after its build shows a fingerprint other than its stats.json's. For a Hub repo it
     is the fingerprint its stats.json records (None if that cannot be fetched).
     """
-    from fsb.core.files import content_fingerprint, sha256_file
+    from fsb.core.readers import content_fingerprint, sha256_file
 
     folder = Path(located)
     if folder.is_dir():

@@ -113,7 +113,7 @@ def test_fsb_score_on_a_small_file_imports_nothing_it_does_not_use(tmp_path: Pat
     pyarrow and pandas; and checks the scores are written and `from fsb.bws import bws_design` still works."""
     rows = ["Item1,Item2,Item3,Item4,BestItem,WorstItem", *(f"{i},{i + 1},{i + 2},{i + 3},{i},{i + 3}" for i in range(1, 11))]
     (tmp_path / "a.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    unwanted = ["fsb.bws.designs", "fsb.bws.reliability", "fsb.core.labelcodes", "logging", "html.entities", "pyarrow", "pandas"]
+    unwanted = ["fsb.bws.designs", "fsb.bws.reliability", "fsb.tables.labelcodes", "logging", "html.entities", "pyarrow", "pandas"]
     code = (
         "import json, sys\n"
         "from fsb.cli import main\n"

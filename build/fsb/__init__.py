@@ -2,20 +2,21 @@
 
 Data flows one way: raw files -> validated tables -> tuples/annotations -> scores -> dataset folder ->
 Hub / harness (__main__ is `python -m fsb`). Each stage is a folder; the command line (cli/) is a
-thin layer over them and `core/` is the ground floor they all stand on (tests/test_imports.py checks there is no import cycle and that
-every folder is on this map). Schema and bins live outside the package, in the top-level module
-fifty_shades_of_bias; the lm-eval task is the folder harness/.
+thin layer over them, `tables/` reads every raw file into checked tables and `core/` is the ground floor they
+all stand on (tests/test_imports.py checks there is no import cycle and that every folder is on this map).
+Schema and bins live outside the package, in the top-level module fifty_shades_of_bias; the lm-eval task is
+the folder harness/.
 
 core/       errors, readers (input that names file/line/field), atomic (atomic file writes), folders (folder
             swaps), seals (seals and records of what fsb wrote), output (the output layer every command writes
-            through), files (their former one-module face), tables (the public face of csvrows: validated
-            CSV/JSONL rows and the one id rule, and judgments: the judgments reader), labelcodes (judgment
-            labels coded once: packed keys, best/worst by comparison), streamcells (large files of string
-            labels read block by block: memory follows the judgments, not the file), items (a study's item list), secrets
-            (redaction of keys and tokens in every encoding, safe URLs), wrapped (its search of
+            through), secrets (redaction of keys and tokens in every encoding, safe URLs), wrapped (its search of
             base64, compressed and whitespace-wrapped forms), logredact (every log record and
             warning redacted), onimport (a function run on a module when it is first imported: the log
             redaction without importing logging), resources
+tables/     raw files -> validated tables, the first stage: csvrows (validated CSV/JSONL rows, the one id rule,
+            the generations), judgments (the judgments reader), labelcodes (judgment labels coded once: packed
+            keys, best/worst by comparison), streamcells (large files of string labels read block by block:
+            memory follows the judgments, not the file), items (a study's item list)
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a study's
             design file, position-balanced), extend, scoring, maxdiff, bootstrap (per-item intervals),
             newton (its batched Newton refits), tails (its quantiles, streamed) (the public API is

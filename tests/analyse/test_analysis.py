@@ -20,7 +20,7 @@ import scipy.stats
 import fifty_shades_of_bias as spec
 from fsb.analyse import analysis, terms
 from fsb.analyse import figures as analysis_figures
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from tests._support import run_fsb
 
 

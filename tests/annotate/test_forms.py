@@ -13,7 +13,7 @@ import pytest
 import fifty_shades_of_bias as spec
 from fsb.annotate.forms import export_forms, import_judgments
 from fsb.bws.tuples import make_tuples
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data.annotators import annotator_key, pseudonym
 from fsb.data.dataset import build_dataset
 from tests._support import make_raw, run_fsb, write_csv
@@ -170,7 +170,7 @@ def test_export_takes_an_id_text_list_and_refuses_one_without_texts(tmp_path: Pa
     ],
 )
 def test_bad_item_lists_are_refused_with_their_line(tmp_path: Path, text: str, line: int, words: str) -> None:
-    from fsb.core.items import read_items
+    from fsb.tables.items import read_items
 
     path = tmp_path / "items.csv"
     path.write_text(text)
@@ -180,7 +180,7 @@ def test_bad_item_lists_are_refused_with_their_line(tmp_path: Path, text: str, l
 
 
 def test_integer_ids_sort_numerically_and_match_generations(tmp_path: Path) -> None:
-    from fsb.core.items import read_items
+    from fsb.tables.items import read_items
 
     path = write_csv(tmp_path / "items.csv", ["id"], [[10], [9], [100]])
     items = read_items(path)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from fsb.annotate.labelstudio import read_export  # noqa: E402
 from fsb.core.errors import FsbError  # noqa: E402
-from fsb.core.files import iter_jsonl  # noqa: E402
+from fsb.core.readers import iter_jsonl  # noqa: E402
 from fsb.generate.seeds import read_copa, read_seeds, read_stereoset  # noqa: E402
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from fsb.bws import extend
 from fsb.bws.tuples import read_design
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 
 
 def _existing(tuples: list[list[int]]) -> extend.Existing:

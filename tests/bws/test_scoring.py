@@ -16,9 +16,8 @@ import numpy as np
 import pytest
 
 from fsb.bws import maxdiff, scoring
-from fsb.core import judgments
-from fsb.core import tables as raw
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
+from fsb.tables import judgments
 from tests._support import run_fsb, write_csv
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures"
@@ -156,7 +155,7 @@ FILES = {
 
 def _outcome(path: Path, **kw: object) -> object:
     try:
-        a = raw.read_annotations(path, **kw)  # type: ignore[arg-type]
+        a = judgments.read_annotations(path, **kw)  # type: ignore[arg-type]
     except InputError as e:
         return ("error", e.line, e.field, e.message)
     return (
@@ -191,7 +190,7 @@ def test_first_bad_line_in_file_order_and_id_rules(tmp_path: Path) -> None:
     ]:
         path.write_text(FILES[name], encoding="utf-8")
         with pytest.raises(InputError) as err:
-            raw.read_annotations(path, **kw)
+            judgments.read_annotations(path, **kw)
         assert (err.value.line, err.value.field, err.value.message[: len(expected[2])]) == expected, name
 
 
@@ -233,7 +232,7 @@ def test_annotator_agreement_flags_a_random_clicker(tmp_path: Path) -> None:
     best[clicker], worst[clicker] = shown[clicker, pick[:, 0]], shown[clicker, pick[:, 1]]
     rows = [[*shown[j].tolist(), int(best[j]), int(worst[j]), f"a{who[j]}"] for j in range(ti.size)]
     path = write_csv(tmp_path / "a.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem", "Annotator"], rows)
-    result = scoring.annotator_agreement(raw.read_annotations(path))
+    result = scoring.annotator_agreement(judgments.read_annotations(path))
     assert result is not None
     by = {r["annotator"]: r for r in result}
     assert by["a6"]["outlier"] and not any(by[f"a{i}"]["outlier"] for i in range(6))
@@ -243,7 +242,7 @@ def test_annotator_agreement_flags_a_random_clicker(tmp_path: Path) -> None:
     proc = fsb("reliability", str(path), "--trials", "5", "--spearman-brown")
     assert "a6" in proc.stdout and "*" in proc.stdout and "Spearman-Brown" in proc.stdout
     no_ids = write_csv(tmp_path / "b.csv", ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], [r[:6] for r in rows])
-    assert scoring.annotator_agreement(raw.read_annotations(no_ids)) is None
+    assert scoring.annotator_agreement(judgments.read_annotations(no_ids)) is None
 
 
 def test_build_with_quality_control_rows(tmp_path: Path) -> None:
@@ -326,11 +325,11 @@ def test_labels_needing_quotes_and_unicode_labels_are_written_as_by_pythons_csv_
     """The fast writer's two label checks (which labels need quotes, which are ASCII) decide the path: every
     character that needs quoting (comma, quote, CR, LF) sends a 1e5-row table to the csv module, an empty
     label too, and non-ASCII, internal NUL or mixed-width labels are copied to pyarrow exactly
-    (`fsb.core.csvrows.strings_to_arrow` against pyarrow's own conversion). Catches a check that misses a
+    (`fsb.tables.csvrows.strings_to_arrow` against pyarrow's own conversion). Catches a check that misses a
     character, or an ASCII copy that shifts, pads or truncates a label."""
     import pyarrow as pa
 
-    from fsb.core.csvrows import strings_to_arrow
+    from fsb.tables.csvrows import strings_to_arrow
 
     n = 100_000
     base = np.array([f"b{i}" for i in range(n)])
@@ -380,7 +379,7 @@ def test_refusals_are_one_line_with_the_reason(tmp_path: Path) -> None:
 def test_counting_a_large_file_imports_neither_pandas_nor_the_pyarrow_compute_module(tmp_path: Path) -> None:
     """`fsb score` on a file over FAST_READER_BYTES (pyarrow's reader, string ids, the arrow CSV writer)
     imports neither pandas nor `pyarrow.compute` (0.06 s of CPU building kernel wrappers at import, an
-    eighth of a 1e5-item run): the kernels are called through `fsb.core.csvrows.arrow_call`."""
+    eighth of a 1e5-item run): the kernels are called through `fsb.tables.csvrows.arrow_call`."""
     rng = np.random.default_rng(2)
     ids = [f"i{v:06d}" for v in range(40_000)]
     rows = [[*(ids[i] for i in t), ids[t[0]], ids[t[3]]] for t in (rng.choice(len(ids), size=4, replace=False) for _ in range(120_000))]
@@ -414,7 +413,7 @@ def test_arrow_pool_pages_are_handed_back_before_the_maxdiff_fit(tmp_path: Path,
     assert scoring.release_arrow_memory() < 20e6  # nothing left to hand back
 
     _, path = make_raw(tmp_path, n=30, seed=1, judgments_per_tuple=2)
-    ann = raw.read_annotations(path=path)
+    ann = judgments.read_annotations(path=path)
     events: list[str] = []
     real_pool, real_fit = pa.default_memory_pool, maxdiff.fit_maxdiff
 

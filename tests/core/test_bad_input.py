@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data.dataset import build_dataset
 from tests._support import make_raw, read_rows, run_fsb, write_csv
 
@@ -144,7 +144,7 @@ def test_line_numbers_count_quoted_newlines(tmp_path: Path) -> None:
         ["3", "completion", "nonsense", "s3", "ok"],
     ]
     g = write_csv(tmp_path / "g.csv", ["uid", "prompt_type", "seed_type", "query", "response"], rows)
-    from fsb.core.tables import read_generations
+    from fsb.tables.csvrows import read_generations
 
     with pytest.raises(InputError) as err:
         read_generations(g)
@@ -176,7 +176,7 @@ def test_cli_reports_bad_input_with_exit_code_2(good: tuple[Path, Path, Path], t
     ],
 )
 def test_line_numbers_survive_blank_lines_and_ragged_rows(tmp_path: Path, text: str, line: int, field: str | None) -> None:
-    from fsb.core.tables import read_generations
+    from fsb.tables.csvrows import read_generations
 
     g = tmp_path / "g.csv"
     g.write_text(text)
@@ -311,7 +311,7 @@ def test_previous_with_a_broken_stats_json_says_so(good: tuple[Path, Path, Path]
 
 def test_deeply_nested_jsonl_line(tmp_path: Path) -> None:
     """A generations JSONL line of 100000 "[" is "nested too deeply" with its file and line, not a RecursionError."""
-    from fsb.core.tables import read_generations
+    from fsb.tables.csvrows import read_generations
 
     path = tmp_path / "g.jsonl"
     path.write_text('{"uid": 1}\n' + "[" * 100_000 + "\n", encoding="utf-8")

@@ -18,15 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.files import (
-    InputError,
-    atomic_dir,
-    atomic_write,
-    check_replaceable_dir,
-    first_line_matches,
-    recorded_write,
-    sweep_stale_stages,
-)
+from fsb.core.atomic import atomic_write, first_line_matches
+from fsb.core.folders import atomic_dir, check_replaceable_dir, sweep_stale_stages
+from fsb.core.readers import InputError
+from fsb.core.seals import recorded_write
 from fsb.data.dataset import is_build_folder
 from tests._support import run_fsb
 
@@ -917,13 +912,13 @@ def test_a_one_shot_output_is_replaced_only_if_unchanged_since_fsb_wrote_it(
 def test_a_write_killed_between_record_and_rename_is_still_recognised(tmp_path: Path, stage: str) -> None:
     """recorded_write records the old and the new digest before the rename and only the new one after: a kill -9
     at either moment leaves a file the record recognises, so the next run replaces it without --force."""
-    from fsb.core.files import file_difference, recorded_write
+    from fsb.core.seals import file_difference, recorded_write
 
     out = tmp_path / "s.csv"
     recorded_write(out, "item,score\n1,0.5\n", kind="k")
     code = f"""
 import os, signal
-from fsb.core import files as _io
+from fsb.core import seals as _io
 real, seen = os.replace, []
 def replace(src, dst):
     if os.path.basename(dst) != ".fsb-scratch.json":  # the register of temporaries, rewritten around each write
@@ -950,7 +945,8 @@ _io.recorded_write({str(out)!r}, "item,score\\n1,0.75\\n", kind="k")
 def test_the_pieces_of_a_recorded_write(tmp_path: Path) -> None:
     """The same, by calling the pieces: a record of [old, new] recognises either file; a forced write over a
     user's file records only the new digest, so a kill before its rename leaves the user's file unrecognised."""
-    from fsb.core.files import atomic_write, file_difference, record_digests, recorded_write
+    from fsb.core.atomic import atomic_write
+    from fsb.core.seals import file_difference, record_digests, recorded_write
 
     ours, theirs = tmp_path / "ours.csv", tmp_path / "theirs.csv"
     recorded_write(ours, "old\n", kind="k")
@@ -969,7 +965,7 @@ def test_the_pieces_of_a_recorded_write(tmp_path: Path) -> None:
 def test_fsb_main_refuses_an_edited_report_before_it_builds_anything(release: Path, tmp_path: Path) -> None:
     """`fsb main` wrote results/report.txt and timings.json with no check. They (and its baseline files) are now
     checked before the build starts: an edited or unrecorded file is refused in one line and nothing is made."""
-    from fsb.core.files import record_digests
+    from fsb.core.seals import record_digests
     from fsb.evaluate.runner import REPORT_KIND, TIMINGS_KIND, check_main_job_files
 
     res = tmp_path / "res"

@@ -20,7 +20,7 @@ from scipy.stats import spearmanr
 from fsb import bws, engine
 from fsb.annotate.forms import read_design
 from fsb.bws.extend import extend_design, read_existing
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data.dataset import build_dataset, read_rounds
 from fsb.generate.generations import build_generation_plan
 from fsb.generate.prompts import load_prompt_set

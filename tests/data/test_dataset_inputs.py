@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data.dataset import build_dataset
 from tests._support import make_raw
 

@@ -138,8 +138,9 @@ def test_the_intervals_are_the_study_builds_own_on_the_same_judgments(tmp_path: 
     """One implementation: FSB's build gives the counting intervals `item_intervals` gives, and the MaxDiff ones
     shifted exactly as `score_maxdiff` is (anchored on round 1)."""
     from fsb.bws import maxdiff, scoring
-    from fsb.core.tables import read_annotations, read_generations
     from fsb.data.dataset import score_dataset
+    from fsb.tables.csvrows import read_generations
+    from fsb.tables.judgments import read_annotations
 
     g, a = make_raw(tmp_path / "raw", n=20, seed=5)
     ann = read_annotations(a, integer_ids=True)

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from fsb.core.files import InputError, content_fingerprint, sha256_file
+from fsb.core.readers import InputError, content_fingerprint, sha256_file
 from fsb.data.dataset import build_dataset
 from fsb.data.diff import diff_builds, format_diff
 from tests._support import make_raw, read_rows, write_csv

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data.dataset import build_dataset
 from fsb.data.download import download_build
 from tests._fake_hub import FakeHub

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data.dataset import build_dataset
 from fsb.data.diff import diff_builds, format_diff
 from fsb.data.publish import check_folder, parse_version

@@ -17,7 +17,7 @@ import pytest
 
 from fsb.annotate.study import DEFAULT, form_wording, labeling_config, read_study
 from fsb.core.errors import FsbError
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data import annotators
 from fsb.data.dataset import build_dataset, is_build_folder
 from fsb.data.intervals import COVERAGE, measure_coverage

@@ -16,7 +16,7 @@ import yaml
 import fifty_shades_of_bias as spec
 from fsb.annotate.study import read_study
 from fsb.core.errors import FsbError
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data import diff
 from fsb.data.dataset import build_dataset
 from fsb.data.rounds import ROUND_MAX, read_rounds

@@ -20,12 +20,12 @@ import pytest
 
 import fifty_shades_of_bias as spec
 from fsb import engine
-from fsb.core.files import InputError
-from fsb.core.tables import read_generations
+from fsb.core.readers import InputError
 from fsb.generate.explain import score_text
 from fsb.generate.generations import build_generation_plan, release_csv
 from fsb.generate.prompts import INSTRUCTIONS, REASONING_INSTRUCTION, TEMPLATE_VERSION, load_prompt_set, read_examples
 from fsb.generate.seeds import read_seeds
+from fsb.tables.csvrows import read_generations
 from tests._proxy import FaultProxy
 from tests._support import run_fsb, write_csv
 

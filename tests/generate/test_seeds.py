@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, sha256_file
+from fsb.core.readers import InputError, sha256_file
 from fsb.generate.keys import normalize
 from fsb.generate.marks import Marker, load_wordlist
 from fsb.generate.seeds import (

@@ -27,7 +27,8 @@ from fsb.analyse.figures import FIGURES, write_figures
 from fsb.analyse.markdown import Z_MARK, analysis_markdown, format_below, marking_line
 from fsb.analyse.sentences import Sentences, read_sentences
 from fsb.analyse.terms import TOKENIZER, distinctive_terms, load_stopwords, term_counts
-from fsb.core.files import atomic_dir, check_replaceable_dir, seal_difference
+from fsb.core.folders import atomic_dir, check_replaceable_dir
+from fsb.core.seals import seal_difference
 
 __all__ = [
     "FIGURES",

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, read_utf8
+from fsb.core.readers import InputError, read_utf8
 from fsb.data.cardmeta import read_card
 
 __all__ = ["Sentences", "read_sentences"]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from fsb.core.errors import FsbError
-from fsb.core.files import read_word_list
+from fsb.core.readers import read_word_list
 
 __all__ = ["STOPWORDS", "distinctive_terms", "load_stopwords", "log_odds_dirichlet", "ngrams", "phrases", "term_counts", "tokenize"]
 

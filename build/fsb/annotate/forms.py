@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from fsb.bws.tuples import balance_positions, read_design
-from fsb.core.files import InputError, recorded_write
 from fsb.core.output import write_unit
+from fsb.core.readers import InputError
+from fsb.core.seals import recorded_write
 
 if TYPE_CHECKING:
     from fsb.annotate.study import Study
@@ -76,7 +77,7 @@ def _item_files(items: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 def _texts_for(design: pd.DataFrame, design_csv: str | os.PathLike[str], items: ItemFiles, shown: np.ndarray) -> list:
     """The text of every shown item (same shape as `shown`), from one or several item files joined; an id
     missing from all of them is refused."""
-    from fsb.core.items import texts_of_files
+    from fsb.tables.items import texts_of_files
 
     files = _item_files(items)
     text_of = texts_of_files(files)
@@ -243,7 +244,7 @@ def import_judgments(
     Every answer is checked against its tuple; one annotator answering a tuple twice is refused. An existing
     `out` is replaced only if it is unchanged since fsb wrote it, or with `force`.
     """
-    from fsb.core.tables import INT64_MAX, id_problem, read_csv_table, require_columns
+    from fsb.tables.csvrows import INT64_MAX, id_problem, read_csv_table, require_columns
 
     if _looks_like_json(responses_csv):
         raise InputError(responses_csv, "this is JSON, not a CSV of answers; a Label Studio export needs --format label-studio")

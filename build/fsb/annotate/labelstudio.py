@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from fsb.core.files import InputError, quoted, read_utf8
-from fsb.core.tables import INT64_MAX, id_problem
+from fsb.core.readers import InputError, quoted, read_utf8
+from fsb.tables.csvrows import INT64_MAX, id_problem
 
 __all__ = ["CONFIG_FILE", "TASKS_FILE", "Export", "LsJudgment", "labeling_config", "read_export", "tasks_json"]
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from fsb.core.files import InputError, read_utf8
+from fsb.core.readers import InputError, read_utf8
 
 __all__ = ["DEFAULT", "Study", "form_wording", "instructions", "labeling_config", "read_study"]
 

@@ -36,8 +36,9 @@ import pandas as pd
 
 from fsb import bws
 from fsb.bws.tuples import DESIGN_KIND, balance_positions, position_report, read_design
-from fsb.core.files import InputError, recorded_write
-from fsb.core.items import read_items
+from fsb.core.readers import InputError
+from fsb.core.seals import recorded_write
+from fsb.tables.items import read_items
 
 __all__ = ["Existing", "check_extension", "extend_design", "make_extension", "read_existing"]
 
@@ -72,8 +73,8 @@ def read_existing(path: str | os.PathLike[str], *, invalid: str = "refuse") -> E
         The distinct tuples and, for judgments, the counting scores ((B - W) / n + 1) / 2 the anchors are
         spread by (a design spreads them by id order); `irregular` says what was let through."""
     from fsb.bws.scoring import encode
-    from fsb.core.files import read_input_bytes
-    from fsb.core.judgments import describe_irregular, peek_header, read_annotations
+    from fsb.core.readers import read_input_bytes
+    from fsb.tables.judgments import describe_irregular, peek_header, read_annotations
 
     p = Path(path)
     header = peek_header(p, read_input_bytes(p))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from fsb import bws
-from fsb.core.tables import Annotations
+from fsb.tables.judgments import Annotations
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,7 +70,7 @@ def first_appearance_codes(key: np.ndarray) -> np.ndarray:
     if "pyarrow" in sys.modules and key.size > 100_000:
         import pyarrow.compute as pc
 
-        from fsb.core.tables import arrow_to_numpy, numpy_to_arrow
+        from fsb.tables.csvrows import arrow_to_numpy, numpy_to_arrow
 
         return arrow_to_numpy(pc.dictionary_encode(numpy_to_arrow(key)).indices).astype(np.int64)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
@@ -171,7 +171,7 @@ def score_columns(
         NaN for items without one). method="maxdiff" refuses judgments read with invalid="count"
         (InputError, `MAXDIFF_COUNT_REFUSAL`)."""
     if method == "maxdiff" and ann.invalid == "count":
-        from fsb.core.files import InputError
+        from fsb.core.readers import InputError
 
         raise InputError(ann.path, MAXDIFF_COUNT_REFUSAL)
     if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
@@ -305,7 +305,7 @@ def _format_arrow(cols: dict[str, np.ndarray], decimals: int, rows: np.ndarray |
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from fsb.core.csvrows import arrow_call, cast_options, numpy_to_arrow, strings_to_arrow
+    from fsb.tables.csvrows import arrow_call, cast_options, numpy_to_arrow, strings_to_arrow
 
     def column(v: np.ndarray) -> pa.Array:
         if v.dtype.kind == "U":

@@ -13,8 +13,9 @@ import numpy as np
 import pandas as pd
 
 from fsb import bws
-from fsb.core.files import InputError, recorded_write
-from fsb.core.items import read_items
+from fsb.core.readers import InputError
+from fsb.core.seals import recorded_write
+from fsb.tables.items import read_items
 
 __all__ = [
     "DESIGN_KIND",
@@ -286,7 +287,7 @@ def read_design(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Tuples (tuple_id, Item1..ItemK) from a design CSV (`fsb tuples`) or exported forms, validated.
 
     Item labels are integers when every one is, else opaque strings; tuple_id must be an integer."""
-    from fsb.core.tables import INT64_MAX, canonical_id, id_problem, read_csv_table, require_columns
+    from fsb.tables.csvrows import INT64_MAX, canonical_id, id_problem, read_csv_table, require_columns
 
     table = read_csv_table(path)
     k = 0

@@ -65,8 +65,8 @@ def _export_arguments(ex: argparse.ArgumentParser) -> None:
 def _export(args: argparse.Namespace) -> int:
     from fsb.annotate import forms as annotate
     from fsb.annotate.study import read_study
-    from fsb.core.files import check_recorded_file
     from fsb.core.output import OutputPlan
+    from fsb.core.seals import check_recorded_file
 
     plan = OutputPlan("fsb annotate export", force=args.force)
     for path in (args.design, *args.generations):

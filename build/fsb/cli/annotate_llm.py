@@ -116,6 +116,6 @@ def _llm(args: argparse.Namespace) -> int:
 
 
 def _rows(out: str) -> list[tuple[int, dict]]:
-    from fsb.core.files import iter_jsonl
+    from fsb.core.readers import iter_jsonl
 
     return list(iter_jsonl(out))

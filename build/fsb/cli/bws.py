@@ -23,7 +23,7 @@ from fsb.cli.common import (
 from fsb.cli.registry import Commands
 
 if TYPE_CHECKING:
-    from fsb.core.judgments import Annotations
+    from fsb.tables.judgments import Annotations
 
 __all__ = ["commands"]
 
@@ -58,8 +58,8 @@ def _score(args: argparse.Namespace) -> int:
     if args.method == "counting":  # counting, its bootstrap included, does no linear algebra: no BLAS threads
         load_numpy_for_counting()
     from fsb.bws.scoring import csv_bytes, score_columns, score_order
-    from fsb.core.files import recorded_write
-    from fsb.core.tables import describe_irregular, read_annotations
+    from fsb.core.seals import recorded_write
+    from fsb.tables.judgments import describe_irregular, read_annotations
 
     to_file = args.out not in (None, "-")
     if to_file:
@@ -119,7 +119,7 @@ def _why_undefined(result: dict[str, Any], ann: Annotations) -> str | None:
 def _reliability(args: argparse.Namespace) -> int:
     load_numpy_for_counting()  # split halves are counted, correlated elementwise: no linear algebra
     from fsb.bws.scoring import annotator_agreement, reliability
-    from fsb.core.tables import describe_irregular, read_annotations
+    from fsb.tables.judgments import describe_irregular, read_annotations
 
     ann = read_annotations(path=args.annotations, invalid=args.invalid)
     if note := describe_irregular(ann):

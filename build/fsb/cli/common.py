@@ -168,8 +168,8 @@ def output_file(path: str, header: str, kind: str, *, force: bool, inputs: Seque
     Path
         the output path.
     """
-    from fsb.core.files import check_recorded_file
     from fsb.core.output import OutputPlan
+    from fsb.core.seals import check_recorded_file
 
     plan = OutputPlan("fsb", force=force)
     for item in inputs:

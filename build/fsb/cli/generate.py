@@ -55,7 +55,7 @@ def declare_run_outputs(command: str, args: argparse.Namespace, inputs: dict[str
     from fsb.engine.outputs import SIDE_OUTPUT_KIND
 
     if Path(args.out).suffix != ".jsonl":  # before any other work, dry runs included
-        from fsb.core.files import InputError
+        from fsb.core.readers import InputError
 
         raise InputError(args.out, "--out must be a .jsonl file (JSON lines, one row per finished request), e.g. --out runs/out.jsonl")
     plan = OutputPlan(command, force=args.force)
@@ -156,8 +156,8 @@ def _explain_arguments(e: argparse.ArgumentParser) -> None:
     "Or, with --mark, mark existing seed files (e.g. the release's seeds/ folder) and write them in the same format.",
 )
 def _seeds(args: argparse.Namespace) -> int:
-    from fsb.core.files import check_recorded_file
     from fsb.core.output import OutputPlan
+    from fsb.core.seals import check_recorded_file
     from fsb.generate.marks import Marker, load_wordlist
     from fsb.generate.seeds import MANIFEST_KIND, SEEDS_KIND, Seed, curate, manifest_path, read_seeds, summarize, write_seeds
 

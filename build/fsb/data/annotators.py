@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError
-from fsb.core.tables import Annotations
+from fsb.core.readers import InputError
+from fsb.tables.judgments import Annotations
 
 __all__ = [
     "KEY_FILE",

@@ -11,16 +11,9 @@ import tempfile
 from pathlib import Path
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import (
-    SEAL_FILE,
-    InputError,
-    atomic_write,
-    content_fingerprint,
-    list_tree,
-    read_seal,
-    seal_difference,
-    sha256_file,
-)
+from fsb.core.atomic import atomic_write
+from fsb.core.readers import InputError, content_fingerprint, sha256_file
+from fsb.core.seals import SEAL_FILE, list_tree, read_seal, seal_difference
 
 __all__ = ["BUILD_KIND", "BUILD_SEAL", "build_folder_difference", "check_record_writable", "is_build_folder", "write_last_build"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsb.core.files import InputError, read_utf8
+from fsb.core.readers import InputError, read_utf8
 
 __all__ = ["CardMeta", "parse_card", "read_card"]
 

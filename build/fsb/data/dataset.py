@@ -30,14 +30,9 @@ import pyarrow.parquet as pq
 import fifty_shades_of_bias as spec
 from fsb import bws
 from fsb.bws import maxdiff, scoring
-from fsb.core.files import (
-    InputError,
-    atomic_dir,
-    check_replaceable_dir,
-    content_fingerprint,
-    write_file,
-)
-from fsb.core.tables import Annotations, Generations, check_coverage, read_annotations, read_generations
+from fsb.core.atomic import write_file
+from fsb.core.folders import atomic_dir, check_replaceable_dir
+from fsb.core.readers import InputError, content_fingerprint
 from fsb.data import annotators, card, intervals
 from fsb.data.annotators import annotator_figures
 from fsb.data.buildfolder import (
@@ -49,6 +44,8 @@ from fsb.data.buildfolder import (
     write_last_build,
 )
 from fsb.data.rounds import Round, merge_rounds, provenance_stats, read_rounds, repeated_judgments, round_table
+from fsb.tables.csvrows import Generations, read_generations
+from fsb.tables.judgments import Annotations, check_coverage, read_annotations
 
 __all__ = [
     "BUILD_KIND",

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from fsb.core.files import InputError, content_fingerprint, sha256_file
+from fsb.core.readers import InputError, content_fingerprint, sha256_file
 
 __all__ = ["compare_builds", "diff_builds", "format_diff", "read_build"]
 

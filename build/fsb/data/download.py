@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.data import hub
 from fsb.data.localbuild import check_repo_id, data_file_paths
 

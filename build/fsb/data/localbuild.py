@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from fsb.core.files import SEAL_FILE, InputError, content_fingerprint
+from fsb.core.readers import InputError, content_fingerprint
+from fsb.core.seals import SEAL_FILE
 
 __all__ = [
     "LocalBuild",

@@ -297,7 +297,7 @@ def _ceiling(reliability: float) -> str:
 
 def is_release_judgments(path: str | Path) -> bool:
     """True when the file at `path` is the pinned release's judgments file, byte for byte (its sha256)."""
-    from fsb.core.files import sha256_file
+    from fsb.core.readers import sha256_file
     from fsb.data.release import ANNOTATIONS
 
     return Path(path).is_file() and sha256_file(Path(path)) == spec.RELEASE["files"][ANNOTATIONS]

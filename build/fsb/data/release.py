@@ -18,8 +18,9 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import fifty_shades_of_bias as spec
 from fsb.core import resources
-from fsb.core.files import InputError, atomic_write, sha256_file
+from fsb.core.atomic import atomic_write
 from fsb.core.logredact import install_log_redaction
+from fsb.core.readers import InputError, sha256_file
 from fsb.core.secrets import redact_message, register, safe_url, url_secrets
 
 __all__ = ["ANNOTATIONS", "GENERATIONS", "check_release", "fetch_release", "find_local_release", "release_dir", "verify_release"]

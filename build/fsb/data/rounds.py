@@ -22,9 +22,10 @@ import yaml
 
 import fifty_shades_of_bias as spec
 from fsb import __version__
-from fsb.core.files import InputError, sha256_file, short
-from fsb.core.tables import Annotations, Generations, read_annotations, read_generations, refuse_unknown_ids
+from fsb.core.readers import InputError, sha256_file, short
 from fsb.data.annotators import annotator_figures
+from fsb.tables.csvrows import Generations, read_generations
+from fsb.tables.judgments import Annotations, read_annotations, refuse_unknown_ids
 
 __all__ = [
     "ROUND_MAX",
@@ -61,7 +62,7 @@ def read_rounds(manifest: str | os.PathLike[str]) -> list[Round]:
     annotations: FILE}; paths are relative to the manifest's folder, `round` defaults to the position
     (1, 2, ...) and must increase, `name` defaults to "round N"."""
     path = Path(manifest)
-    from fsb.core.files import read_utf8
+    from fsb.core.readers import read_utf8
 
     text = read_utf8(path)
     try:

@@ -27,12 +27,14 @@ import pyarrow as pa
 from fsb import __version__, bws
 from fsb.annotate.study import Study, read_study
 from fsb.bws import maxdiff, scoring
-from fsb.core.files import InputError, atomic_dir, check_replaceable_dir, content_fingerprint, sha256_file, write_file
-from fsb.core.tables import Annotations, read_annotations, refuse_unknown_ids
+from fsb.core.atomic import write_file
+from fsb.core.folders import atomic_dir, check_replaceable_dir
+from fsb.core.readers import InputError, content_fingerprint, sha256_file
 from fsb.data import annotators, intervals, study_card
 from fsb.data.buildfolder import BUILD_KIND, BUILD_SEAL, build_folder_difference
 from fsb.data.dataset import BuildResult, parquet_bytes
 from fsb.data.study_items import ItemsFile, read_items
+from fsb.tables.judgments import Annotations, read_annotations, refuse_unknown_ids
 
 __all__ = ["SPLIT", "build_study", "score_study", "study_features", "summary_lines"]
 

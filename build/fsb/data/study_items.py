@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fsb.core.files import InputError
-from fsb.core.tables import read_csv_table
+from fsb.core.readers import InputError
+from fsb.tables.csvrows import read_csv_table
 
 __all__ = ["RESERVED", "ItemsFile", "read_items"]
 

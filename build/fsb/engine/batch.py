@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fsb.core.files import InputError, iter_jsonl, recorded_write, sha256_file
+from fsb.core.readers import InputError, iter_jsonl, sha256_file
+from fsb.core.seals import recorded_write
 from fsb.engine.endpoint import Endpoint
 from fsb.engine.journal import Journal, journal_path
 from fsb.engine.outputs import SideOutput, check_out, check_side_outputs, pending, recover_rows, write_outputs

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fsb import __version__
-from fsb.core.files import InputError
+from fsb.core.readers import InputError
 from fsb.engine.endpoint import EngineError
 from fsb.engine.plan import RequestPlan
 from fsb.engine.responses import now_iso

@@ -16,8 +16,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fsb.core.files import InputError, check_recorded_file, file_difference, iter_jsonl, sweep_stale_temporaries
+from fsb.core.atomic import sweep_stale_temporaries
 from fsb.core.output import write_unit
+from fsb.core.readers import InputError, iter_jsonl
+from fsb.core.seals import check_recorded_file, file_difference
 from fsb.engine.endpoint import EngineError
 from fsb.engine.journal import Journal, failures_path, journal_path
 from fsb.engine.plan import Request, RequestPlan

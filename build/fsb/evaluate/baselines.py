@@ -12,9 +12,8 @@ Trained baselines are out-of-fold: the protocol's scored sentences (those outsid
 the ones an lm-eval run scores) are cut into 10 folds grouped by seed (822 of the release's 960 share a
 seed, and its wording, with another: the probe read 0.696 by sentence, 0.676 grouped); each fold is predicted
 by a model fitted on the other nine, the ridge penalty chosen on those nine by an inner 5-fold
-cross-validation (smallest mean squared error over a fixed grid). The 40 few-shot examples, never
-scored by the protocol, get the prediction of a model fitted on all scored sentences.
-"""
+cross-validation (smallest mean squared error over a fixed grid). The 40 few-shot examples, never scored
+by the protocol, get the prediction of a model fitted on all scored sentences."""
 
 from __future__ import annotations
 
@@ -31,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from fsb.core.errors import FsbError
-from fsb.core.files import InputError, check_recorded_file, read_word_list
 from fsb.core.output import write_unit
+from fsb.core.readers import InputError, read_word_list
+from fsb.core.seals import check_recorded_file
 
 __all__ = [
     "BASELINES",

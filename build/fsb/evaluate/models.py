@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 
 import fifty_shades_of_bias as spec
+from fsb.core.atomic import give_ordinary_modes
 from fsb.core.errors import FsbError
-from fsb.core.files import atomic_dir, give_ordinary_modes
+from fsb.core.folders import atomic_dir
 
 __all__ = ["SMOLLM2_GGUF", "SMOLLM2_PIP", "ModelNotInstalled", "smollm2_gguf", "smollm2_model"]
 

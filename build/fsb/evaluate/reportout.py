@@ -56,7 +56,7 @@ REPORT_SEAL = "fsb report"
 def report_folder_difference(out: Path) -> str | None:
     """None when `out` is an earlier report exactly as `fsb report` wrote it (its seal matches); else the
     first difference ("report.md was edited", "notes.txt was added")."""
-    from fsb.core.files import seal_difference
+    from fsb.core.seals import seal_difference
 
     return seal_difference(out, REPORT_SEAL)
 
@@ -68,7 +68,7 @@ def is_report_folder(out: Path) -> bool:
 
 def check_out(out: Path) -> None:
     """Refuse, before any work, an output folder that is not absent, empty or an unchanged earlier report."""
-    from fsb.core.files import check_replaceable_dir
+    from fsb.core.folders import check_replaceable_dir
 
     check_replaceable_dir(out, changed=report_folder_difference, kind=REPORT_KIND)
 
@@ -87,7 +87,7 @@ def write_outputs(report: dict[str, Any], entries: list[Scored], out: Path) -> l
     -------
     The files written.
     """
-    from fsb.core.files import atomic_dir
+    from fsb.core.folders import atomic_dir
 
     check_out(out)
     written = []

@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, iter_jsonl, quoted, read_utf8
-from fsb.core.tables import INT64_MAX, id_problem
+from fsb.core.readers import InputError, iter_jsonl, quoted, read_utf8
 from fsb.evaluate.fewshot import fewshot_sets
 from fsb.evaluate.runfiles import Run, TaskSamples, load_run, load_runs
+from fsb.tables.csvrows import INT64_MAX, id_problem
 
 __all__ = [
     "DatasetTable",

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fsb.core.files import InputError, iter_jsonl
+from fsb.core.readers import InputError, iter_jsonl
 from fsb.evaluate.metrics import bws_counts
 
 __all__ = ["Run", "TaskSamples", "load_run", "load_runs", "rating_sample", "read_results", "tuple_record"]

@@ -27,8 +27,7 @@ from typing import Any
 import fifty_shades_of_bias as spec
 from fsb.core import resources
 from fsb.core.errors import FsbError
-from fsb.core.files import SEAL_FILE, check_recorded_file, recorded_write
-from fsb.core.seals import read_seal
+from fsb.core.seals import SEAL_FILE, check_recorded_file, read_seal, recorded_write
 
 __all__ = ["EvalError", "bws_statement", "main_job_eval", "main_job_requests", "quiet_lm_eval", "run_eval", "task_manager"]
 

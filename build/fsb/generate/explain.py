@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, quoted
+from fsb.core.readers import InputError, quoted
 from fsb.engine import Request, RequestPlan, Sampling, request_id
 from fsb.generate.keys import rank_key
 from fsb.generate.prompts import REASONING_INSTRUCTION, TEMPLATE_VERSION, reasoning_messages
@@ -40,7 +40,7 @@ class Item:
 def _read_scores(path: Path, column: str | None) -> dict[int, float]:
     import pandas as pd
 
-    from fsb.core.tables import INT64_MAX, id_problem, read_csv_table
+    from fsb.tables.csvrows import INT64_MAX, id_problem, read_csv_table
 
     table = read_csv_table(path)
     frame = table.frame
@@ -77,7 +77,7 @@ def load_items(
     if (generations is None) != (scores is None):
         raise InputError(generations or scores or "-", "give both --generations and --scores, or neither (then the built dataset is used)")
     if generations is not None and scores is not None:
-        from fsb.core.tables import read_generations
+        from fsb.tables.csvrows import read_generations
 
         gens = read_generations(generations).frame
         text = dict(zip(gens["uid"].astype(int), gens["response"]))

@@ -89,7 +89,7 @@ def _csv_field(value: object) -> str:
 
 def release_csv(rows: Iterable[Mapping[str, Any]]) -> str:
     """The release's FSB_text.csv columns (uid, prompt_type, seed_type, query, response) from output rows, losslessly."""
-    from fsb.core.tables import GENERATION_COLUMNS
+    from fsb.tables.csvrows import GENERATION_COLUMNS
 
     lines = [",".join(GENERATION_COLUMNS)]
     for r in rows:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsb.core.files import InputError, read_word_list, sha256_file
+from fsb.core.readers import InputError, read_word_list, sha256_file
 
 __all__ = ["WORDLISTS", "Marker", "Marks", "WordList", "load_wordlist"]
 

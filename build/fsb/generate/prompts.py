@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, read_utf8, sha256_file
+from fsb.core.readers import InputError, read_utf8, sha256_file
 from fsb.generate.keys import normalize, rank_key
 
 __all__ = [

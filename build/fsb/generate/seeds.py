@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import fifty_shades_of_bias as spec
-from fsb.core.files import InputError, iter_jsonl, quoted, read_utf8, sha256_file
 from fsb.core.output import recover_units, write_unit
+from fsb.core.readers import InputError, iter_jsonl, quoted, read_utf8, sha256_file
 from fsb.generate.keys import normalize, rank_key
 from fsb.generate.marks import Marker
 

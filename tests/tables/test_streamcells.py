@@ -1,4 +1,4 @@
-"""fsb.core.streamcells: a large file of string labels read block by block gives exactly what Python's reader
+"""fsb.tables.streamcells: a large file of string labels read block by block gives exactly what Python's reader
 gives (labels, codes, annotators), whatever the labels (over 8 bytes, non-ASCII, spaced, short then long), the
 blocks and the merges; it hands the file back to the whole-file path on a quote or a shared key, names a NUL
 byte's line and field, and keeps memory below the file's size."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fsb.core import judgments, streamcells
-from fsb.core.files import InputError
-from fsb.core.judgments import read_annotations
+from fsb.core.readers import InputError
+from fsb.tables import judgments, streamcells
+from fsb.tables.judgments import read_annotations
 
 HEADER = "Item1,Item2,Item3,Item4,BestItem,WorstItem,Annotator\n"
 

@@ -1,4 +1,4 @@
-"""fsb.core.items: an items list or CSV with an unclosed quote is refused at its line (new-user review: the
+"""fsb.tables.items: an items list or CSV with an unclosed quote is refused at its line (new-user review: the
 plain list silently merged 20 ids into one item holding line breaks; the CSV said "too few items")."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.files import InputError
-from fsb.core.items import read_items
+from fsb.core.readers import InputError
+from fsb.tables.items import read_items
 
 
 def test_an_unclosed_quote_in_a_plain_list_is_refused_at_its_line(tmp_path: Path) -> None:

@@ -18,10 +18,9 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import fifty_shades_of_bias as spec  # noqa: E402
-from fsb.core import csvrows, judgments  # noqa: E402
-from fsb.core import tables as raw  # noqa: E402
-from fsb.core.files import InputError  # noqa: E402
+from fsb.core.readers import InputError  # noqa: E402
 from fsb.data.dataset import build_dataset  # noqa: E402
+from fsb.tables import csvrows, judgments  # noqa: E402
 from tests._support import make_raw  # noqa: E402
 
 WHOLE_FILE = ("file is empty", "file holds a header but no rows")
@@ -90,7 +89,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 
 def _outcome(path: Path) -> object:
     try:
-        a = raw.read_annotations(path, integer_ids=True)
+        a = judgments.read_annotations(path, integer_ids=True)
     except InputError as e:
         return (e.line, e.field, e.message)
     return (a.labels.tolist(), a.item_codes.tolist(), a.best_codes.tolist(), a.worst_codes.tolist())
@@ -152,13 +151,13 @@ def test_the_build_still_loads_after_the_mutations(base: tuple[Path, bytes, byte
     header=st.sampled_from(["", "Item1\n", "\ufeffItem1\r\n"]),
 )
 def test_leading_zero_fast_path_agrees_with_the_rule(body: list[str], header: str) -> None:
-    """`raw.has_leading_zero` (a numpy pass for plain numeric bodies) decides exactly as the documented
+    """`csvrows.has_leading_zero` (a numpy pass for plain numeric bodies) decides exactly as the documented
     regex, from the first data record on (`pos` is always the start of a record)."""
     data = (header + "".join(body)).encode()
     start = len(header.encode())
     expected = csvrows.LEADING_ZERO.search(data, start) is not None
-    assert raw.has_leading_zero(data, start) == expected
-    assert raw.has_leading_zero(data, start, block=3) == expected  # matches across block boundaries too
+    assert csvrows.has_leading_zero(data, start) == expected
+    assert csvrows.has_leading_zero(data, start, block=3) == expected  # matches across block boundaries too
 
 
 # Labels the packed-key path must code exactly as Python's reader: short and long (over 8 UTF-8 bytes),
@@ -171,7 +170,7 @@ LABELS = st.one_of(
 
 def _labels_outcome(path: Path) -> object:
     try:
-        a = raw.read_annotations(path, invalid="count")
+        a = judgments.read_annotations(path, invalid="count")
     except InputError as e:
         return (e.line, e.field, e.message)
     return (a.labels.tolist(), a.labels.dtype.kind, a.item_codes.tolist(), a.best_codes.tolist(), a.worst_codes.tolist(), a.irregular)
@@ -184,7 +183,7 @@ def _labels_outcome(path: Path) -> object:
     )
 )
 def test_string_labels_fast_path_agrees_with_pythons_reader(rows: list[tuple[list[str], int, int, str]]) -> None:
-    """String labels (including ones packed into integer keys, `fsb.core.csvrows.packed_keys`, and best/worst
+    """String labels (including ones packed into integer keys, `fsb.tables.csvrows.packed_keys`, and best/worst
     coded by comparison with the row's items) give the same labels, codes, irregular rows, or the same
     error line, field and message, by the pyarrow path as by Python's csv reader. Index 3 picks a label
     outside the tuple (a best or worst that is not one of its items)."""

@@ -5,7 +5,7 @@ labels of <= 8 UTF-8 bytes are packed into uint64 keys (`packed_keys`: exact, on
 the keys read big-endian sort as Python sorts the strings, `key_order`), and BestItem/WorstItem are coded by
 comparison with their row's items (`encode_cells`), so only the K item columns are hashed. Longer labels are
 hashed as strings, and their dictionary is turned into a sorted numpy unicode array by pyarrow
-(`strings_to_numpy`). Used by `fsb.core.judgments` on large files; pyarrow is imported inside the functions,
+(`strings_to_numpy`). Used by `fsb.tables.judgments` on large files; pyarrow is imported inside the functions,
 so importing this module costs numpy only.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fsb.core.csvrows import INT32_MAX, arrow_call, arrow_to_numpy, numpy_to_arrow
+from fsb.tables.csvrows import INT32_MAX, arrow_call, arrow_to_numpy, numpy_to_arrow
 
 __all__ = [
     "KEY_BYTES",
@@ -326,7 +326,7 @@ def word_keys(words: np.ndarray) -> np.ndarray:
     """One uint64 key per label from its `label_words` row: a label of <= 8 bytes keys as its one word (the
     `packed_keys` key, exact), a longer one as its words multiplied by odd constants and XORed together.
     Equal labels give equal keys; distinct long labels may share a key (chance ~2**-64 a pair), so the
-    caller checks each key's labels word by word (`fsb.core.streamcells`) and falls back to hashing the
+    caller checks each key's labels word by word (`fsb.tables.streamcells`) and falls back to hashing the
     strings when two differ.
 
     Parameters

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fsb.core.files import InputError, quoted, read_utf8
-from fsb.core.tables import INT64_MAX, id_problem
+from fsb.core.readers import InputError, quoted, read_utf8
+from fsb.tables.csvrows import INT64_MAX, id_problem
 
 __all__ = ["ID_COLUMNS", "TEXT_COLUMNS", "Items", "read_items", "texts_of_files"]
 
@@ -67,7 +67,7 @@ def _typed_ids(path: Path, raw: list[str], lines: list[int], field: str) -> np.n
 
 
 def _from_generations(path: Path) -> Items:
-    from fsb.core.tables import read_generations
+    from fsb.tables.csvrows import read_generations
 
     gens = read_generations(path)
     frame = gens.frame
@@ -99,7 +99,7 @@ def read_items(path: str | Path) -> Items:
             expected = f"one id a line, or a CSV header with an id column ({', '.join(ID_COLUMNS)})"
             raise InputError(p, f"expected {expected}; this line has several fields", line=line)
         return Items(p, _typed_ids(p, [row[0] for _, row in records], [n for n, _ in records], "id"), None, [n for n, _ in records])
-    from fsb.core.tables import GENERATION_COLUMNS
+    from fsb.tables.csvrows import GENERATION_COLUMNS
 
     if all(c in header for c in GENERATION_COLUMNS):
         return _from_generations(p)

@@ -1,4 +1,4 @@
-"""The label coding of `fsb.core.labelcodes`: short labels packed into integer keys, and best/worst coded by comparison with
+"""The label coding of `fsb.tables.labelcodes`: short labels packed into integer keys, and best/worst coded by comparison with
 the row's items, give the codes and the label order a plain dictionary of every cell gives."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from fsb.core.labelcodes import encode_cells, key_order, label_words, packed_keys, unpack_keys, word_keys, words_order, words_to_labels
+from fsb.tables.labelcodes import encode_cells, key_order, label_words, packed_keys, unpack_keys, word_keys, words_order, words_to_labels
 
 LABELS = ["b", "ab", "a", "abcdefgh", "é", "ü", "z" * 8, "", "a b", "0", "00", "é" * 4]
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.files import InputError, atomic_dir, atomic_write, read_utf8
-from fsb.core.folders import exchange
+from fsb.core.atomic import atomic_write
+from fsb.core.folders import atomic_dir, exchange
+from fsb.core.readers import InputError, read_utf8
 
 
 def _ours(folder: Path) -> bool:
@@ -86,7 +87,7 @@ def test_outputs_get_ordinary_permissions(tmp_path: Path) -> None:
 def test_jsonl_lines_split_on_newlines_only(tmp_path: Path) -> None:
     import json
 
-    from fsb.core.tables import read_generations
+    from fsb.tables.csvrows import read_generations
 
     row = {"uid": 1, "prompt_type": "completion", "seed_type": "neutral", "query": "q", "response": "a\u2028b\x0cc"}
     (tmp_path / "g.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -1,10 +1,10 @@
 """CSV records with exact line numbers, the one id rule, the generations reader, and the numpy <-> pyarrow
-helpers: the pieces `fsb.core.tables` (the public face), `fsb.core.judgments` and `fsb.core.labelcodes` (the
+helpers: the pieces `fsb.core.tables` (the public face), `fsb.tables.judgments` and `fsb.tables.labelcodes` (the
 coding of judgment labels) share. Generations are FSB_text.csv or a `fsb generate` JSONL file.
 
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
 always the FIRST offending line of the file, whatever the column or the kind of check. Ids follow one
-rule, `id_problem` (ASCII digits, no leading zero). The judgments reader is `fsb.core.judgments`;
+rule, `id_problem` (ASCII digits, no leading zero). The judgments reader is `fsb.tables.judgments`;
 `fsb.core.tables` re-exports both. Only numpy is imported at module level: `fsb score` on a small file stays fast; large
 annotation files are parsed by pyarrow's CSV reader (imported when needed), small ones by Python's.
 """
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from fsb.core.files import InputError, iter_jsonl, quoted, read_utf8
-from fsb.core.files import short as _short
+from fsb.core.readers import InputError, iter_jsonl, quoted, read_utf8
+from fsb.core.readers import short as _short
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from fsb.bws.tuples import read_design
-from fsb.core.files import InputError
-from fsb.core.items import read_items
-from fsb.core.judgments import read_annotations
-from fsb.core.tables import FAST_READER_BYTES, INT64_MAX, id_problem, read_generations
+from fsb.core.readers import InputError
+from fsb.tables.csvrows import FAST_READER_BYTES, INT64_MAX, id_problem, read_generations
+from fsb.tables.items import read_items
+from fsb.tables.judgments import read_annotations
 
 HEADER = "Item1,Item2,Item3,Item4,BestItem,WorstItem\n"
 

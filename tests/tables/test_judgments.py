@@ -1,4 +1,4 @@
-"""fsb.core.judgments: the judgments reader's large-file path (pyarrow, over FAST_READER_BYTES) agrees with the
+"""fsb.tables.judgments: the judgments reader's large-file path (pyarrow, over FAST_READER_BYTES) agrees with the
 small-file path on labels an integer parser would bend, refuses NUL bytes by line and field, and never lets
 a file changed under it fault the parser (found by the adversarial review of issue 23)."""
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.csvrows import FAST_READER_BYTES
-from fsb.core.files import InputError
-from fsb.core.judgments import read_annotations
+from fsb.core.readers import InputError
+from fsb.tables.csvrows import FAST_READER_BYTES
+from fsb.tables.judgments import read_annotations
 
 HEADER = "Item1,Item2,Item3,Item4,BestItem,WorstItem,Annotator\n"
 
@@ -87,7 +87,7 @@ def read_csv(*a, **k):
     os.truncate({str(path)!r}, 0)  # the writer strikes as the parse begins
     return real(*a, **k)
 pacsv.read_csv = read_csv
-from fsb.core.judgments import read_annotations
+from fsb.tables.judgments import read_annotations
 print(len(read_annotations({str(path)!r})))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=300)

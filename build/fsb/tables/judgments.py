@@ -2,15 +2,15 @@
 -> validated, integer-coded `Annotations` (`read_annotations`), and the checks against a set of uids.
 (size: one reader, about 590 lines: its fast pyarrow paths, its exact Python path and the vectorised
 checks share one first-bad-line rule, and apart they would need each other's private pieces; the
-label coding itself is in `fsb.core.labelcodes`.)
+label coding itself is in `fsb.tables.labelcodes`.)
 
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
 always the FIRST offending line of the file, whatever the column or the kind of check (an unknown id
-included: `refuse_unknown_ids`). Labels follow the one id rule of `fsb.core.csvrows.id_problem`. Large
+included: `refuse_unknown_ids`). Labels follow the one id rule of `fsb.tables.csvrows.id_problem`. Large
 files are parsed by pyarrow's CSV reader (imported when needed), small ones by Python's: a large regular file
-whose first lines hold text labels is read block by block (`fsb.core.streamcells`: memory follows the
+whose first lines hold text labels is read block by block (`fsb.tables.streamcells`: memory follows the
 judgments, not the file), other large files whole (copied into memory handed back once parsed). Labels are
-coded once (`fsb.core.labelcodes`: ids up to 8 bytes as integer keys, longer ones by their words, best and
+coded once (`fsb.tables.labelcodes`: ids up to 8 bytes as integer keys, longer ones by their words, best and
 worst by comparison with their row's items) with no Python object per row.
 """
 
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fsb.core.csvrows import (
+from fsb.core.readers import InputError, read_input_bytes, read_utf8
+from fsb.tables.csvrows import (
     FAST_READER_BYTES,
     INT32_MAX,
     INT64_MAX,
@@ -43,7 +44,6 @@ from fsb.core.csvrows import (
     require_header,
     show_label,
 )
-from fsb.core.files import InputError, read_input_bytes, read_utf8
 
 __all__ = [
     "IRREGULAR_KINDS",
@@ -184,7 +184,7 @@ def _fast_cells(
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from fsb.core.labelcodes import numpy_chunks
+    from fsb.tables.labelcodes import numpy_chunks
 
     start = _bom(data)
     head = _header_of(path, data, start)
@@ -246,7 +246,7 @@ def _fast_cells(
     ascii_only = text and _ascii_only(data, start + offset)
     if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         data.madvise(mmap.MADV_DONTNEED)  # the parsed copy's pages leave this process (~0.4 GB at 1e6 items)
-    from fsb.core.labelcodes import code_columns
+    from fsb.tables.labelcodes import code_columns
 
     indices, uniques, rank, unmatched = code_columns(columns, ascii_only, len(fields) - 2)
     return _Cells(indices, uniques, ann, _lazy_lines(path), stamps, rank, chosen_in_items=unmatched == 0)
@@ -367,7 +367,7 @@ def read_annotations(
 
 def _streamed(path: Path, annotators: bool) -> tuple[_Cells | None, list[str]]:
     """(cells, label fields) of a regular file over FAST_READER_BYTES whose first lines hold a non-digit label, read
-    block by block (`fsb.core.streamcells`); (None, []) for other files and when the stream hands the file back."""
+    block by block (`fsb.tables.streamcells`); (None, []) for other files and when the stream hands the file back."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode) or info.st_size <= FAST_READER_BYTES:
@@ -386,7 +386,7 @@ def _streamed(path: Path, annotators: bool) -> tuple[_Cells | None, list[str]]:
         _refuse_nul(path, head, header)
     if _labels_look_numeric(head[start + offset :], [header.index(c) for c in fields]):
         return None, []  # integer ids: the whole-file path parses them as integers
-    from fsb.core.streamcells import stream_cells
+    from fsb.tables.streamcells import stream_cells
 
     try:
         got = stream_cells(path, header, start + offset, fields, annotator if annotators else None, timestamp if annotators else None)

@@ -12,7 +12,7 @@ at least as many distinct labels as the dictionary (or 2**20; the cost stays lin
 word by word against the label its code already stands for: no two distinct labels ever share a code.
 All blocks' cells go into one array reserved for the rows the first block suggests.
 
-The whole-file path of `fsb.core.judgments` is used instead (None) for a file with a quote (a quoted
+The whole-file path of `fsb.tables.judgments` is used instead (None) for a file with a quote (a quoted
 value may hold a newline, so a block cannot be cut at one), a NUL byte (the whole-file path refuses it,
 naming its line and field), a block pyarrow cannot parse (Python's reader names the line), two long
 labels sharing a key, or a label so much longer than the others that a block's distinct labels, all as
@@ -28,9 +28,9 @@ from typing import Any
 
 import numpy as np
 
-from fsb.core.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
-from fsb.core.files import InputError
-from fsb.core.labelcodes import encode_cells, key_order, label_words, ranks, unpack_keys, word_keys, words_order, words_to_labels
+from fsb.core.readers import InputError
+from fsb.tables.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
+from fsb.tables.labelcodes import encode_cells, key_order, label_words, ranks, unpack_keys, word_keys, words_order, words_to_labels
 
 __all__ = ["BLOCK_BYTES", "MERGE_MIN", "Streamed", "rows_expected", "stream_cells"]
 
