@@ -9,10 +9,9 @@ the folder harness/.
 
 core/       errors, readers (input that names file/line/field), atomic (atomic file writes), folders (folder
             swaps), seals (seals and records of what fsb wrote), output (the output layer every command writes
-            through), secrets (redaction of keys and tokens in every encoding, safe URLs), wrapped (its search of
-            base64, compressed and whitespace-wrapped forms), logredact (every log record and
-            warning redacted), onimport (a function run on a module when it is first imported: the log
-            redaction without importing logging), resources
+            through), secrets (redaction of keys and tokens in the forms URLs, headers, logs and servers
+            write them: any case, URL-encoded, JSON/HTML-escaped, hex, base64; safe URLs), logredact (every
+            log record and warning redacted, logging patched when first imported), resources
 tables/     raw files -> validated tables, the first stage: csvrows (validated CSV/JSONL rows, the one id rule,
             the generations), judgments (the judgments reader), labelcodes (judgment labels coded once: packed
             keys, best/worst by comparison), streamcells (large files of string labels read block by block:

@@ -27,13 +27,14 @@ def test_logging_and_warnings_are_redacted_once_installed(capfd: pytest.CaptureF
         "try:\n    raise ValueError('RegisteredSecret123 in a traceback')\n"
         "except ValueError:\n    logging.getLogger('urllib3').exception('failed')\n"
         "warnings.warn('see http://x.example/?access_token=abcdef12345')\n"
+        "warnings.warn('retrying with key registeredsecret123')\n"
     )
     env = {"PATH": "/usr/bin:/bin", "HF_ENDPOINT": "http://u:EndpointPass99@127.0.0.1:9"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr
     assert "GET http://***@127.0.0.1:9/api" in err and "echo ***" in err and "*** in a traceback" in err
-    assert "access_token=***" in err
+    assert "access_token=***" in err and "retrying with key ***" in err
     for leak in ("EndpointPass99", "RegisteredSecret123", "UmVnaXN0ZXJlZFNlY3JldDEyMw", "abcdef12345"):
         assert leak not in err
 
@@ -47,7 +48,8 @@ def test_the_filter_redacts_a_record() -> None:
 def test_redaction_is_installed_before_logging_is_imported_and_still_catches_every_record() -> None:
     """`fsb` start-up no longer imports logging (nor html.entities, urllib.parse): importing the module and
     installing the redaction must import none of them, yet a library importing logging afterwards (as
-    huggingface_hub does) must find every record redacted, tracebacks included."""
+    huggingface_hub does) must find every record redacted, tracebacks included; the import hook that
+    patches logging leaves no trace (was fsb.core.onimport's own test)."""
     code = (
         "import sys\n"
         "from fsb.core import logredact\n"
@@ -59,11 +61,12 @@ def test_redaction_is_installed_before_logging_is_imported_and_still_catches_eve
         "try:\n    raise ValueError('LateSecret-4f9a2c in a traceback')\n"
         "except ValueError:\n    log.exception('failed')\n"
         "print(type(logging.__loader__).__name__, logging.__spec__.loader is logging.__loader__)\n"
+        "print([type(f).__name__ for f in sys.meta_path if 'Hook' in type(f).__name__], 'exec_module' in vars(logging.__loader__))\n"
     )
     env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "LateSecret-4f9a2c"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["[]", "SourceFileLoader True"]
+    assert proc.stdout.splitlines() == ["[]", "SourceFileLoader True", "[] False"]  # the hook has left, the loader is the real one
     assert "key ***" in proc.stderr and "*** in a traceback" in proc.stderr
     assert "LateSecret" not in proc.stderr
 

@@ -1,7 +1,8 @@
 """Issue 20 (secrets, usage): `fsb generate` against a hostile server on 127.0.0.1 (tests/_echo_server.py)
-that echoes the key back base64-encoded (alone or inside a longer blob), as HTML entities, split by
-zero-width characters, as hex, JSON- or double-percent-encoded: nothing that undoes to the key reaches the
-output, the journal, the failures file, the CSV or the terminal. Absurd usage counts are not summed.
+that echoes the key back base64-encoded (alone or inside a longer blob), as HTML entities, as hex or
+JSON-escaped: nothing that undoes to the key reaches the stored response (the output, the journal, the
+failures file, the CSV) or the terminal. (Its zero-width and double-percent forms are no longer
+redacted: docs/reproducibility.md, "What is redacted".) Absurd usage counts are not summed.
 `--base-url` credentials are never echoed in an error. Each test failed on main before issue 20's fix.
 """
 
@@ -70,9 +71,12 @@ def _generate(
     return run_fsb(*map(str, (*args, *extra)), env=env, in_process=False)
 
 
-@pytest.mark.parametrize("encoding", sorted(ENCODINGS))
+DROPPED = {"zw", "pct2"}  # the echo server's forms no client writes a key in
+
+
+@pytest.mark.parametrize("encoding", sorted(set(ENCODINGS) - DROPPED))
 def test_a_key_echoed_in_any_encoding_is_written_nowhere(encoding: str, tmp_path: Path) -> None:
-    """Main stored `Your key: c2stZnNi...` (base64), `&#115;&#107;...` and `s\u200bk\u200b-...` in OUT, journal and CSV."""
+    """Main stored `Your key: c2stZnNi...` (base64) and `&#115;&#107;...` in OUT, journal and CSV."""
     work = tmp_path / "run"
     work.mkdir()
     seeds = write_seed_file(work / "seeds.jsonl", per_type=1)
@@ -143,8 +147,8 @@ def test_the_journal_scrub_reaches_keys_values_and_nested_items() -> None:
 
     endpoint = resolve_endpoint("http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": SECRET})
     b64 = base64.b64encode(SECRET.encode()).decode()
-    event = {"row": {f"k-{SECRET}": [("x", b64)], "n": 3, "zw": "\u200b".join(SECRET), "none": None}}
-    assert scrub(event, endpoint.redact) == {"row": {"k-***": [["x", "***"]], "n": 3, "zw": "***", "none": None}}
+    event = {"row": {f"k-{SECRET}": [("x", b64)], "n": 3, "hex": SECRET.encode().hex(), "none": None}}
+    assert scrub(event, endpoint.redact) == {"row": {"k-***": [["x", "***"]], "n": 3, "hex": "***", "none": None}}
 
 
 @pytest.mark.parametrize(
@@ -168,44 +172,6 @@ def test_check_usage_keeps_only_believable_counts(usage: object, kept: bool) -> 
     assert (got is not None) == kept and (why is None) == kept
     if kept:
         assert got is not None and all(v is None or type(v) is int for v in got.values())
-
-
-ADV_KEY = "sk-fsbADVERSARY123456"
-
-
-def _adversarial_encodings() -> dict[str, object]:
-    from tests.core.test_secrets import ADVERSARIAL
-
-    return ADVERSARIAL
-
-
-@pytest.mark.parametrize("encoding", ["b32", "b64-lines", "b85", "rot13", "reversed", "per-space", "per-dash", "gzip-b64", "fullwidth"])
-def test_the_adversarial_encodings_are_written_nowhere(encoding: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The adversarial pass's leaks: the echo server answers the key base32-, wrapped-base64-, base85-, rot13-,
-    gzip+base64-encoded, reversed, spaced or fullwidth (and rot13 in the response id); OUT.jsonl, the journal
-    and --csv stored it undecoded."""
-    import codecs
-
-    forms = _adversarial_encodings()
-    monkeypatch.setitem(ENCODINGS, f"adv-{encoding}", forms[encoding])
-    monkeypatch.setitem(ENCODINGS, "b64", lambda k: codecs.encode(k, "rot13"))  # the response id: chatcmpl-<rot13>
-    work = tmp_path / "run"
-    work.mkdir()
-    seeds = write_seed_file(work / "seeds.jsonl", per_type=1)
-    out, csv_path = work / "gens.jsonl", work / "gens.csv"
-    with EchoServer() as server:
-        proc = _generate(server, seeds, out, f"echo:adv-{encoding}", "--csv", csv_path, key=ADV_KEY)
-    assert proc.returncode == 0, proc.stderr
-    rows = read_jsonl(out)
-    assert len(rows) == 4
-    for row in rows:
-        assert row["raw_response"].startswith("Your key: ***") and row["raw_response"].endswith(" (keep it)")
-        assert row["response_id"] == "chatcmpl-***"
-    text = everything(work, proc)
-    assert ADV_KEY.lower() not in text.lower()
-    for form in ("b32", "b85", "rot13", "reversed", "per-space", "per-dash", "fullwidth"):
-        assert forms[form](ADV_KEY)[:16] not in text, form
-    assert_nowhere(ADV_KEY, text)
 
 
 def test_a_token_in_a_base_url_matrix_parameter_is_written_nowhere(tmp_path: Path) -> None:

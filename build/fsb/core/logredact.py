@@ -3,18 +3,20 @@
 huggingface_hub, urllib3 and httpx print request URLs (an --endpoint's credentials) in their retry
 warnings. `install_log_redaction` puts a redacting record factory into `logging` and redacts every record
 a handler is given (`logging.Handler.handle`: records made by `makeLogRecord`, or by a factory a library
-installs later, too), wraps `warnings.showwarning` and the exception hooks of the process and its threads;
-without `logging` imported yet, the logging part goes in the moment it is (`fsb.core.onimport`), so that
-importing fsb does not import logging. `RedactingFilter` does the same for one handler or logger.
+installs later, too), wraps `warnings.showwarning` and the exception hook of threads. Without `logging` imported yet, the
+logging part goes in the moment it is: a finder first in `sys.meta_path` wraps logging's loader so the
+module is patched after its code runs and before `import logging` returns it, so that fsb's start
+imports no logging (and a command that logs nothing never pays for it). `RedactingFilter` does the same
+for one handler or logger.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from fsb.core.onimport import when_imported
 from fsb.core.secrets import redact_message
 
 if TYPE_CHECKING:
@@ -59,7 +61,7 @@ def install_log_redaction() -> None:
     including logging's last-resort stderr handler) and around `warnings.showwarning`. Idempotent; call it
     where secrets are resolved, before the first request.
 
-    Without `logging` imported yet, the factory goes in the moment it is (`fsb.core.onimport`), before any record.
+    Without `logging` imported yet, the factory goes in the moment it is (`_LoggingHook`), before any record.
     """
     global _INSTALLED
     with _LOCK:
@@ -73,7 +75,43 @@ def install_log_redaction() -> None:
 
     warnings.showwarning = showwarning
     threading.excepthook = _thread_excepthook
-    when_imported("logging", _redact_records)
+    hook = _LoggingHook()
+    sys.meta_path.insert(0, hook)  # first the hook, then the check: an import in between meets one of them
+    if "logging" in sys.modules and hook.claim():
+        _redact_records(sys.modules["logging"])
+
+
+class _LoggingHook:
+    """A meta path finder for `logging` alone: the spec the finders after it give, its loader made to
+    patch the module (`_redact_records`) right after executing it. It leaves `sys.meta_path` on first use;
+    the module keeps its real loader (a reload runs that loader alone)."""
+
+    def claim(self) -> bool:
+        """True for the one caller that gets to patch logging (the hook leaves sys.meta_path)."""
+        try:
+            sys.meta_path.remove(self)
+        except ValueError:
+            return False
+        return True
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        """None but for `logging`, the first time: the other finders' spec, its loader wrapped once."""
+        if name != "logging" or not self.claim():
+            return None
+        for finder in list(sys.meta_path):
+            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
+            if spec is not None:
+                loader = spec.loader
+                real_exec = loader.exec_module
+
+                def exec_module(module: Any) -> None:
+                    del loader.exec_module  # once: the loader is the real one again
+                    real_exec(module)
+                    _redact_records(module)
+
+                loader.exec_module = exec_module
+                return spec
+        return None
 
 
 def _thread_excepthook(args: Any) -> None:
