@@ -6,11 +6,15 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from fsb.core import secrets
 from fsb.core.logredact import RedactingFilter
+
+# A bare environment, but the fsb under test (not an installed copy) on the path of the child.
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(secrets.__file__).parents[2])}
 
 
 def test_logging_and_warnings_are_redacted_once_installed(capfd: pytest.CaptureFixture[str]) -> None:
@@ -29,7 +33,7 @@ def test_logging_and_warnings_are_redacted_once_installed(capfd: pytest.CaptureF
         "warnings.warn('see http://x.example/?access_token=abcdef12345')\n"
         "warnings.warn('retrying with key registeredsecret123')\n"
     )
-    env = {"PATH": "/usr/bin:/bin", "HF_ENDPOINT": "http://u:EndpointPass99@127.0.0.1:9"}
+    env = {**CLEAN_ENV, "HF_ENDPOINT": "http://u:EndpointPass99@127.0.0.1:9"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
     err = proc.stderr
@@ -63,7 +67,7 @@ def test_redaction_is_installed_before_logging_is_imported_and_still_catches_eve
         "print(type(logging.__loader__).__name__, logging.__spec__.loader is logging.__loader__)\n"
         "print([type(f).__name__ for f in sys.meta_path if 'Hook' in type(f).__name__], 'exec_module' in vars(logging.__loader__))\n"
     )
-    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "LateSecret-4f9a2c"}
+    env = {**CLEAN_ENV, "OPENAI_API_KEY": "LateSecret-4f9a2c"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["[]", "SourceFileLoader True", "[] False"]  # the hook has left, the loader is the real one
@@ -89,7 +93,7 @@ def test_records_made_around_the_factory_and_thread_tracebacks_are_redacted() ->
         "def boom():\n    raise RuntimeError('thread AroundSecret-77c1')\n"
         "t = threading.Thread(target=boom, name='worker'); t.start(); t.join()\n"
     )
-    env = {"PATH": "/usr/bin:/bin"}
+    env = {**CLEAN_ENV}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "made ***" in proc.stderr and "after ***" in proc.stderr, proc.stderr

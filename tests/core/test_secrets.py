@@ -24,6 +24,7 @@ from fsb.core import secrets
 from fsb.core.secrets import REDACTED, redact, redact_message, safe_url, url_secrets
 
 SECRET = "sk-fsb-test-7f3a9c0e-DO-NOT-LEAK"
+CLEAN_ENV = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(secrets.__file__).parents[2])}  # the fsb under test
 
 
 def _u_escapes(s: str, fmt: str = "04x") -> str:
@@ -254,7 +255,7 @@ def test_a_json_escaped_quote_leaves_no_escape_behind() -> None:
 def test_an_error_at_start_names_no_secret(tmp_path: Path) -> None:
     """The earliest error of `fsb score` (its input does not exist) goes through the lazy redaction: the
     environment's key in the path is printed as ***, in one line, exit 2."""
-    env = {"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": "StartSecret-8d1e"}
+    env = {**CLEAN_ENV, "OPENAI_API_KEY": "StartSecret-8d1e"}
     code = "import sys; from fsb.cli import main; sys.exit(main())"
     args = ["score", str(tmp_path / "StartSecret-8d1e.csv"), "--out", str(tmp_path / "s.csv")]
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=False, timeout=60)

@@ -98,25 +98,27 @@ class _LoggingHook:
         """None but for `logging`, the first time: the other finders' spec, its loader wrapped once."""
         if name != "logging" or not self.claim():
             return None
-        for finder in list(sys.meta_path):
-            spec = finder.find_spec(name, path, target) if hasattr(finder, "find_spec") else None
-            if spec is not None:
-                loader = spec.loader
-                real_exec = loader.exec_module
+        finders = [f for f in sys.meta_path if hasattr(f, "find_spec")]
+        spec = next((s for f in finders if (s := f.find_spec(name, path, target)) is not None), None)
+        if spec is not None and spec.loader is not None:
+            _patch_after_exec(spec.loader)
+        return spec
 
-                def exec_module(module: Any) -> None:
-                    del loader.exec_module  # once: the loader is the real one again
-                    real_exec(module)
-                    _redact_records(module)
 
-                loader.exec_module = exec_module
-                return spec
-        return None
+def _patch_after_exec(loader: Any) -> None:
+    """Make `loader` run `_redact_records` on the module right after executing it, once."""
+    real_exec = loader.exec_module
+
+    def exec_module(module: Any) -> None:
+        del loader.exec_module  # once: the loader is the real one again
+        real_exec(module)
+        _redact_records(module)
+
+    loader.exec_module = exec_module
 
 
 def _thread_excepthook(args: Any) -> None:
     """A thread's uncaught exception, printed as `threading`'s own hook does, redacted."""
-    import sys
     import traceback
 
     if args.exc_type is SystemExit:

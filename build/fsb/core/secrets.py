@@ -57,7 +57,7 @@ def _char_forms(ch: str) -> str:
         f"&\\#0*{ord(ch)};?",
         f"&\\#x0*{ord(ch):x};?",
     ]
-    if ch in "\"\\/":
+    if ch in '"\\/':
         forms.append(re.escape("\\" + ch))  # JSON's short escapes
     if ch in _HTML_NAMED:
         forms.append(f"&{_HTML_NAMED[ch]};")
