@@ -1,7 +1,8 @@
 """Benchmark: redaction (`fsb.core.secrets.redact`) of long log lines, this checkout against another.
 
 Every log line, warning and error fsb prints goes through `redact`, so its cost on long lines (an HTTP error
-echoing a body, a MIME blob, an id with a long prefix) is what a run pays when things go wrong. Each case
+echoing a body, a base64 blob, a header, an id with a long prefix) is what a run pays when things go wrong.
+The key is in each case in a form `redact` removes (docs/reproducibility.md, "What is redacted"). Each case
 runs in a fresh process per checkout (this one, and `--baseline BUILD`, another checkout's `build/` folder),
 interleaved over `--rounds`; the CPU time of the `redact` call alone (after a warm-up call) is timed in the
 child. Each line gives the median and range over the rounds and the ratio baseline/fsb (> 1: this checkout is
@@ -24,33 +25,37 @@ from pathlib import Path
 
 KEY = "sk-fsbADVERSARY123456"
 
-# (name, Python expression building the text from `b` (the key's base64), `w` (wrap), `rng`, base64, gzip, json)
-WORDS = '" ".join(base64.b64encode(rng.randbytes({size})).decode() for _ in range({n})) + " " + w(b, 8, " ")'
+# (name, Python expression building the text from `b` (the key's base64), `basic` (base64 of user:key), `rng`,
+# base64, json, quote): long lines of the kinds fsb prints when things go wrong, the key in a form it redacts.
+WORDS = '" ".join(base64.b64encode(rng.randbytes({size})).decode() for _ in range({n}))'
 CASES = [
-    ("64 base64 words, then the key wrapped", WORDS.format(size=150, n=64)),
-    ("100 kB base64 words, then the key wrapped", WORDS.format(size=1500, n=50)),
-    ("100 kB MIME body holding the key", "base64.encodebytes(rng.randbytes(75000) + KEY.encode()).decode()"),
+    ("64 base64 words, then the key in base64", WORDS.format(size=150, n=64) + ' + " " + b'),
+    ("100 kB base64 words, then a Basic auth header", WORDS.format(size=1500, n=50) + ' + " Authorization: Basic " + basic'),
+    ("100 kB base64 blob holding the key", "base64.b64encode(rng.randbytes(75000) + KEY.encode()).decode()"),
     (
-        "JSON-escaped wrapped gzip with the key",
-        'json.dumps({"e": base64.encodebytes(gzip.compress(rng.randbytes(70000) + KEY.encode())).decode()})',
+        "100 kB JSON error body, the key escaped and URL-encoded",
+        'json.dumps({"e": "x" * 100000, "k": KEY.replace("-", "\\u002d"), "u": quote(KEY)})',
     ),
+    ("100 kB of hex, then the key in hex", 'rng.randbytes(50000).hex() + " " + KEY.encode().hex()'),
     ('"x-" * 2000 + the key in base64', '"x-" * 2000 + b'),
     ('"ab-" * 5000 + the key in base64', '"ab-" * 5000 + b'),
     ("100 kB of prose, then the key", '"the cat sat on a mat, " * 4500 + KEY'),
 ]
 
 CHILD = r"""
-import base64, gzip, json, random, sys, time
+import base64, json, random, sys, time
+from urllib.parse import quote
 from fsb.core.secrets import redact
 KEY = sys.argv[1]
 b = base64.b64encode(KEY.encode()).decode()
+basic = base64.b64encode(b"user:" + KEY.encode()).decode()
 rng = random.Random(1)
-w = lambda t, n, s: s.join(t[i : i + n] for i in range(0, len(t), n))
 text = eval(sys.argv[2])
 redact("warm up", [KEY])
 start = time.process_time()
 out = redact(text, [KEY])
-print(json.dumps({"cpu": time.process_time() - start, "chars": len(text), "gone": KEY not in out and b not in out}))
+gone = not any(f in out for f in (KEY, b, basic[8:], KEY.encode().hex(), quote(KEY), KEY.replace("-", "\\u002d")))
+print(json.dumps({"cpu": time.process_time() - start, "chars": len(text), "gone": gone}))
 """
 
 

@@ -163,8 +163,8 @@ def status(e: BaseException) -> int | None:
 def redact(text: str, token: str | None) -> str:
     """`text` fit to print: the token, the environment's secrets and every URL's credentials removed.
 
-    Every form a reader could undo is covered (any case, percent-encoded, escaped, HTML entities, split
-    by zero-width characters, hex, base64 at any alignment: see `fsb.core.secrets.redact`), and every URL
+    The forms a client or server prints it in are covered (any case, percent-encoded, JSON/HTML-escaped,
+    hex, base64 of it or of user:token: see `fsb.core.secrets.redact`), and every URL
     in the text loses its user info and token-like query values (an --endpoint carrying a token).
 
     Parameters

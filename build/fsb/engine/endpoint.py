@@ -66,10 +66,10 @@ class Endpoint:
         return tuple(s for s in (self.api_key, *url_secrets(self.base_url)) if s)
 
     def redact(self, text: str) -> str:
-        """`text` with the key and the URL's credentials replaced by ***, in every form a reader could undo.
+        """`text` with the key and the URL's credentials replaced by ***, in the forms a server echoes them in.
 
-        Any letter case, percent-encoded, escaped, as HTML entities, split by zero-width characters, hex or
-        base64 (see `fsb.core.secrets.redact`): a server that echoes the key never gets it written.
+        Any letter case, percent-encoded, JSON/HTML-escaped, hex or base64 (see `fsb.core.secrets.redact`):
+        a server that echoes the key never gets it written.
 
         Parameters
         ----------
