@@ -1,13 +1,12 @@
 """Log redaction: every log record and warning of the process passes through `fsb.core.secrets.redact_message`.
 
 huggingface_hub, urllib3 and httpx print request URLs (an --endpoint's credentials) in their retry
-warnings. `install_log_redaction` puts a redacting record factory into `logging` and redacts every record
-a handler is given (`logging.Handler.handle`: records made by `makeLogRecord`, or by a factory a library
-installs later, too), wraps `warnings.showwarning` and the exception hook of threads. Without `logging` imported yet, the
-logging part goes in the moment it is: a finder first in `sys.meta_path` wraps logging's loader so the
-module is patched after its code runs and before `import logging` returns it, so that fsb's start
-imports no logging (and a command that logs nothing never pays for it). `RedactingFilter` does the same
-for one handler or logger.
+warnings. `install_log_redaction` puts a redacting record factory into `logging`, redacts every record a
+handler is given (`logging.Handler.handle`: records made by `makeLogRecord` or a library's own factory
+too) and wraps `warnings.showwarning` and the threads' exception hook. fsb's start imports no logging
+(a command that logs nothing never pays for it): until it is imported, a finder first in `sys.meta_path`
+waits for it and has the module patched after its code runs, before `import logging` returns it.
+`RedactingFilter` does the same for one handler or logger.
 """
 
 from __future__ import annotations
@@ -57,11 +56,10 @@ def _scrub_record(record: logging.LogRecord) -> None:
 def install_log_redaction() -> None:
     """From now on, every log record and warning of this process is redacted by `redact_message`.
 
-    Installed as the log record factory (so records of every logger, whatever handler prints them,
-    including logging's last-resort stderr handler) and around `warnings.showwarning`. Idempotent; call it
-    where secrets are resolved, before the first request.
-
-    Without `logging` imported yet, the factory goes in the moment it is (`_LoggingHook`), before any record.
+    Installed as the log record factory and in `logging.Handler.handle` (so records of every logger,
+    whatever handler prints them, logging's last-resort stderr handler too) and around
+    `warnings.showwarning`; without `logging` imported yet, the moment it is (`_LoggingHook`), before any
+    record. Idempotent; call it where secrets are resolved, before the first request.
     """
     global _INSTALLED
     with _LOCK:

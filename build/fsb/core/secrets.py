@@ -110,19 +110,9 @@ def _usable(secrets: Iterable[str | None]) -> tuple[str, ...]:
 
 
 def secrets_pattern(secrets: Iterable[str | None]) -> re.Pattern[str] | None:
-    """One pattern matching every form of every secret that `redact` removes (a base64 one as group ``b64``).
-
-    Parameters
-    ----------
-    secrets
-        The secrets; None and empty ones are skipped. Each is matched as text whatever its length; its
-        hex and base64 forms only from `MIN_SECRET` bytes on.
-
-    Returns
-    -------
-    re.Pattern or None
-        The compiled pattern (cached), or None when there is nothing to hide.
-    """
+    """One compiled pattern (cached) matching every form of `secrets` that `redact` removes, a base64 one as
+    group ``b64``; None when there is nothing to hide. None and empty secrets are skipped; each is matched as
+    text whatever its length, its hex and base64 forms only from `MIN_SECRET` bytes on."""
     return _compiled(_usable(secrets))
 
 
@@ -151,9 +141,6 @@ def redact(text: str, secrets: Iterable[str | None]) -> str:
     out, last, pos = [], 0, 0
     while (m := pattern.search(text, pos)) is not None:
         start, end = m.span()
-        if end == start:
-            pos = end + 1
-            continue
         if m.lastgroup == "b64":  # the whole base64 word: no edge character that mixes in the key's bits is left
             urlsafe = any(c in "-_" for c in m[0])
             before = text[last:start]
@@ -216,18 +203,8 @@ def safe_url(url: str) -> str:
 
 
 def url_secrets(url: str | None) -> list[str]:
-    """The secrets a URL carries: its password (or a user name without one), and its token-like parameters' values.
-
-    Parameters
-    ----------
-    url
-        A URL, or None.
-
-    Returns
-    -------
-    list of str
-        Each secret as written in the URL and percent-decoded.
-    """
+    """The secrets `url` (or None) carries, each as written and percent-decoded: its password (or a user
+    name without one), and the values of its token-like query, fragment and ``;name=`` parameters."""
     if not url:
         return []
     from urllib.parse import unquote, unquote_plus, urlsplit
@@ -250,30 +227,15 @@ def url_secrets(url: str | None) -> list[str]:
 
 
 def register(*secrets: str | None) -> None:
-    """Add secrets resolved at run time (a key, a token, a URL's credentials) to those `redact_message` hides.
-
-    Parameters
-    ----------
-    *secrets
-        The secrets; None and empty ones are ignored.
-    """
+    """Add secrets resolved at run time (a key, a token, a URL's credentials; None and empty ones are
+    ignored) to those `redact_message` hides."""
     with _LOCK:
         _REGISTERED.update(s for s in secrets if s)
 
 
 def env_secrets(env: Mapping[str, str] | None = None) -> list[str]:
-    """The secrets of the environment: the key and token variables, and the credentials in URL variables.
-
-    Parameters
-    ----------
-    env
-        The environment (default: os.environ).
-
-    Returns
-    -------
-    list of str
-        The secrets, registered ones included.
-    """
+    """The secrets of `env` (default: os.environ), registered ones included: the key and token variables,
+    and the credentials in URL variables; those under `MIN_SECRET` characters are left out."""
     env = os.environ if env is None else env
     found = [env.get(name) or "" for name in SECRET_ENV]
     found += [s.strip() for s in found]
