@@ -100,6 +100,8 @@ def test_an_id_prefix_before_a_base64_key_is_kept() -> None:
     b64 = base64.b64encode(ADV_KEY.encode()).decode()
     assert redact(f"chatcmpl-{b64}", [ADV_KEY]) == "chatcmpl-***"
     assert redact(f"req_x-{b64}, next", [ADV_KEY]) == "req_x-***, next"
+    assert redact("req-abc_def-" + b64, [ADV_KEY]) == "req-abc_def-***"  # from test_wrapped.py, which went
+    assert redact("x-" * 500 + b64, [ADV_KEY]) == "x-" * 500 + REDACTED
 
 
 def test_an_html_escaped_key_with_markup_characters_is_redacted() -> None:
