@@ -39,7 +39,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from tests._support import make_raw, write_csv
 from tests.annotate import test_labelstudio
-from tests.annotate.test_labelstudio import ADMIN_TOKEN, Client, fsb
+from tests.annotate.test_labelstudio import ADMIN_TOKEN, REPO, Client, fsb
 
 pytestmark = pytest.mark.slow
 
@@ -130,7 +130,8 @@ def _open_task(driver: WebDriver, base: str, project: int, task: int) -> list[st
     """Open one task's annotation page as the annotator would from the project's list; returns the texts shown."""
     driver.get(f"{base}/projects/{project}/data?task={task}")
     _until(driver, f"task {task} with its choices and a Submit button", lambda d: len(_choice_groups(d)) == 2 and _button(d, "Submit"))
-    return [line.text for line in driver.find_elements(By.CSS_SELECTOR, ".lsf-main-view .lsf-richtext__line")]
+    lines = _until(driver, f"task {task}'s texts", lambda d: d.find_elements(By.CSS_SELECTOR, ".lsf-main-view .lsf-richtext__line"))
+    return [line.text for line in lines]
 
 
 def _refusal(driver: WebDriver) -> str:
@@ -253,8 +254,8 @@ def test_an_annotator_clicks_in_label_studio_and_the_scores_count_the_clicks(lab
         grey = img.convert("L").getextrema()
     assert 400 < width < 1280 and 300 < height < 900 and grey[1] - grey[0] > 100, "the labeling panel, cropped, with text on it"
     assert len(shot) < 100_000
-    if os.environ.get("FSB_SCREENSHOT_OUT"):
-        Path(os.environ["FSB_SCREENSHOT_OUT"]).write_bytes(shot)
+    if os.environ.get("FSB_SCREENSHOT_OUT"):  # a relative path is the checkout's (the test runs in a temporary folder)
+        (REPO / os.environ["FSB_SCREENSHOT_OUT"]).write_bytes(shot)
 
     export = tmp_path / "export.json"
     export.write_text(json.dumps(admin.call("GET", f"/api/projects/{project}/export?exportType=JSON")))
