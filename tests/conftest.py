@@ -60,7 +60,7 @@ MARKER_FIXTURES: dict[str, set[str]] = {
 MARKER_NAMES: dict[str, set[str]] = {"server": {"FakeHub", "FaultProxy", "ThreadingHTTPServer", "HTTPServer", "serve"}}
 # Modules whose every test has the cost (by the module's file name).
 MARKER_MODULES: dict[str, set[str]] = {
-    "labelstudio": {"test_labelstudio.py"},
+    "labelstudio": {"test_labelstudio.py", "test_labelstudio_browser.py"},
     "slow": {"test_lm_eval_e2e.py", "test_update_path.py", "test_kill_build.py", "test_generate_faults.py"},
 }
 # Tests that load a model shipped as a wheel (no fixture says so): by test function name.
