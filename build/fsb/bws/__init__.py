@@ -4,6 +4,7 @@
     reliability   split-half reliability (the reference Perl procedure)
     designs       tuple designs with the at-most-2-shared guarantee, and their report
     extend        designs that tie new items to an existing study
+    coded         judgments coded for scoring: item codes, tuples identified by item set
     scoring       label-level scoring: annotations -> tuples -> counting or MaxDiff, with intervals
     maxdiff       the MaxDiff (best-worst multinomial logit) fit, summed per distinct tuple
     bootstrap     95% per-item bootstrap intervals over tuples, for counting and MaxDiff scores

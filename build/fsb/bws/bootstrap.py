@@ -21,7 +21,7 @@ from fsb.bws.newton import NewtonChunks, centred
 from fsb.bws.tails import Tails, quantiles
 
 if TYPE_CHECKING:
-    from fsb.bws.scoring import Coded
+    from fsb.bws.coded import Coded
 
 __all__ = ["bootstrap_intervals", "connected_main", "unbounded"]
 
@@ -135,7 +135,7 @@ def bootstrap_intervals(
 
     Parameters
     ----------
-    coded : the judgments, coded (`fsb.bws.scoring.Coded`).
+    coded : the judgments, coded (`fsb.bws.coded.Coded`).
     method : "counting" or "maxdiff".
     n_boot : resamples.
     seed : seed of the resampling (deterministic output).
