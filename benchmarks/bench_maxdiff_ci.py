@@ -31,7 +31,7 @@ def cpu(fn) -> tuple[float, object]:
 def run_size(n: int, boot: int, full: int) -> str:
     from fsb import bws
     from fsb.bws import bootstrap, maxdiff
-    from fsb.bws.scoring import Coded
+    from fsb.bws.coded import Coded
 
     design, ti, best, worst = simulate(n)
     coded = Coded(np.arange(n), design[ti], design, ti, best, worst)

@@ -88,11 +88,11 @@ _SIGNALS = ("SIGINT", "SIGTERM")
 
 
 def simulated_study(n: int = 90, seed: int = 3) -> tuple[Any, np.ndarray]:
-    """A simulated best-worst study coded as `fsb.bws.scoring.Coded` (a 2N design of n items, 3 judgments a
+    """A simulated best-worst study coded as `fsb.bws.coded.Coded` (a 2N design of n items, 3 judgments a
     tuple from the logit on normal utilities), and its MaxDiff fit's utilities: the bootstrap tests' input."""
     from fsb import bws
     from fsb.bws import maxdiff
-    from fsb.bws.scoring import Coded
+    from fsb.bws.coded import Coded
 
     truth = np.random.default_rng(seed).normal(size=n)
     design = bws.bws_design(n, seed=seed)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from fsb.bws import bootstrap, newton, tails
+from fsb.bws.coded import Coded
+from fsb.bws.counting import count_best_worst
 from tests._support import simulated_study
 
 
@@ -21,3 +23,44 @@ def test_intervals_from_the_tails_equal_those_from_all_the_draws() -> None:
     np.testing.assert_allclose(low, 2 * start - (q_high + frame), atol=1e-5)
     np.testing.assert_allclose(high, 2 * start - (q_low + frame), atol=1e-5)
     assert np.all(low < start) and np.all(start < high)
+
+
+def test_the_minimum_resamples_is_where_the_widest_interval_of_r_draws_reaches_the_level() -> None:
+    """(R - 1) / (R + 1), the chance that the lowest and highest of R draws enclose another, reaches 95% at 39."""
+    assert bootstrap.MIN_RESAMPLES == bootstrap.minimum_resamples(0.95) == 39
+    for level in (0.8, 0.9, 0.95, 0.99):
+        r = bootstrap.minimum_resamples(level)
+        assert (r - 1) / (r + 1) >= level - 1e-12 > (r - 2) / r
+
+
+def _same_score_in_every_tuple() -> Coded:
+    """Items 0 and 1 each in two 3-item tuples, with (B - W) / n = 1/3 in both: every resample scores them 2/3,
+    which a float32 draw cannot hold exactly."""
+    design = np.array([[0, 2, 3], [0, 4, 5], [1, 2, 4], [1, 3, 5]])
+    ti = np.repeat(np.arange(4), 3)
+    best = np.array([0, 2, 3, 0, 4, 5, 1, 2, 4, 1, 3, 5])
+    worst = np.array([2, 3, 2, 4, 5, 4, 2, 4, 2, 3, 5, 3])
+    return Coded(np.arange(6), design[ti], design, ti, best, worst)
+
+
+def test_an_item_scored_the_same_in_every_resample_gets_an_interval_holding_its_score() -> None:
+    """The draws are float32: the interval of an item whose every resample scores 2/3 was [f32(2/3), f32(2/3)],
+    2e-8 above its score. An end that misses the score by rounding only is the score."""
+    coded = _same_score_in_every_tuple()
+    notes: list[str] = []
+    low, high = bootstrap.bootstrap_intervals(coded, n_boot=60, seed=1, notes=notes)
+    score = count_best_worst(coded.design, coded.best, coded.worst, 6, coded.tuple_index).score
+    assert score[0] == score[1] == 2 / 3
+    assert low[0] <= score[0] <= high[0] and low[1] <= score[1] <= high[1]
+    assert not any("one side" in n for n in notes)
+
+
+def test_an_interval_beside_its_score_carries_a_note_saying_why() -> None:
+    """Two resamples (the API allows what `fsb score` refuses): the intervals that miss their score are counted
+    and named in one note that gives the cause."""
+    coded, start = simulated_study(n=40, seed=5)
+    notes: list[str] = []
+    low, high = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=2, seed=0, start=start, notes=notes)
+    aside = int(((low > start) | (high < start)).sum())
+    [note] = [n for n in notes if "lies wholly to one side" in n]
+    assert aside > 0 and note.startswith(f"the interval of {aside} items (") and "fewer than the 39 a 95% interval needs" in note

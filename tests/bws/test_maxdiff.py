@@ -12,7 +12,7 @@ import scipy.stats
 
 from fsb import bws
 from fsb.bws import bootstrap, maxdiff, newton
-from fsb.bws.scoring import Coded
+from fsb.bws.coded import Coded
 from tests._support import simulate_bws
 
 choix = pytest.importorskip("choix")

@@ -1,19 +1,26 @@
-"""The bws stage's commands in process: `fsb tuples --extend --invalid`, `fsb reliability` on too few items."""
+"""The bws stage's commands in process: `fsb tuples --extend --invalid`, `fsb reliability` on too few items, and
+`fsb score --ci`: the resample counts it takes and what every interval it writes holds (a property test)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fsb.bws.tuples import read_design
 from fsb.cli.app import main
 from fsb.cli.common import BLAS_THREAD_VARIABLES, write_stdout
-from tests._support import make_raw
+from tests._support import make_raw, run_fsb
 
 _ROWS = [
     "1,2,3,4,1,4",
@@ -225,3 +232,95 @@ def test_score_to_stdout_is_the_file_byte_for_byte_on_the_fast_writer(tmp_path: 
     to_file = subprocess.run([*command, "--out", "s.csv"], cwd=tmp_path, capture_output=True, check=False)
     assert out.returncode == 0 and to_file.returncode == 0, (out.stderr, to_file.stderr)
     assert out.stdout == (tmp_path / "s.csv").read_bytes() and out.stdout.count(b"\n") == n + 1
+
+
+# --- fsb score --ci: resample counts and what each interval written means (issue 34, fault 2) ---------------
+
+_HEADER4 = "Item1,Item2,Item3,Item4,BestItem,WorstItem\n"
+
+
+@pytest.mark.parametrize("count", ["1", "2", "38"])
+def test_score_refuses_fewer_resamples_than_a_95_percent_interval_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: str
+) -> None:
+    """--bootstrap 1 wrote zero-width "95%" intervals beside 970 of the release's 1,000 scores: refused in one
+    line naming the minimum and why, before the file is read; 39 is taken."""
+    one = tmp_path / "one.csv"
+    one.write_text(_HEADER4 + "1,2,3,4,1,4\n2,3,4,5,2,5\n")
+    with pytest.raises(SystemExit) as e:
+        main(["score", str(one), "--ci", "--bootstrap", count, "--out", str(tmp_path / "s.csv")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and len(err.splitlines()) == 1
+    assert "a 95% interval needs at least 39 resamples" in err and "(R-1)/(R+1)" in err and f"got {count}" in err
+    assert not (tmp_path / "s.csv").exists()
+    assert main(["score", str(one), "--ci", "--bootstrap", "39", "--out", str(tmp_path / "s.csv")]) == 0
+
+
+def test_the_cli_minimum_is_the_bootstrap_modules() -> None:
+    from fsb.bws.bootstrap import MIN_RESAMPLES
+    from fsb.cli.bws import CI_MIN_RESAMPLES
+
+    assert CI_MIN_RESAMPLES == MIN_RESAMPLES
+
+
+@pytest.mark.parametrize("extra", [["--bootstrap", "500"], ["--seed", "3"], ["--bootstrap", "500", "--seed", "3"]])
+def test_score_refuses_bootstrap_options_without_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]) -> None:
+    """--bootstrap (or --seed) without --ci was ignored: scores without the intervals asked for passed for a
+    success. Refused in one line naming the options, nothing written."""
+    one = tmp_path / "one.csv"
+    one.write_text(_HEADER4 + "1,2,3,4,1,4\n")
+    assert main(["score", str(one), *extra, "--out", str(tmp_path / "s.csv")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    given = " and ".join(a for a in extra if a.startswith("--"))
+    assert err == [
+        f"fsb score: error: {given} {'shape' if ' and ' in given else 'shapes'} only the intervals of --ci, "
+        f"and --ci was not given: add --ci, or leave {given} out"
+    ]
+    assert not (tmp_path / "s.csv").exists()
+
+
+@st.composite
+def _judgments(draw: st.DrawFn) -> tuple[int, list[list[str]]]:
+    """K (2 to 5) and 2 to 60 rows of K distinct items out of 4 to 20, best and worst two distinct of the row."""
+    n = draw(st.integers(4, 20))
+    k = draw(st.integers(2, min(5, n)))
+    rows = []
+    for _ in range(draw(st.integers(2, 60))):
+        shown = draw(st.permutations(range(n)))[:k]
+        best, worst = draw(st.permutations(shown))[:2]
+        rows.append([f"i{x}" for x in [*shown, best, worst]])
+    return k, rows
+
+
+_NOTE_COUNT = re.compile(r"^note: (?:no interval for|the interval of) (\d+) items?\b")
+
+
+_COUNTS = st.sampled_from([1, 2, 38]) | st.integers(39, 60)  # refused, and accepted
+
+
+@settings(max_examples=150, deadline=None)
+@given(study=_judgments(), method=st.sampled_from(["counting", "maxdiff"]), count=_COUNTS, seed=st.integers(0, 3))
+def test_every_interval_written_holds_its_score_or_a_note_says_why_not(
+    study: tuple[int, list[list[str]]], method: str, count: int, seed: int
+) -> None:
+    """Issue 34, fault 2: for any count that is accepted, each row's written interval holds its written score,
+    or is left empty, or lies to one side; the notes count the empty ones and the one-sided ones exactly. A count
+    below 39 is refused in one line."""
+    k, rows = study
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "j.csv"
+        header = [f"Item{i}" for i in range(1, k + 1)] + ["BestItem", "WorstItem"]
+        path.write_text("\n".join(",".join(r) for r in [header, *rows]) + "\n", encoding="utf-8")
+        proc = run_fsb("score", path, "--method", method, "--ci", "--bootstrap", count, "--seed", seed, "--out", Path(folder) / "s.csv")
+        if count < 39:
+            assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and "at least 39 resamples" in proc.stderr
+            return
+        assert proc.returncode == 0, proc.stderr
+        table = list(csv.DictReader(io.StringIO((Path(folder) / "s.csv").read_text(encoding="utf-8"))))
+    empty = sum(1 for r in table if r["ci_low"] == "" and r["ci_high"] == "")
+    aside = sum(1 for r in table if r["ci_low"] != "" and not float(r["ci_low"]) <= float(r["score"]) <= float(r["ci_high"]))
+    noted = {"empty": 0, "aside": 0}
+    for line in proc.stderr.splitlines():
+        if m := _NOTE_COUNT.match(line):
+            noted["aside" if "lies wholly to one side" in line else "empty"] += int(m.group(1))
+    assert (empty, aside) == (noted["empty"], noted["aside"]), proc.stderr

@@ -370,7 +370,7 @@ def test_out_of_memory_is_one_line() -> None:
     [
         (["5", "--k", "1000"], "5: 1250 tuples of 4 items hold 5000 3-item subsets, but 5 items have only 10"),
         (["20", "--k", "10000"], "20: 50000 tuples of 4 items hold 200000 3-item subsets, but 20 items have only 1140"),
-        (["20", "--k", "58"], "smaller --k (at most 57 here)"),
+        (["20", "--k", "58"], "is met here; the counting bound is --k 57, which the search may not reach"),
         (["3000", "--k", "100000000"], "75000000000 tuples is more than the 10000000 fsb designs"),
         (
             ["new3.txt", "--extend", "ex.csv", "--k", "1000"],

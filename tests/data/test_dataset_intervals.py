@@ -137,7 +137,8 @@ def test_the_seed_moves_only_the_intervals_and_a_rebuild_is_seen_by_load_dataset
 def test_the_intervals_are_the_study_builds_own_on_the_same_judgments(tmp_path: Path) -> None:
     """One implementation: FSB's build gives the counting intervals `item_intervals` gives, and the MaxDiff ones
     shifted exactly as `score_maxdiff` is (anchored on round 1)."""
-    from fsb.bws import maxdiff, scoring
+    from fsb.bws import maxdiff
+    from fsb.bws.coded import encode
     from fsb.data.dataset import score_dataset
     from fsb.tables.csvrows import read_generations
     from fsb.tables.judgments import read_annotations
@@ -146,7 +147,7 @@ def test_the_intervals_are_the_study_builds_own_on_the_same_judgments(tmp_path: 
     ann = read_annotations(a, integer_ids=True)
     scored = score_dataset(read_generations(g), ann, seed=3, n_boot=30)
     uids = scored.default["id"].to_numpy()
-    coded = scoring.encode(ann, labels=uids)
+    coded = encode(ann, labels=uids)
     fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, uids.size)
     iv = intervals.item_intervals(coded, fit.utility, n_boot=30, seed=3)
     shift = fit.utility - scored.default["score_maxdiff"].to_numpy()

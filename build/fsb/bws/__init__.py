@@ -4,6 +4,7 @@
     reliability   split-half reliability (the reference Perl procedure)
     designs       tuple designs with the at-most-2-shared guarantee, and their report
     extend        designs that tie new items to an existing study
+    coded         judgments coded for scoring: item codes, tuples identified by item set
     scoring       label-level scoring: annotations -> tuples -> counting or MaxDiff, with intervals
     maxdiff       the MaxDiff (best-worst multinomial logit) fit, summed per distinct tuple
     bootstrap     95% per-item bootstrap intervals over tuples, for counting and MaxDiff scores
@@ -17,7 +18,10 @@ reliability on first use (PEP 562 `__getattr__`), so `fsb score` does not load m
 from fsb.bws.counting import BWSCounts, count_best_worst, counting_score, encode_labels
 
 _LAZY = {  # name -> the module that defines it, imported on first access
-    **dict.fromkeys(("MAX_SEARCH_STEPS", "MAX_TUPLES", "bws_design", "design_report", "design_size_problem", "try_swap"), "designs"),
+    **dict.fromkeys(
+        ("MAX_SEARCH_STEPS", "MAX_TUPLES", "appearance_bound", "bws_design", "design_report", "design_size_problem", "try_swap"),
+        "designs",
+    ),
     **dict.fromkeys(("SplitHalfResult", "split_half_reliability"), "reliability"),
 }
 
@@ -26,6 +30,7 @@ __all__ = [
     "MAX_TUPLES",
     "BWSCounts",
     "SplitHalfResult",
+    "appearance_bound",
     "bws_design",
     "count_best_worst",
     "counting_score",

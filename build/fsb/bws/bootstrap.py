@@ -5,7 +5,9 @@ column block (`fsb.bws.tails.quantiles`). MaxDiff refits are one batched Newton 
 per resample (`fsb.bws.newton`), solved a memory-sized chunk at a time, of which only each item's lowest
 and highest draws are kept (`fsb.bws.tails.Tails`); or, with ``refit="full"``, an L-BFGS refit per
 resample. Items whose utilities have no common scale or no finite estimate (`connected_main`,
-`unbounded`) get no interval, with a note saying why. Efron and Tibshirani (1993), ch. 13.
+`unbounded`) get no interval, with a note saying why; so does an interval lying wholly to one side of
+its own score. A 95% interval needs at least `MIN_RESAMPLES` resamples (`minimum_resamples`).
+Efron and Tibshirani (1993), ch. 13.
 """
 
 from __future__ import annotations
@@ -16,14 +18,30 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
+from fsb.bws.counting import count_best_worst
 from fsb.bws.maxdiff import RIDGE
 from fsb.bws.newton import NewtonChunks, centred
 from fsb.bws.tails import Tails, quantiles
 
 if TYPE_CHECKING:
-    from fsb.bws.scoring import Coded
+    from fsb.bws.coded import Coded
 
-__all__ = ["bootstrap_intervals", "connected_main", "unbounded"]
+__all__ = ["MIN_RESAMPLES", "bootstrap_intervals", "connected_main", "minimum_resamples", "unbounded"]
+
+
+def minimum_resamples(level: float = 0.95) -> int:
+    """The fewest resamples whose percentile interval can reach coverage `level`: R with (R - 1) / (R + 1) >= level.
+
+    Why: the lowest and highest of R draws, the widest interval R draws can give, enclose a further draw
+    from the same distribution with probability (R - 1) / (R + 1); below the bound even that is under
+    `level`, and the interval read off the draws is narrower still (at R = 1 it has zero width, at the
+    one draw). (R + 1) (1 - level) / 2 >= 1 is the same bound: the tail quantile needs at least one draw
+    beyond it. 39 for 95% (Davison and Hinkley 1997, ch. 5; Efron and Tibshirani 1993 advise 1,000 or more
+    for percentile intervals, whose ends are the noisiest quantiles)."""
+    return int(np.ceil((1.0 + level) / (1.0 - level) - 1e-9))
+
+
+MIN_RESAMPLES = minimum_resamples(0.95)  # 39
 
 
 def connected_main(design: NDArray[np.integer], n_items: int) -> NDArray[np.bool_]:
@@ -135,7 +153,7 @@ def bootstrap_intervals(
 
     Parameters
     ----------
-    coded : the judgments, coded (`fsb.bws.scoring.Coded`).
+    coded : the judgments, coded (`fsb.bws.coded.Coded`).
     method : "counting" or "maxdiff".
     n_boot : resamples.
     seed : seed of the resampling (deterministic output).
@@ -189,5 +207,32 @@ def bootstrap_intervals(
         )
     if method == "maxdiff":  # basic interval: the ML fit stretches the scale in small samples (about 10%
         frame = float(start[keep].mean()) if keep.any() else 0.0  # at 24 judgments an item), which the reflection corrects
-        return 2 * start - (high + frame), 2 * start - (low + frame)  # draws are centred on the kept items: back to start's frame
+        low, high = 2 * start - (high + frame), 2 * start - (low + frame)  # draws are centred on the kept items: back to start's frame
+        point = start
+    else:
+        point = count_best_worst(design, coded.best, coded.worst, n, coded.tuple_index).score
+    _note_one_sided(coded, point, low, high, n_boot, notes)
     return low, high
+
+
+def _note_one_sided(coded: Coded, point, low, high, n_boot: int, notes: list[str]) -> None:
+    """Snap to the score an end that misses it by float32 rounding only (the draws are float32: an item whose
+    every resample scores the same got an interval 2e-8 beside its score), in place; then one note for the
+    intervals still lying wholly to one side of their own score, naming up to three items."""
+    tol = 8 * np.finfo(np.float32).eps * np.maximum(1.0, np.abs(point))
+    for end, beyond in ((low, low - point), (high, point - high)):
+        snap = (beyond > 0) & (beyond <= tol)
+        end[snap] = point[snap]
+    aside = (low > point) | (high < point)  # NaN compares False: items without an interval are not counted
+    if not aside.any():
+        return
+    named = ", ".join(repr(str(x)) for x in coded.labels[np.flatnonzero(aside)[:3]].tolist())
+    why = (
+        f"only {n_boot} resamples, fewer than the {MIN_RESAMPLES} a 95% interval needs"
+        if n_boot < MIN_RESAMPLES
+        else "at least 97.5% of its resampled scores fall on one side of the score (a skewed bootstrap, as for an item in few tuples)"
+    )
+    notes.append(
+        f"the interval of {_plural(int(aside.sum()), 'item', 'items')} ({named}{', ...' if aside.sum() > 3 else ''}) "
+        f"lies wholly to one side of its own score: {why}"
+    )

@@ -14,17 +14,27 @@ split-half reliability procedure reproduced here.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["MAX_SEARCH_STEPS", "MAX_TUPLES", "bws_design", "design_report", "design_size_problem", "try_swap"]
+__all__ = [
+    "MAX_SEARCH_STEPS",
+    "MAX_TUPLES",
+    "appearance_bound",
+    "bws_design",
+    "design_report",
+    "design_size_problem",
+    "try_swap",
+]
 
 _DENSE_ITEMS = 2000  # designs over at most this many items are repaired by exact local search
 MAX_SEARCH_STEPS = 1_000_000  # a design search gives up after this many swaps (about a minute), never runs unbounded
 MAX_TUPLES = 10_000_000  # the largest design fsb makes (a million 4-tuples is already far past any annotation budget)
+SUGGEST_SECONDS = 0.3  # a refused design looks this long for a smaller --k that the search meets, to suggest it
 
 
 def _combination_codes(sorted_rows: NDArray[np.int64], r: int, base: int) -> NDArray[np.int64]:
@@ -62,11 +72,16 @@ def _violations(tuples: NDArray[np.int64], n_items: int, check_pairs: bool) -> N
     return bad
 
 
-def _repair_sparse(design: NDArray[np.int64], n_items: int, rng: np.random.Generator, unique_pairs: bool, max_rounds: int) -> bool:
-    """Large designs: violations are rare, so swap every offending tuple at random and re-check, vectorised."""
+def _repair_sparse(
+    design: NDArray[np.int64], n_items: int, rng: np.random.Generator, unique_pairs: bool, max_rounds: int, deadline: float
+) -> bool:
+    """Large designs: violations are rare, so swap every offending tuple at random and re-check, vectorised.
+    Gives up at `deadline` (time.monotonic) too: the same swaps as without one, up to then."""
     n_tuples, k = design.shape
     check_pairs = unique_pairs
     for round_ in range(max_rounds):
+        if time.monotonic() > deadline:
+            return False
         bad = np.flatnonzero(_violations(design, n_items, check_pairs))
         if bad.size == 0:
             return True
@@ -81,10 +96,11 @@ def _repair_sparse(design: NDArray[np.int64], n_items: int, rng: np.random.Gener
     return False
 
 
-def _repair_dense(design: NDArray[np.int64], rng: np.random.Generator, unique_pairs: bool, max_steps: int) -> bool:
+def _repair_dense(design: NDArray[np.int64], rng: np.random.Generator, unique_pairs: bool, max_steps: int, deadline: float) -> bool:
     """Small designs: local search with exact subset counts. A swap between a conflicting tuple and a
     random one is kept when it does not raise the cost (a repeated 3-subset costs 1000, a repeated
-    pair 1 while `unique_pairs`); pairs are given up when they cannot all be unique."""
+    pair 1 while `unique_pairs`); pairs are given up when they cannot all be unique. Gives up at
+    `deadline` (time.monotonic) too: the same swaps as without one, up to then."""
     from collections import Counter
     from itertools import combinations
 
@@ -114,6 +130,8 @@ def _repair_dense(design: NDArray[np.int64], rng: np.random.Generator, unique_pa
         move(row, +1)
     hot = [t for t, row in enumerate(rows) if cost(row) > 0]
     for step in range(max_steps):
+        if step % 512 == 0 and time.monotonic() > deadline:
+            return False
         if unique_pairs and weight["pairs"] and step == max_steps // 2:
             weight["pairs"] = 0
             hot = [t for t, row in enumerate(rows) if cost(row) > 0]
@@ -164,16 +182,30 @@ def bws_design(
             f"{n_items} items are too few: {tuple_size}-tuples need more than {tuple_size} items (at least {tuple_size + 1}, "
             "so that tuples can differ); use more items or a smaller --size"
         )
+    if n_items >= 2**21 and tuple_size >= 3:
+        raise ValueError("n_items must be below 2**21 (3-subsets are coded in 63 bits)")
+    search = (n_items, tuple_size, seed, unique_pairs, max_rounds)
     if (n_items * appearances) % tuple_size:
         raise ValueError(
             f"{n_items} items in {appearances} tuples each fill {n_items * appearances} places, and that must be a multiple of "
-            f"tuple_size ({tuple_size}); change the number of items, --k or --size"
+            f"tuple_size ({tuple_size}){_advice(*search, appearances, 'change the number of items, --k or --size')}"
         )
-    if n_items >= 2**21 and tuple_size >= 3:
-        raise ValueError("n_items must be below 2**21 (3-subsets are coded in 63 bits)")
     problem = design_size_problem(n_items, n_items * appearances // tuple_size, tuple_size, appearances)
     if problem:
-        raise ValueError(problem)
+        raise ValueError(problem + _advice(*search, appearances, "use more items or a smaller --k"))
+    design, searched = _search(*search, appearances, deadline=math.inf)
+    if design is not None:
+        return design
+    raise RuntimeError(
+        f"no design of {tuple_size}-tuples in which no two share more than 2 items was found for {n_items} items "
+        f"seen {appearances} times each within {searched}{_advice(*search, appearances, 'use more items or a smaller --k')}"
+    )
+
+
+def _search(
+    n_items: int, tuple_size: int, seed: int, unique_pairs: bool, max_rounds: int, appearances: int, deadline: float
+) -> tuple[NDArray[np.int64] | None, str]:
+    """The design search of `bws_design` on a request its rules accept: (the design or None, what was searched)."""
     # Unique pairs need appearances * (k - 1) distinct partners per item; skip the attempt when impossible.
     unique_pairs = unique_pairs and appearances * (tuple_size - 1) <= n_items - 1
     rng = np.random.default_rng(seed)
@@ -181,35 +213,82 @@ def bws_design(
     design = seq.reshape(-1, tuple_size).astype(np.int64)
     steps = min(max_rounds * design.shape[0], MAX_SEARCH_STEPS)
     if n_items <= _DENSE_ITEMS:
-        ok = _repair_dense(design, rng, unique_pairs, max_steps=steps)
+        ok = _repair_dense(design, rng, unique_pairs, max_steps=steps, deadline=deadline)
     else:
-        ok = _repair_sparse(design, n_items, rng, unique_pairs, max_rounds)
-    if ok:
-        return design
-    searched = f"{steps} swaps" if n_items <= _DENSE_ITEMS else f"{max_rounds} rounds of swaps"
-    raise RuntimeError(
-        f"no design of {tuple_size}-tuples in which no two share more than 2 items was found for {n_items} items "
-        f"seen {appearances} times each within {searched}; use more items or a smaller --k"
-    )
+        ok = _repair_sparse(design, n_items, rng, unique_pairs, max_rounds, deadline=deadline)
+    return (design if ok else None), (f"{steps} swaps" if n_items <= _DENSE_ITEMS else f"{max_rounds} rounds of swaps")
+
+
+def _advice(n_items: int, tuple_size: int, seed: int, unique_pairs: bool, max_rounds: int, asked: int, fix: str) -> str:
+    """The tail of a refusal: `fix` and the largest --k below `asked` (any, when none below fills whole tuples) that the
+    rules accept and that the search meets with this seed, found within SUGGEST_SECONDS; or that no --k can
+    work, when the counting bounds leave none. A suggestion is searched exactly as the command will search it
+    (same items, size, seed and step budget, only cut short by the clock), so when it is tried it succeeds.
+    Candidates are tried smallest first, doubling, then halving the gap to the first failure (one that runs
+    out of time counts as failed): a larger --k that would be met may be missed, never a failing one suggested."""
+    search = (n_items, tuple_size, seed, unique_pairs, max_rounds)
+    bound = appearance_bound(n_items, tuple_size)
+    step = tuple_size // math.gcd(n_items, tuple_size)  # --k must fill whole tuples: a multiple of this
+    candidates = list(range(step, min(bound, asked - 1) + 1, step)) or list(range(step, bound + 1, step))
+    if not candidates:
+        return (
+            f"; no --k gives a design of {n_items} items in {tuple_size}-tuples (each item can be in at most {bound}, a counting "
+            "bound): use more items or a smaller --size"
+        )
+    deadline = time.monotonic() + SUGGEST_SECONDS
+    best, failed, growing = -1, len(candidates), True  # candidates[best] met; from candidates[failed] on: not met or untried
+    while best + 1 < failed and time.monotonic() < deadline:
+        at = min(2 * best + 2, failed - 1) if growing else (best + failed) // 2
+        if _search(*search, candidates[at], deadline=deadline)[0] is not None:
+            best = at
+        else:
+            failed, growing = at, False
+    if best < 0:
+        return f"; {fix} (the counting bound is --k {bound}; no --k up to it was met within {SUGGEST_SECONDS} s)"
+    return f"; {fix} (--k {candidates[best]} is met here; the counting bound is --k {bound}, which the search may not reach)"
+
+
+def appearance_bound(n_items: int, tuple_size: int) -> int:
+    """The most tuples an item can be in when no two tuples share more than 2 items: a bound, not a promise.
+
+    Two counts bound it (each necessary, neither sufficient). Per item x, its tuples less x share at most one
+    other item, so each other item y is with x in at most floor((n - 2) / (k - 2)) tuples, and an item's r
+    tuples hold r (k - 1) <= (n - 1) floor((n - 2) / (k - 2)) places (Johnson's bound). Over pairs of tuples,
+    each shares at most 2 items, so n C(r, 2) <= 2 C(b, 2) with b = n r / k tuples: r (k^2 - 2n) <= k^2 - 2k
+    (which rules out 40 items in 16-tuples for every r > 1). Tuples of 2 have no 3-subset to repeat: only
+    MAX_TUPLES bounds them."""
+    most = MAX_TUPLES * tuple_size // n_items
+    if tuple_size < 3:
+        return most
+    most = min(most, (n_items - 1) * ((n_items - 2) // (tuple_size - 2)) // (tuple_size - 1))
+    square = tuple_size * tuple_size
+    if square > 2 * n_items:
+        most = min(most, (square - 2 * tuple_size) // (square - 2 * n_items))
+    return most
 
 
 def design_size_problem(n_items: int, n_tuples: int, tuple_size: int, appearances: int | None = None) -> str | None:
     """Why `n_tuples` tuples of `tuple_size` over `n_items` items cannot meet the guarantee that no two tuples
     share more than 2 items, or None. Each tuple holds C(size, 3) 3-item subsets and each 3-subset may be in
     one tuple only, so n_tuples * C(size, 3) <= C(n_items, 3) is necessary (a counting bound, not sufficient:
-    the search near the bound may still fail). Also refuses designs over MAX_TUPLES."""
+    the search near the bound may still fail); with `appearances`, also `appearance_bound`. Also refuses
+    designs over MAX_TUPLES."""
     if n_tuples > MAX_TUPLES:
         return f"{n_tuples} tuples is more than the {MAX_TUPLES} fsb designs; use a smaller --k"
     if tuple_size < 3:
         return None
     need, have = n_tuples * math.comb(tuple_size, 3), math.comb(n_items, 3)
     if need <= have:
-        return None
-    # per item: appearances * C(size-1, 2) <= C(n-1, 2), the same bound per item
-    most = f" (at most {math.comb(n_items - 1, 2) // math.comb(tuple_size - 1, 2)} here)" if appearances is not None else ""
+        bound = appearance_bound(n_items, tuple_size)
+        if appearances is None or appearances <= bound:
+            return None
+        return (
+            f"{n_items} items in {tuple_size}-tuples of which no two share more than 2 items can be in at most {bound} "
+            f"{'tuple' if bound == 1 else 'tuples'} each (a counting bound), not {appearances}"
+        )
     return (
         f"{n_tuples} tuples of {tuple_size} items hold {need} 3-item subsets, but {n_items} items have only {have}: "
-        f"some two tuples would share 3 items (the design lets no two share more than 2); use more items or a smaller --k{most}"
+        "some two tuples would share 3 items (the design lets no two share more than 2)"
     )
 
 

@@ -72,7 +72,7 @@ def read_existing(path: str | os.PathLike[str], *, invalid: str = "refuse") -> E
     Existing
         The distinct tuples and, for judgments, the counting scores ((B - W) / n + 1) / 2 the anchors are
         spread by (a design spreads them by id order); `irregular` says what was let through."""
-    from fsb.bws.scoring import encode
+    from fsb.bws.coded import encode
     from fsb.core.readers import read_input_bytes
     from fsb.tables.judgments import describe_irregular, peek_header, read_annotations
 

@@ -21,7 +21,7 @@ from fsb.bws import maxdiff
 from fsb.bws.maxdiff import RIDGE, TupleCounts
 
 if TYPE_CHECKING:
-    from fsb.bws.scoring import Coded
+    from fsb.bws.coded import Coded
 
 __all__ = [
     "CHUNK_BYTES",
@@ -214,7 +214,7 @@ def newton_draws(
 
     Parameters
     ----------
-    coded : the judgments, coded (`fsb.bws.scoring.Coded`).
+    coded : the judgments, coded (`fsb.bws.coded.Coded`).
     start : (n,) the full fit's utilities.
     n_boot : resamples.
     rng : the seeded generator drawing the tuple counts.

@@ -1,8 +1,8 @@
-"""Label-level best-worst scoring: validated `Annotations` (coded item labels) -> tuples -> counting or
-MaxDiff scores (optionally with 95% bootstrap intervals) and split-half reliability, via the array
-functions in `fsb.bws` and `fsb.bws.maxdiff`. Only numpy is imported here: pandas only in `score_table`.
-(size: about 400 lines: the scores, their CSV writers (Python's csv module and pyarrow's, one output byte
-for byte) and reliability/agreement on the same coded judgments; the writers are the table's own format.)"""
+"""Label-level best-worst scoring: validated `Annotations` (coded item labels) -> tuples (`fsb.bws.coded`) ->
+counting or MaxDiff scores (optionally with 95% bootstrap intervals, `fsb.bws.bootstrap`) and split-half
+reliability, via the array functions in `fsb.bws` and `fsb.bws.maxdiff`; and the score table's CSV writers
+(Python's csv module and pyarrow's, one output byte for byte). Only numpy is imported here: pandas only in
+`score_table`."""
 
 from __future__ import annotations
 
@@ -10,32 +10,29 @@ import csv
 import io
 import os
 import sys
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from fsb import bws
-from fsb.tables.judgments import Annotations
+from fsb.bws.coded import encode
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from fsb.tables.judgments import Annotations
+
 __all__ = [
     "MAXDIFF_COUNT_REFUSAL",
     "METHODS",
-    "Coded",
     "annotator_agreement",
     "csv_bytes",
-    "encode",
-    "first_appearance_codes",
     "format_csv",
     "release_arrow_memory",
     "reliability",
     "score_columns",
     "score_order",
     "score_table",
-    "tuple_ids",
 ]
 
 METHODS = ("counting", "maxdiff")
@@ -45,56 +42,6 @@ MAXDIFF_COUNT_REFUSAL = (
     "both best and worst, nor shows it twice); use --invalid drop to fit without those rows, or the default refuse to see the first"
 )
 Method = Literal["counting", "maxdiff"]
-
-
-@dataclass(frozen=True)
-class Coded:
-    """Annotations as codes: `labels[code]` is an item's label; tuples are identified by item set and
-    numbered by first appearance; `design[tuple_index[j]]` holds judgment j's items (as shown first)."""
-
-    labels: np.ndarray
-    items: np.ndarray
-    design: np.ndarray
-    tuple_index: np.ndarray
-    best: np.ndarray
-    worst: np.ndarray
-
-    @property
-    def n_items(self) -> int:
-        return int(self.labels.size)
-
-
-def first_appearance_codes(key: np.ndarray) -> np.ndarray:
-    """Code equal values 0, 1, ... in order of first appearance. A hash pass (pyarrow's dictionary_encode)
-    when pyarrow is already loaded (large files), else a stable sort (`np.unique`); same codes either way."""
-    if "pyarrow" in sys.modules and key.size > 100_000:
-        import pyarrow.compute as pc
-
-        from fsb.tables.csvrows import arrow_to_numpy, numpy_to_arrow
-
-        return arrow_to_numpy(pc.dictionary_encode(numpy_to_arrow(key)).indices).astype(np.int64)
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    rank = np.empty(first.size, dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(first.size)
-    return rank[inverse.reshape(-1)]
-
-
-def tuple_ids(items: np.ndarray, n_items: int) -> tuple[np.ndarray, np.ndarray]:
-    """Identify each row's tuple by its item set: (tuple_index numbered by first appearance, the row
-    where each tuple first appears, in tuple order). The sorted row is folded into one int64 key,
-    re-coding the key whenever the next fold could overflow; no (M, k) structured sort is needed."""
-    s = np.sort(items, axis=1).astype(np.int64)
-    key = s[:, 0].copy()
-    base = max(int(n_items), 1)
-    for j in range(1, s.shape[1]):
-        if key.size and int(key.max()) >= (2**62) // base:
-            key = first_appearance_codes(key)
-        key = key * base + s[:, j]
-    del s
-    codes = first_appearance_codes(key)
-    # Codes are numbered by first appearance, so a tuple first appears where its code exceeds all before it.
-    seen = np.maximum.accumulate(np.concatenate([[-1], codes[:-1]]))
-    return codes, np.flatnonzero(codes > seen)
 
 
 def release_arrow_memory() -> int:
@@ -125,19 +72,6 @@ def _resident() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def encode(ann: Annotations, labels: np.ndarray | None = None) -> Coded:
-    """Code the judgments' labels (against `labels` when given, e.g. the sorted uids of a dataset)."""
-    if labels is None:
-        labels = ann.labels
-        items, best, worst = ann.item_codes, ann.best_codes, ann.worst_codes
-    else:
-        labels = np.asarray(labels)
-        position = np.searchsorted(labels, ann.labels)
-        items, best, worst = position[ann.item_codes], position[ann.best_codes], position[ann.worst_codes]
-    tuple_index, first = tuple_ids(items, labels.size)
-    return Coded(np.asarray(labels), items, items[first], tuple_index, best, worst)
 
 
 def score_columns(
@@ -188,7 +122,7 @@ def score_columns(
     if method == "counting":
         cols |= {"score_raw": counts.score_raw, "score": counts.score}
     elif method == "maxdiff":
-        from fsb.bws import bootstrap, maxdiff
+        from fsb.bws import maxdiff
 
         fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items)
         cols |= {"score": fit.utility, "se": fit.se}
@@ -196,7 +130,7 @@ def score_columns(
         raise ValueError(f"method must be one of {METHODS}")
     cols |= {"n": counts.appearances, "best": counts.best, "worst": counts.worst}
     if ci:
-        from fsb.bws import bootstrap, maxdiff
+        from fsb.bws import bootstrap
 
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
         low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)

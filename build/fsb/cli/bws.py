@@ -29,6 +29,21 @@ __all__ = ["commands"]
 
 commands = Commands()
 
+CI_MIN_RESAMPLES = 39  # fsb.bws.bootstrap.MIN_RESAMPLES, not imported here (numpy): tests/cli/test_bws.py holds them equal
+CI_RESAMPLES = 200
+
+
+def _ci_resamples(text: str) -> int:
+    """--bootstrap: resamples as `resamples` allows, and at least CI_MIN_RESAMPLES (`fsb.bws.bootstrap.minimum_resamples`:
+    fewer draws cannot give a 95% percentile interval; 1 or 2 gave zero-width intervals beside the score)."""
+    value = resamples(text)
+    if value < CI_MIN_RESAMPLES:
+        raise argparse.ArgumentTypeError(
+            f"a 95% interval needs at least {CI_MIN_RESAMPLES} resamples (the lowest and highest of R resampled scores enclose "
+            f"only (R-1)/(R+1) of their distribution, under 95% below {CI_MIN_RESAMPLES}), got {value}"
+        )
+    return value
+
 
 def _score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque; all-digit labels are integer ids)")
@@ -45,8 +60,12 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
         "utility (logit scale, centred to mean 0), plus its standard error se",
     )
     s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% intervals of score by bootstrap over tuples")
-    s.add_argument("--bootstrap", type=resamples, default=200, help="bootstrap resamples for --ci (default 200)")
-    s.add_argument("--seed", type=seed, default=0, help="bootstrap seed (default 0)")
+    s.add_argument(
+        "--bootstrap",
+        type=_ci_resamples,
+        help=f"bootstrap resamples for --ci, at least {CI_MIN_RESAMPLES} (default {CI_RESAMPLES})",
+    )
+    s.add_argument("--seed", type=seed, help="bootstrap seed for --ci (default 0)")
     add_invalid(s)
     add_force(s)
 
@@ -55,6 +74,12 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
     "score", arguments=_score_arguments, help="score a best-worst judgments file (counting, or a MaxDiff fit), optionally with intervals"
 )
 def _score(args: argparse.Namespace) -> int:
+    given = " and ".join(option for option, value in (("--bootstrap", args.bootstrap), ("--seed", args.seed)) if value is not None)
+    if given and not args.ci:  # refused, not ignored: scores without the intervals asked for would pass for a success
+        from fsb.core.errors import FsbError
+
+        verb = "shape" if " and " in given else "shapes"
+        raise FsbError(f"{given} {verb} only the intervals of --ci, and --ci was not given: add --ci, or leave {given} out")
     if args.method == "counting":  # counting, its bootstrap included, does no linear algebra: no BLAS threads
         load_numpy_for_counting()
     from fsb.bws.scoring import csv_bytes, score_columns, score_order
@@ -68,7 +93,8 @@ def _score(args: argparse.Namespace) -> int:
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
     notes: list[str] = []
-    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=args.bootstrap, seed=args.seed, notes=notes, sort=False)
+    n_boot, boot_seed = CI_RESAMPLES if args.bootstrap is None else args.bootstrap, args.seed or 0
+    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=n_boot, seed=boot_seed, notes=notes, sort=False)
     for note in notes:  # items left without an interval (ci_low, ci_high empty), and why
         print(f"note: {note}", file=sys.stderr)
     data = csv_bytes(cols, rows=score_order(cols))  # most biased first, each column put in order as it is written

@@ -29,7 +29,8 @@ import pyarrow.parquet as pq
 
 import fifty_shades_of_bias as spec
 from fsb import bws
-from fsb.bws import maxdiff, scoring
+from fsb.bws import maxdiff
+from fsb.bws.coded import encode
 from fsb.core.atomic import write_file
 from fsb.core.folders import atomic_dir, check_replaceable_dir
 from fsb.core.readers import InputError, content_fingerprint
@@ -134,7 +135,7 @@ def score_dataset(
     frame = gens.frame.assign(round=gen_round).sort_values("uid", kind="stable").reset_index(drop=True)
     uids = frame["uid"].to_numpy()
     item_round = frame["round"].to_numpy()
-    coded = scoring.encode(ann, labels=uids)
+    coded = encode(ann, labels=uids)
     design, tuple_index = coded.design, coded.tuple_index
     counts = bws.count_best_worst(design, coded.best, coded.worst, n_items=uids.size, tuple_index=tuple_index)
     shr = bws.split_half_reliability(design, coded.best, coded.worst, tuple_index, n_items=uids.size, trials=trials, seed=seed)

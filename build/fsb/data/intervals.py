@@ -21,7 +21,7 @@ import numpy as np
 
 from fsb import bws
 from fsb.bws import bootstrap, maxdiff
-from fsb.bws.scoring import Coded
+from fsb.bws.coded import Coded
 
 __all__ = [
     "COVERAGE",

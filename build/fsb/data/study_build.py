@@ -26,7 +26,8 @@ import pyarrow as pa
 
 from fsb import __version__, bws
 from fsb.annotate.study import Study, read_study
-from fsb.bws import maxdiff, scoring
+from fsb.bws import maxdiff
+from fsb.bws.coded import encode, tuple_ids
 from fsb.core.atomic import write_file
 from fsb.core.folders import atomic_dir, check_replaceable_dir
 from fsb.core.readers import InputError, content_fingerprint, sha256_file
@@ -98,7 +99,7 @@ def score_study(ann: Annotations, items: ItemsFile | None, *, trials: int, seed:
     """The default config's frame (items, scores, intervals, counts) and the scoring figures (no I/O)."""
     frame = _item_frame(ann, items)
     labels = frame["id"].to_numpy()
-    coded = scoring.encode(ann, labels=labels)
+    coded = encode(ann, labels=labels)
     counts = bws.count_best_worst(coded.design, coded.best, coded.worst, n_items=labels.size, tuple_index=coded.tuple_index)
     shr = bws.split_half_reliability(
         coded.design, coded.best, coded.worst, coded.tuple_index, n_items=labels.size, trials=trials, seed=seed
@@ -133,7 +134,7 @@ def score_study(ann: Annotations, items: ItemsFile | None, *, trials: int, seed:
 
 
 def _annotation_frame(ann: Annotations, published: np.ndarray | None) -> pd.DataFrame:
-    tuple_index, _ = scoring.tuple_ids(ann.item_codes, ann.labels.size)
+    tuple_index, _ = tuple_ids(ann.item_codes, ann.labels.size)
     cast = (lambda a: a.astype(np.int64)) if ann.integer_ids else (lambda a: a.astype(str))
     return pd.DataFrame(
         {
