@@ -17,8 +17,10 @@ __all__ = [
     "batch_size",
     "bounded",
     "concurrency",
+    "input_file",
     "max_tokens",
     "nonneg_int",
+    "path_arg",
     "penalty",
     "pos_float",
     "pos_int",
@@ -37,6 +39,28 @@ def _number(text: str, kind: type[int] | type[float]) -> int | float:
         return kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
+
+
+def path_arg(text: str) -> str:
+    """A file or folder path that names something: an empty one (`--out ''`, an unset variable) is refused
+    as empty here, before anything reads it as the current folder ("."). The one rule for every path option."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty: give a path")
+    return text
+
+
+def input_file(text: str) -> str:
+    """An input file's path (`path_arg`), where `-` is standard input: copied once into a private file that fsb
+    removes when the command ends (`fsb.core.readers.spool_stdin`); messages name it "standard input"."""
+    if text == "-":
+        from fsb.core.errors import FsbError
+        from fsb.core.readers import spool_stdin
+
+        try:
+            return spool_stdin()
+        except FsbError as e:  # argparse turns this into its one-line usage error naming the argument
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return path_arg(text)
 
 
 def nonneg_int(text: str) -> int:

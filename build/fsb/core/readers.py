@@ -1,14 +1,18 @@
 """Reading what users give: strict UTF-8, JSON lines, word lists, and `InputError`, the error that names
 file, line and field. A pipe or `<(...)` input is read once per process and kept, so a command that reads
-an input twice (a check, then the parse) sees the same bytes both times."""
+an input twice (a check, then the parse) sees the same bytes both times. `-` on the command line is
+standard input, copied once into a private file (`spool_stdin`) that every reader reads as a file and every
+message names "standard input"."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +20,7 @@ from typing import Any
 from fsb.core.errors import FsbError
 
 __all__ = [
-    "SHOWN_CHARS",
+    "STDIN",
     "InputError",
     "content_fingerprint",
     "iter_jsonl",
@@ -26,6 +30,9 @@ __all__ = [
     "read_word_list",
     "sha256_file",
     "short",
+    "shown",
+    "spool_stdin",
+    "unspool_stdin",
 ]
 
 
@@ -37,7 +44,7 @@ class InputError(FsbError, ValueError):
         self.line = line
         self.field = field
         self.message = message
-        where = [self.path]
+        where = [shown(self.path)]
         if line is not None:
             where.append(f"line {line}")
         if field is not None:
@@ -45,15 +52,53 @@ class InputError(FsbError, ValueError):
         super().__init__(f"{', '.join(where)}: {message}")
 
 
-SHOWN_CHARS = 40  # a value echoed in an error message shows at most this many characters
+_SHOWN_CHARS = 40  # a value echoed in an error message shows at most this many characters
+STDIN = "standard input"
+_SPOOLED: dict[str, str] = {}  # the private file standard input was copied into -> STDIN
 
 
-def short(text: str, limit: int = SHOWN_CHARS) -> str:
+def shown(path: str | os.PathLike[str]) -> str:
+    """How a message names `path`: "standard input" for the file `spool_stdin` made, else the path itself."""
+    return _SPOOLED.get(os.fspath(path), os.fspath(path))
+
+
+def spool_stdin() -> str:
+    """The path of a private temporary file (mode 0600) holding all of standard input, copied on the first
+    call and reused after: readers that take a path (and may read it twice, or by size) read it as a file.
+    `unspool_stdin` removes it when the command ends; messages name it "standard input" (`shown`)."""
+    if _SPOOLED:
+        return next(iter(_SPOOLED))
+    import shutil
+    import tempfile
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise FsbError("standard input is closed (or not a byte stream), so `-` cannot be read: give a file path")
+    fd, path = tempfile.mkstemp(prefix="fsb-stdin-")
+    _SPOOLED[path] = STDIN
+    try:
+        with os.fdopen(fd, "wb") as f:
+            shutil.copyfileobj(stream, f, 1 << 20)
+    except OSError as e:
+        unspool_stdin()
+        raise InputError(STDIN, f"cannot be read: {e.strerror or e}") from None
+    return path
+
+
+def unspool_stdin() -> None:
+    """Remove the file `spool_stdin` made, if any (the CLI calls this as a command ends)."""
+    for path in list(_SPOOLED):
+        del _SPOOLED[path]
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def short(text: str, limit: int = _SHOWN_CHARS) -> str:
     """`text` as echoed in a message: at most `limit` characters, then "... (N characters)"."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def quoted(text: object, limit: int = SHOWN_CHARS) -> str:
+def quoted(text: object, limit: int = _SHOWN_CHARS) -> str:
     """A value from a file as echoed in a message: repr() (so a NUL, a newline or a trailing space shows),
     at most `limit` characters of it, then "... (N characters)"."""
     text = str(text)
@@ -91,6 +136,8 @@ def read_input_bytes(path: str | os.PathLike[str]) -> bytes:
     if stream:
         _STREAMS[key] = data
     if not data or data.isspace():  # not data.strip(): that copies a large file when it ends in a newline
+        if os.fspath(p) in _SPOOLED:
+            raise InputError(p, "gave no data (was the command piping into fsb empty, or did it fail?)")
         if stream:
             raise InputError(p, "is a pipe or device that gave no data (was its writer's command empty, or did it fail?)")
         raise InputError(p, "file is empty")
