@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.atomic import atomic_write, first_line_matches
+from fsb.core.atomic import atomic_write
 from fsb.core.folders import atomic_dir, check_replaceable_dir, sweep_stale_stages
 from fsb.core.readers import InputError
-from fsb.core.seals import recorded_write
+from fsb.core.seals import first_line_matches, recorded_write
 from fsb.data.dataset import is_build_folder
 from tests._support import run_fsb
 

@@ -120,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     goes to /dev/null, the command finishes its work and exits with that work's status. A command started
     with stdout closed (`fsb score j.csv >&-`: Python's sys.stdout is None) works as long as it writes files,
     and one that would print says so in one line, exit 2."""
-    from fsb.core.readers import unspool_stdin
+    from fsb.cli.argtypes import unspool_stdin
 
     guard = _ReaderSafeStdout(sys.stdout)
     sys.stdout = guard  # type: ignore[assignment]

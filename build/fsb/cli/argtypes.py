@@ -4,7 +4,9 @@ that names the option, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -31,6 +33,7 @@ __all__ = [
     "timeout",
     "top_p",
     "trials",
+    "unspool_stdin",
 ]
 
 
@@ -50,17 +53,41 @@ def path_arg(text: str) -> str:
 
 
 def input_file(text: str) -> str:
-    """An input file's path (`path_arg`), where `-` is standard input: copied once into a private file that fsb
-    removes when the command ends (`fsb.core.readers.spool_stdin`); messages name it "standard input"."""
-    if text == "-":
-        from fsb.core.errors import FsbError
-        from fsb.core.readers import spool_stdin
+    """An input file's path (`path_arg`), where `-` is standard input: copied once into a private temporary
+    file (mode 0600) that every reader reads as a file (twice, or by size, if it needs to) and that
+    `unspool_stdin` removes when the command ends; messages name it "standard input"."""
+    if text != "-":
+        return path_arg(text)
+    from fsb.core.readers import STDIN_COPIES
 
-        try:
-            return spool_stdin()
-        except FsbError as e:  # argparse turns this into its one-line usage error naming the argument
-            raise argparse.ArgumentTypeError(str(e)) from None
-    return path_arg(text)
+    if STDIN_COPIES:  # `-` given twice: one standard input
+        return next(iter(STDIN_COPIES))
+    import shutil
+    import sys
+    import tempfile
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise argparse.ArgumentTypeError("standard input is closed, so `-` cannot be read: give a file path")
+    fd, copy = tempfile.mkstemp(prefix="fsb-stdin-")
+    STDIN_COPIES.add(copy)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            shutil.copyfileobj(stream, f, 1 << 20)
+    except OSError as e:
+        unspool_stdin()
+        raise argparse.ArgumentTypeError(f"standard input cannot be read: {e.strerror or e}") from None
+    return copy
+
+
+def unspool_stdin() -> None:
+    """Remove the private copy of standard input `input_file` made, if any (`fsb.cli.main` calls this last)."""
+    from fsb.core.readers import STDIN_COPIES
+
+    for copy in list(STDIN_COPIES):
+        STDIN_COPIES.discard(copy)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(copy)
 
 
 def nonneg_int(text: str) -> int:

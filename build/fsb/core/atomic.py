@@ -31,7 +31,6 @@ __all__ = [
     "atomic_write",
     "check_replaceable_file",
     "durable_rename",
-    "first_line_matches",
     "folder_lock",
     "fresh_sibling",
     "fsync_dir",
@@ -206,23 +205,6 @@ def named_error(e: OSError, path: Path, *, always: bool = False) -> OSError:
     return e
 
 
-def first_line_matches(pattern: str | re.Pattern[str]) -> Callable[[Path], bool]:
-    """A predicate: the existing file's first line (a CSV header, say) fully matches `pattern`, i.e. the file
-    is plausibly an earlier output of that kind. Binary or unreadable files do not match."""
-    regex = re.compile(pattern) if isinstance(pattern, str) else pattern
-
-    def matches(path: Path) -> bool:
-        try:
-            with open(path, "rb") as f:
-                head = f.readline(1 << 16)
-            line = head.decode("utf-8-sig").rstrip("\r\n")
-        except (OSError, UnicodeDecodeError):
-            return False
-        return regex.fullmatch(line) is not None
-
-    return matches
-
-
 def check_replaceable_file(path: str | os.PathLike[str]) -> Path:
     """Refuse (InputError naming `path`) an output file path that is a folder, a device, a FIFO or a socket
     (renaming over one would replace a device node with a file; writing into it is no output), or whose
@@ -341,34 +323,40 @@ _TEMPORARY = re.compile(rf"\..+\.{HEX}\.tmp")
 _UNIT = re.compile(rf"\.fsb-unit-{HEX}\.json")
 
 
+@contextlib.contextmanager
+def _if_left(path: Path) -> Iterator[int | None]:
+    """A descriptor of the registered `path`, locked, when no live process holds it (a kill left it); None when
+    one does, or when it is not there (then unregistered) or not fsb's to touch (a symbolic link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
+    except OSError as e:
+        if isinstance(e, FileNotFoundError):
+            unregister_scratch(path)
+        yield None
+        return
+    try:
+        mode = os.fstat(fd).st_mode
+        yield fd if (stat.S_ISREG(mode) or stat.S_ISDIR(mode)) and try_lock(fd, block=False) else None
+    finally:
+        os.close(fd)
+
+
 def sweep(folder: Path, pattern: re.Pattern[str]) -> list[Path]:
     """Remove the registered names of `folder` that fully match `pattern` and that no live process holds
     locked (a file or a folder a kill left); a locked one is being written and is kept, a name fsb did not
     register is never touched. Returns what was removed."""
     removed = []
-    for name in sorted(registered_scratch(folder)):
-        if not pattern.fullmatch(name):
-            continue
+    for name in sorted(n for n in registered_scratch(folder) if pattern.fullmatch(n)):
         path = folder / name
-        try:
-            fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
-        except FileNotFoundError:
-            unregister_scratch(path)
-            continue
-        except OSError:  # a symbolic link, or unreadable: not something fsb left
-            continue
-        try:
-            mode = os.fstat(fd).st_mode
-            if (stat.S_ISREG(mode) or stat.S_ISDIR(mode)) and try_lock(fd, block=False):
-                if stat.S_ISDIR(mode):
+        with _if_left(path) as fd:
+            if fd is not None:
+                if path.is_dir():
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(path)
                 unregister_scratch(path)
                 removed.append(path)
-        finally:
-            os.close(fd)
     return removed
 
 
@@ -387,20 +375,11 @@ def recover_units(folder: str | os.PathLike[str]) -> int:
     Returns the number of units rolled forward."""
     root = Path(folder)
     done = 0
-    for name in sorted(registered_scratch(root)):
-        if not _UNIT.fullmatch(name):
-            continue
+    for name in sorted(n for n in registered_scratch(root) if _UNIT.fullmatch(n)):
         intent = root / name
-        try:
-            fd = os.open(intent, os.O_RDONLY | _O_NOFOLLOW)
-        except FileNotFoundError:
-            unregister_scratch(intent)
-            continue
-        except OSError:
-            continue
-        try:
-            if not try_lock(fd, block=False):
-                continue  # a live unit
+        with _if_left(intent) as fd:
+            if fd is None:
+                continue  # a live unit, or gone
             try:
                 moves = json.loads(os.read(fd, 1 << 20).decode("utf-8"))["moves"]
             except (ValueError, KeyError, TypeError):
@@ -413,6 +392,4 @@ def recover_units(folder: str | os.PathLike[str]) -> int:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(intent)
             unregister_scratch(intent)
-        finally:
-            os.close(fd)
     return done

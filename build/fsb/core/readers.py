@@ -1,18 +1,16 @@
 """Reading what users give: strict UTF-8, JSON lines, word lists, and `InputError`, the error that names
 file, line and field. A pipe or `<(...)` input is read once per process and kept, so a command that reads
 an input twice (a check, then the parse) sees the same bytes both times. `-` on the command line is
-standard input, copied once into a private file (`spool_stdin`) that every reader reads as a file and every
-message names "standard input"."""
+standard input, copied by the CLI into a private file (`fsb.cli.argtypes.input_file`) that every reader
+reads as a file and every message names "standard input" (`shown`)."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
 import stat
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from fsb.core.errors import FsbError
 
 __all__ = [
     "STDIN",
+    "STDIN_COPIES",
     "InputError",
     "content_fingerprint",
     "iter_jsonl",
@@ -31,8 +30,6 @@ __all__ = [
     "sha256_file",
     "short",
     "shown",
-    "spool_stdin",
-    "unspool_stdin",
 ]
 
 
@@ -54,43 +51,12 @@ class InputError(FsbError, ValueError):
 
 _SHOWN_CHARS = 40  # a value echoed in an error message shows at most this many characters
 STDIN = "standard input"
-_SPOOLED: dict[str, str] = {}  # the private file standard input was copied into -> STDIN
+STDIN_COPIES: set[str] = set()  # the private files standard input was copied into (by the CLI, for `-`)
 
 
 def shown(path: str | os.PathLike[str]) -> str:
-    """How a message names `path`: "standard input" for the file `spool_stdin` made, else the path itself."""
-    return _SPOOLED.get(os.fspath(path), os.fspath(path))
-
-
-def spool_stdin() -> str:
-    """The path of a private temporary file (mode 0600) holding all of standard input, copied on the first
-    call and reused after: readers that take a path (and may read it twice, or by size) read it as a file.
-    `unspool_stdin` removes it when the command ends; messages name it "standard input" (`shown`)."""
-    if _SPOOLED:
-        return next(iter(_SPOOLED))
-    import shutil
-    import tempfile
-
-    stream = getattr(sys.stdin, "buffer", None)
-    if stream is None:
-        raise FsbError("standard input is closed (or not a byte stream), so `-` cannot be read: give a file path")
-    fd, path = tempfile.mkstemp(prefix="fsb-stdin-")
-    _SPOOLED[path] = STDIN
-    try:
-        with os.fdopen(fd, "wb") as f:
-            shutil.copyfileobj(stream, f, 1 << 20)
-    except OSError as e:
-        unspool_stdin()
-        raise InputError(STDIN, f"cannot be read: {e.strerror or e}") from None
-    return path
-
-
-def unspool_stdin() -> None:
-    """Remove the file `spool_stdin` made, if any (the CLI calls this as a command ends)."""
-    for path in list(_SPOOLED):
-        del _SPOOLED[path]
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+    """How a message names `path`: "standard input" for a copy of it (`STDIN_COPIES`), else the path itself."""
+    return STDIN if os.fspath(path) in STDIN_COPIES else os.fspath(path)
 
 
 def short(text: str, limit: int = _SHOWN_CHARS) -> str:
@@ -136,7 +102,7 @@ def read_input_bytes(path: str | os.PathLike[str]) -> bytes:
     if stream:
         _STREAMS[key] = data
     if not data or data.isspace():  # not data.strip(): that copies a large file when it ends in a newline
-        if os.fspath(p) in _SPOOLED:
+        if os.fspath(p) in STDIN_COPIES:
             raise InputError(p, "gave no data (was the command piping into fsb empty, or did it fail?)")
         if stream:
             raise InputError(p, "is a pipe or device that gave no data (was its writer's command empty, or did it fail?)")

@@ -14,14 +14,13 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from fsb.core.atomic import (
     atomic_write,
     check_replaceable_file,
-    first_line_matches,
     folder_lock,
     named_error,
     read_record,
@@ -35,6 +34,7 @@ __all__ = [
     "SEAL_FILE",
     "check_recorded_file",
     "file_difference",
+    "first_line_matches",
     "list_tree",
     "read_seal",
     "record_digests",
@@ -157,6 +157,23 @@ def file_difference(path: str | os.PathLike[str], kind: str | None = None) -> st
     except OSError:
         pass
     return "it was edited after fsb wrote it"
+
+
+def first_line_matches(pattern: str | re.Pattern[str]) -> Callable[[Path], bool]:
+    """A predicate for `check_recorded_file`'s `header`: the existing file's first line (a CSV header, say)
+    fully matches `pattern`. Binary or unreadable files do not match."""
+    regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+
+    def matches(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                head = f.readline(1 << 16)
+            line = head.decode("utf-8-sig").rstrip("\r\n")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return regex.fullmatch(line) is not None
+
+    return matches
 
 
 def check_recorded_file(
