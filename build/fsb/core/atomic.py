@@ -212,10 +212,11 @@ def check_replaceable_file(path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     if p.is_dir():
         raise InputError(p, "is a folder; give a file path")
-    with contextlib.suppress(OSError, ValueError):
+    mode = 0
+    with contextlib.suppress(OSError, ValueError):  # absent, or a name the OS refuses: not special
         mode = os.stat(p).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-            raise InputError(p, "is a device, FIFO or socket, not a file; refusing to write to it (even with --force): choose another path")
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise InputError(p, "is a device, FIFO or socket, not a file; refusing to write to it (even with --force): choose another path")
     if p.parent.exists() and not p.parent.is_dir():
         raise InputError(p.parent, "is not a folder, so it cannot hold the output")
     return p
