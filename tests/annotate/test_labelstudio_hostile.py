@@ -208,3 +208,20 @@ def test_fuzzed_answers_csv_raise_only_fsb_errors(tmp_path: Path, rows: list[lis
     answers.write_text(header + "\n" + "".join(",".join(r) + "\n" for r in rows))
     with contextlib.suppress(FsbError):
         import_judgments(responses_csv=answers, design_csv=design, out=tmp_path / "j.csv", force=True)
+
+
+def test_an_annotation_without_an_id_is_named_by_its_task_and_place(tmp_path: Path) -> None:
+    """Issue 32: an annotation with no id was "annotation None" in the error; it is named by its task and its
+    place in the task's annotations, and a repeated judgment names the earlier one the same way."""
+    first = {"completed_by": 3, "result": [_choice("best", {"choices": ["1"]}), _choice("worst", {"choices": ["2"]})]}
+    same = {"completed_by": 4, "result": [_choice("best", {"choices": ["2"]}), _choice("worst", {"choices": ["2"]})]}
+    src = tmp_path / "export.json"
+    src.write_text(json.dumps([_task(annotations=[first, same])]))
+    with pytest.raises(FsbError) as got:
+        read_export(src)
+    assert "task 7, annotation #2 without an id: best and worst are the same text" in str(got.value)
+    assert "None" not in str(got.value)
+    src.write_text(json.dumps([_task(annotations=[first, dict(first)])]))
+    with pytest.raises(FsbError) as got:
+        read_export(src)
+    assert "task 7, annotation #2 without an id: annotator '3' already judged tuple 0 (annotation #1 without an id)" in str(got.value)

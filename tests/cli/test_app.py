@@ -5,6 +5,7 @@ only the invoked command's options built."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,50 @@ def test_a_command_started_with_stdout_closed_writes_its_file_or_says_why_in_one
     assert printed.stderr.strip().splitlines() == [
         "fsb score: error: standard output is closed, and this command prints there: run it with stdout open (e.g. `> file`)"
     ]
+
+
+JUDGMENTS = "Item1,Item2,Item3,Item4,BestItem,WorstItem\na,b,c,d,a,d\nb,c,d,e,b,e\n"
+
+
+def _piped(*args: str | Path, data: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fsb", *map(str, args)], input=data, cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def test_a_dash_is_standard_input_for_the_commands_input_files_and_errors_name_it(tmp_path: Path) -> None:
+    """Issue 32: `fsb score -` was "-: file not found". `-` is standard input (fsb score, fsb reliability, fsb
+    annotate import ...), read as a file would be, and an error in it names "standard input", never the private
+    copy fsb makes of it, which is gone when the command ends."""
+    import glob
+    import tempfile
+
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "fsb-stdin-*")))
+    (tmp_path / "j.csv").write_text(JUDGMENTS, encoding="utf-8")
+    piped = _piped("score", "-", data=JUDGMENTS, cwd=tmp_path)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == _piped("score", "j.csv", data="", cwd=tmp_path).stdout
+    assert _piped("score", "-", "--out", "s.csv", data=JUDGMENTS, cwd=tmp_path).returncode == 0
+    assert (tmp_path / "s.csv").read_text(encoding="utf-8") == piped.stdout
+    assert _piped("reliability", "-", "--json", data=JUDGMENTS, cwd=tmp_path).returncode == 0
+    bad = _piped("score", "-", data=JUDGMENTS + "a,b,c,d,a,x\n", cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.splitlines() == [
+        "fsb score: error: standard input, line 4, field 'WorstItem': 'x' is not one of the tuple's items ('a', 'b', 'c', 'd')"
+    ]
+    empty = _piped("score", "-", data="", cwd=tmp_path)
+    assert empty.returncode == 2 and empty.stderr.startswith("fsb score: error: standard input: gave no data"), empty.stderr
+    (tmp_path / "design.csv").write_text("tuple_id,Item1,Item2,Item3,Item4\n0,a,b,c,d\n", encoding="utf-8")
+    answers = "tuple_id,best,worst\n0,a,d\n"
+    imported = _piped("annotate", "import", "-", "--tuples", "design.csv", "--out", "j2.csv", data=answers, cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    assert (tmp_path / "j2.csv").read_text(encoding="utf-8").splitlines()[1] == "a,b,c,d,a,d"
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "fsb-stdin-*"))) == before  # every private copy removed
+
+
+def test_a_full_standard_output_is_named_in_its_one_line(tmp_path: Path) -> None:
+    """Issue 32: `fsb score j.csv > /dev/full` said only "No space left on device"; the line names standard output."""
+    (tmp_path / "j.csv").write_text(JUDGMENTS, encoding="utf-8")
+    for args in (["score", "j.csv"], ["reliability", "j.csv"]):
+        with open("/dev/full", "w") as full:
+            command = [sys.executable, "-m", "fsb", *args]
+            proc = subprocess.run(command, cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.splitlines() == [f"fsb {args[0]}: error: cannot write to standard output: No space left on device"]

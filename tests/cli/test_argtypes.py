@@ -49,3 +49,27 @@ def test_absurd_request_options_are_refused_in_one_line(option: str, value: str)
 
     proc = run_fsb("generate", "--seeds", "implicit=seeds.txt", "--out", "o.jsonl", "--model", "m", option, value)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and option in proc.stderr and "must be from" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["score", "j.csv", "--out", ""],
+        ["score", ""],
+        ["reliability", ""],
+        ["tuples", "8", "--out", ""],
+        ["annotate", "import", "r.csv", "--tuples", "", "--out", "j.csv"],
+        ["annotate", "export", "d.csv", "--items", "g.csv", "--out", ""],
+        ["build", "--out", ""],
+        ["seeds", "--out", ""],
+        ["baseline", "lexicon", "--out", ""],
+        ["analyse", "ds", "--out", ""],
+    ],
+)
+def test_an_empty_path_option_is_called_empty(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 34, fault 5: `--out ''` was reported as ".: is a folder"; every path option says it is empty."""
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    assert e.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and ": is empty: give a path" in err[0] and "argument " in err[0], err

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from fsb.core.atomic import atomic_write, first_line_matches
+from fsb.core.atomic import atomic_write
 from fsb.core.folders import atomic_dir, check_replaceable_dir, sweep_stale_stages
 from fsb.core.readers import InputError
-from fsb.core.seals import recorded_write
+from fsb.core.seals import first_line_matches, recorded_write
 from fsb.data.dataset import is_build_folder
 from tests._support import run_fsb
 
@@ -424,14 +424,13 @@ def test_an_unrelated_file_is_not_replaced_without_force(release: Path, tmp_path
     assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
 
 
-def test_atomic_write_replace_if_and_folder_rule(tmp_path: Path) -> None:
+def test_first_line_matches_and_atomic_writes_folder_rule(tmp_path: Path) -> None:
     p = tmp_path / "x.csv"
-    atomic_write(p, "a,b\n1,2\n", replace_if=first_line_matches("a,b"))
-    atomic_write(p, "a,b\n3,4\n", replace_if=first_line_matches("a,b"))
-    assert p.read_text() == "a,b\n3,4\n"
+    atomic_write(p, "a,b\n1,2\n")
+    atomic_write(p, "a,b\n3,4\n")
+    assert p.read_text() == "a,b\n3,4\n" and first_line_matches("a,b")(p) and not first_line_matches("a")(p)
     p.write_bytes(b"\xff\xfe binary")
-    with pytest.raises(InputError, match="exists and is not an output of this command"):
-        atomic_write(p, "a,b\n", replace_if=first_line_matches("a,b"))
+    assert not first_line_matches("a,b")(p)
     with pytest.raises(InputError, match="is a folder"):
         atomic_write(tmp_path, "a,b\n")
     assert p.read_bytes() == b"\xff\xfe binary"
@@ -938,7 +937,7 @@ _io.recorded_write({str(out)!r}, "item,score\\n1,0.75\\n", kind="k")
     assert file_difference(out) is None, "the record still recognises what the killed write left"
     recorded_write(out, "item,score\n1,0.9\n", kind="k")  # no --force needed
     assert out.read_text() == "item,score\n1,0.9\n" and [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
-    want = {"s.csv": {"kind": "k", "digests": [hashlib.sha256(b"item,score\n1,0.9\n").hexdigest()]}}
+    want = {"fsb": "outputs", "files": {"s.csv": {"kind": "k", "digests": [hashlib.sha256(b"item,score\n1,0.9\n").hexdigest()]}}}
     assert json.loads((tmp_path / ".fsb-files.json").read_text()) == want
 
 
@@ -1001,3 +1000,54 @@ def test_an_output_that_is_one_of_the_inputs_is_refused_even_with_force(release:
         proc = run(*args, "--out", "existing.csv", "--force", cwd=tmp_path)
         assert_one_line(proc, args[0], "existing.csv: is an input of this command", "choose another path")
         assert snapshot(tmp_path) == before
+
+
+# --- issue 32's corners: fsb's records are marked, and what a kill left is swept at the next start ------------
+
+_JUDGMENTS = "Item1,Item2,Item3,Item4,BestItem,WorstItem\na,b,c,d,a,d\n"
+
+
+@pytest.mark.parametrize("record", [".fsb-files.json", ".fsb-scratch.json"])
+def test_a_users_own_file_named_as_fsbs_record_is_refused_never_trusted(tmp_path: Path, record: str) -> None:
+    """A user's `.fsb-files.json` claiming their notes.csv as an fsb output let `--out notes.csv` replace it, and
+    a user's `.fsb-scratch.json` naming their `.s.csv.aaaaaaaaaaaa.tmp` got that file swept; both records were
+    then rewritten. A record without fsb's mark is refused in one line; nothing is read, swept or replaced."""
+    (tmp_path / "j.csv").write_text(_JUDGMENTS, encoding="utf-8")
+    notes = tmp_path / "notes.csv"
+    notes.write_text("item,score\nmine,1\n", encoding="utf-8")
+    kept = tmp_path / ".notes.csv.aaaaaaaaaaaa.tmp"
+    kept.write_text("my own file\n", encoding="utf-8")
+    if record == ".fsb-files.json":  # the shape of an earlier fsb's record: still not trusted
+        claim = {"notes.csv": {"kind": "a scores file from `fsb score`", "digests": [hashlib.sha256(notes.read_bytes()).hexdigest()]}}
+    else:
+        claim = {"names": [kept.name]}
+    (tmp_path / record).write_text(json.dumps(claim), encoding="utf-8")
+    before = snapshot(tmp_path)
+    proc = run("score", "j.csv", "--out", "notes.csv", cwd=tmp_path)
+    assert_one_line(proc, "score", record, "is not a record fsb wrote", "rename it if it is yours")
+    assert snapshot(tmp_path) == before
+    (tmp_path / record).write_text("not even JSON", encoding="utf-8")
+    assert_one_line(run("score", "j.csv", "--out", "new.csv", cwd=tmp_path), "score", record, "is not a record fsb wrote")
+    assert not (tmp_path / "new.csv").exists() and kept.read_text(encoding="utf-8") == "my own file\n"
+
+
+def test_a_temporary_a_kill_left_in_a_unit_write_is_swept_at_the_next_command_writing_there(tmp_path: Path) -> None:
+    """A kill inside a unit write leaves a registered 0-byte temporary; it stayed until a later write of that same
+    target. Now any command that writes into the folder sweeps it as it starts; a user's look-alike stays."""
+    code = f"""
+import os, signal
+from pathlib import Path
+from fsb.core.atomic import locked_temporary
+locked_temporary(Path({str(tmp_path / "forms.csv")!r}))  # what write_unit makes first, then killed
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    assert run_python(code, cwd=tmp_path).returncode == -9
+    left = [p for p in tmp_path.iterdir() if p.name.startswith(".forms.csv.")]
+    assert len(left) == 1 and left[0].stat().st_size == 0
+    users = tmp_path / ".forms.csv.bbbbbbbbbbbb.tmp"
+    users.write_text("mine\n", encoding="utf-8")
+    (tmp_path / "j.csv").write_text(_JUDGMENTS, encoding="utf-8")
+    proc = run("score", "j.csv", "--out", "s.csv", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert not left[0].exists() and users.read_text(encoding="utf-8") == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([".fsb-files.json", users.name, "j.csv", "s.csv"])

@@ -117,6 +117,20 @@ def _check_items(path: Path, task_id: int, items: list[Any]) -> None:
         raise InputError(path, f"task {task_id}: item {quoted(twice)} appears twice in one tuple")
 
 
+def _annotation_name(ann: dict[str, Any], place: int) -> str:
+    """How an error names an annotation: by its Label Studio id, or, when it has none (an export edited by
+    hand or by a script), by its place in the task's list ("annotation #2 without an id")."""
+    ident = ann.get("id")
+    if ident is None or isinstance(ident, (dict, list)):
+        return f"annotation #{place} without an id"
+    return f"annotation {quoted(ident)}" if isinstance(ident, str) else f"annotation {ident}"
+
+
+def _earlier(first: tuple[int, str], task_id: int) -> str:
+    """The earlier annotation of a repeated judgment: by name in the same task, else with its task."""
+    return first[1] if first[0] == task_id else f"task {first[0]}, {first[1]}"
+
+
 def read_export(path: str | os.PathLike[str]) -> Export:
     """Judgments from Label Studio's JSON export (a list of tasks with their annotations), validated: every
     task carries tuple_id and item1..itemK, every kept annotation one best and one worst position, best
@@ -133,7 +147,7 @@ def read_export(path: str | os.PathLike[str]) -> Export:
     judgments: list[LsJudgment] = []
     cancelled = 0
     k_seen: int | None = None
-    seen: dict[tuple[str, int], int] = {}
+    seen: dict[tuple[str, int], tuple[int, str]] = {}
     for n, task in enumerate(data):
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
             raise InputError(p, f"task #{n + 1}: not a Label Studio task (no 'data' object)")
@@ -159,10 +173,11 @@ def read_export(path: str | os.PathLike[str]) -> Export:
             annotations = []
         if not isinstance(annotations, list):
             raise InputError(p, f"task {task_id}: 'annotations' is {type(annotations).__name__}, expected a list of annotations")
-        for ann in annotations:
+        for m, ann in enumerate(annotations, start=1):
             if not isinstance(ann, dict):
                 raise InputError(p, f"task {task_id}: an annotation is {quoted(ann)}, expected an object")
-            where = f"task {task_id}, annotation {ann.get('id')}"
+            name = _annotation_name(ann, m)
+            where = f"task {task_id}, {name}"
             if ann.get("was_cancelled"):
                 cancelled += 1
                 continue
@@ -177,9 +192,9 @@ def read_export(path: str | os.PathLike[str]) -> Export:
             if who:
                 if (who, tuple_id) in seen:
                     raise InputError(
-                        p, f"{where}: annotator {quoted(who)} already judged tuple {tuple_id} (annotation {seen[(who, tuple_id)]})"
+                        p, f"{where}: annotator {quoted(who)} already judged tuple {tuple_id} ({_earlier(seen[(who, tuple_id)], task_id)})"
                     )
-                seen[(who, tuple_id)] = ann.get("id")
+                seen[(who, tuple_id)] = (task_id, name)
             judgments.append(
                 LsJudgment(
                     int(task_id), ann.get("id"), tuple_id, items, items[best - 1], items[worst - 1], who, str(ann.get("created_at") or "")

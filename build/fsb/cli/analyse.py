@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from fsb.cli.argtypes import pos_float, pos_int
+from fsb.cli.argtypes import input_file, path_arg, pos_float, pos_int
 from fsb.cli.common import print_json
 from fsb.cli.registry import Commands
 from fsb.core.errors import FsbError
@@ -21,17 +21,25 @@ commands = Commands()
 
 def _analyse_arguments(a: argparse.ArgumentParser) -> None:
     a.add_argument(
-        "dataset", nargs="?", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)"
+        "dataset",
+        type=path_arg,
+        nargs="?",
+        help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)",
     )
     a.add_argument(
-        "--out", default=DEFAULT_OUT, help=f"output folder (default: {DEFAULT_OUT}); replaced only if empty or an earlier analysis"
+        "--out",
+        type=path_arg,
+        default=DEFAULT_OUT,
+        help=f"output folder (default: {DEFAULT_OUT}); replaced only if empty or an earlier analysis",
     )
     a.add_argument("--top", type=pos_int, default=15, help="distinctive terms listed per bin (default 15)")
     a.add_argument(
         "--min-count", type=pos_int, default=5, help="rank only terms occurring at least this often in all bins together (default 5)"
     )
     words = a.add_mutually_exclusive_group()
-    words.add_argument("--stopwords", help="your own stopword list, one word a line (default: the project's wordlists/stopwords.txt)")
+    words.add_argument(
+        "--stopwords", type=input_file, help="your own stopword list, one word a line (default: the project's wordlists/stopwords.txt)"
+    )
     words.add_argument("--no-stopwords", action="store_true", help="keep every word, function words included")
     a.add_argument(
         "--prior-scale",

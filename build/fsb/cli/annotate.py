@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from fsb.cli.argtypes import seed
+from fsb.cli.argtypes import input_file, path_arg, seed
 from fsb.cli.common import FORMS_HEADER, JUDGMENTS_HEADER, add_force, output_file, print_json
 from fsb.cli.registry import Commands, Handler
 from fsb.core.errors import FsbError
@@ -25,10 +25,11 @@ actions = Commands()
 
 
 def _export_arguments(ex: argparse.ArgumentParser) -> None:
-    ex.add_argument("design", help="design CSV from `fsb tuples`")
+    ex.add_argument("design", type=input_file, help="design CSV from `fsb tuples`")
     ex.add_argument(
         "--items",
         "--generations",
+        type=path_arg,
         dest="generations",
         metavar="ITEMS",
         action="append",
@@ -36,11 +37,14 @@ def _export_arguments(ex: argparse.ArgumentParser) -> None:
         help="the texts: a CSV with id and text columns, or generations; repeat to join several files (an extended design "
         "shows existing and new items: --items FSB/FSB_text.csv --items round2/generations.jsonl); ids unique across files",
     )
-    ex.add_argument("--out", required=True, help="CSV forms; with --format label-studio a folder (labeling_config.xml, tasks.json)")
+    ex.add_argument(
+        "--out", type=path_arg, required=True, help="CSV forms; with --format label-studio a folder (labeling_config.xml, tasks.json)"
+    )
     ex.add_argument("--format", choices=FORMATS, default="csv")
     ex.add_argument("--seed", type=seed, help="re-order each tuple (seeded, position-balanced); default: the design's order")
     ex.add_argument(
         "--study",
+        type=path_arg,
         metavar="STUDY.yaml",
         help="word the export from a study file (question, the two labels, what high means; the file `fsb build --study` "
         "takes): the Label Studio config asks its question, and CSV forms get its instructions beside them "
@@ -103,10 +107,14 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import_arguments(im: argparse.ArgumentParser) -> None:
-    im.add_argument("responses", help="CSV of answers (tuple_id,best,worst[,annotator][,timestamp]) or Label Studio's JSON export")
+    im.add_argument(
+        "responses", type=input_file, help="CSV of answers (tuple_id,best,worst[,annotator][,timestamp]) or Label Studio's JSON export"
+    )
     im.add_argument("--format", choices=FORMATS, default="csv")
-    im.add_argument("--tuples", help="the exported forms or the design CSV (required for CSV; checks a Label Studio export)")
-    im.add_argument("--out", required=True, help="the judgments CSV (Item1..K,BestItem,WorstItem[,Annotator,Timestamp])")
+    im.add_argument(
+        "--tuples", type=input_file, help="the exported forms or the design CSV (required for CSV; checks a Label Studio export)"
+    )
+    im.add_argument("--out", type=path_arg, required=True, help="the judgments CSV (Item1..K,BestItem,WorstItem[,Annotator,Timestamp])")
     im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
     add_force(im)
 

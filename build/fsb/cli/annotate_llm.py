@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from fsb.cli.argtypes import pos_int, seed
+from fsb.cli.argtypes import path_arg, pos_int, seed
 from fsb.cli.engine_args import add_endpoint_options
 from fsb.cli.registry import Commands
 
@@ -30,19 +30,27 @@ def _rotations(text: str) -> str:
 
 def _llm_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--out", required=True, help="output .jsonl (one row per presentation: the answer and its provenance); journal beside it"
+        "--out",
+        type=path_arg,
+        required=True,
+        help="output .jsonl (one row per presentation: the answer and its provenance); journal beside it",
     )
     p.add_argument(
         "--judgments",
+        type=path_arg,
         help="the judgments CSV (Item1..Item4,BestItem,WorstItem,Annotator) for fsb score / reliability / build (default: OUT with .csv)",
     )
-    p.add_argument("--dataset", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)")
+    p.add_argument(
+        "--dataset", type=path_arg, help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)"
+    )
     p.add_argument("--sample", type=pos_int, help="a simple random sample of this many judged tuples (default: all)")
     p.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many tuples per equispaced bin of the tuple's mean score")
     p.add_argument("--seed", type=seed, default=0, help="sampling seed (default 0)")
     p.add_argument("--rotations", type=_rotations, help="cyclic shifts each tuple is shown in (default: $FSB_BWS_ROTATIONS, else 0,2)")
-    p.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
-    p.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
+    p.add_argument("--batch-file", type=path_arg, help="write the unfinished requests as OpenAI Batch API input instead of sending them")
+    p.add_argument(
+        "--collect", type=path_arg, metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests"
+    )
     p.add_argument("--force", action="store_true", help="replace --judgments / --batch-file even if they are not earlier outputs")
     add_endpoint_options(p, "completion tokens per request (default 16)")
 

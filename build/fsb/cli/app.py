@@ -11,7 +11,7 @@ import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from fsb.cli.argtypes import OneLineParser
 from fsb.cli.registry import Command, Commands, Handler
@@ -120,13 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     goes to /dev/null, the command finishes its work and exits with that work's status. A command started
     with stdout closed (`fsb score j.csv >&-`: Python's sys.stdout is None) works as long as it writes files,
     and one that would print says so in one line, exit 2."""
+    from fsb.cli.argtypes import unspool_stdin
+
     guard = _ReaderSafeStdout(sys.stdout)
     sys.stdout = guard  # type: ignore[assignment]
     try:
         return _main(argv)
     finally:
-        guard.flush()
+        with contextlib.suppress(FsbError):  # a stdout failure after the command's own failure: that one is reported
+            guard.flush()
         sys.stdout = guard.stream
+        unspool_stdin()  # the private copy of standard input, if `-` was read
 
 
 class _ReaderSafeStdout:
@@ -136,6 +140,12 @@ class _ReaderSafeStdout:
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
+
+    def _failed(self, e: OSError) -> NoReturn:
+        """A write to stdout the system refused (a full disk, `> /dev/full`): stdout goes to /dev/null (the
+        bytes still buffered would fail again at exit) and the failure is one line naming standard output."""
+        self._reader_gone()
+        raise FsbError(f"cannot write to standard output: {e.strerror or e}") from None
 
     def _reader_gone(self) -> None:
         import os
@@ -157,6 +167,8 @@ class _ReaderSafeStdout:
         except BrokenPipeError:
             self._reader_gone()
             return len(text)
+        except OSError as e:
+            self._failed(e)
 
     def flush(self) -> None:
         if self.stream is None:
@@ -165,8 +177,11 @@ class _ReaderSafeStdout:
             self.stream.flush()
         except BrokenPipeError:
             self._reader_gone()
+        except OSError as e:
+            self._failed(e)
+        finally:
             with contextlib.suppress(OSError, ValueError):
-                self.stream.flush()  # the buffered bytes now go to /dev/null, not to a failure at exit
+                self.stream.flush()  # after a failure the buffered bytes go to /dev/null, not to a failure at exit
 
     @property
     def buffer(self) -> Any:
@@ -188,7 +203,9 @@ def _main(argv: Sequence[str] | None) -> int:
     parser, handlers = _parser(argv)
     args = parser.parse_args(argv)
     try:
-        return handlers[args.command](args)
+        status = handlers[args.command](args)
+        sys.stdout.flush()  # the last buffered bytes: a refused write (a full disk) is reported like any failure
+        return status
     except KeyboardInterrupt:
         print(f"fsb {args.command}: interrupted", file=sys.stderr)
         return 130
@@ -223,10 +240,10 @@ def expected_failure(e: BaseException) -> str | None:
     if isinstance(e, FsbError):
         return " ".join(str(e).split()) or type(e).__name__
     if isinstance(e, OSError) and not isinstance(e, ConnectionError):
-        import os
-
         cause = e.strerror or str(e) or type(e).__name__
-        paths = [os.fspath(p) for p in (e.filename, e.filename2) if p is not None]
+        from fsb.core.readers import shown
+
+        paths = [shown(p) for p in (e.filename, e.filename2) if p is not None]
         return " ".join((f"{' -> '.join(paths)}: {cause}" if paths else cause).split())
     if isinstance(e, ConnectionError):  # e.g. datasets cannot reach a Hub repo (offline, or no such repo)
         return " ".join(str(e).split()) or "connection failed"

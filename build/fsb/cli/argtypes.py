@@ -4,7 +4,9 @@ that names the option, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
+import os
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -17,8 +19,10 @@ __all__ = [
     "batch_size",
     "bounded",
     "concurrency",
+    "input_file",
     "max_tokens",
     "nonneg_int",
+    "path_arg",
     "penalty",
     "pos_float",
     "pos_int",
@@ -29,6 +33,7 @@ __all__ = [
     "timeout",
     "top_p",
     "trials",
+    "unspool_stdin",
 ]
 
 
@@ -37,6 +42,52 @@ def _number(text: str, kind: type[int] | type[float]) -> int | float:
         return kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not {'an integer' if kind is int else 'a number'}: {text!r}") from None
+
+
+def path_arg(text: str) -> str:
+    """A file or folder path that names something: an empty one (`--out ''`, an unset variable) is refused
+    as empty here, before anything reads it as the current folder ("."). The one rule for every path option."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty: give a path")
+    return text
+
+
+def input_file(text: str) -> str:
+    """An input file's path (`path_arg`), where `-` is standard input: copied once into a private temporary
+    file (mode 0600) that every reader reads as a file (twice, or by size, if it needs to) and that
+    `unspool_stdin` removes when the command ends; messages name it "standard input"."""
+    if text != "-":
+        return path_arg(text)
+    from fsb.core.readers import STDIN_COPIES
+
+    if STDIN_COPIES:  # `-` given twice: one standard input
+        return next(iter(STDIN_COPIES))
+    import shutil
+    import sys
+    import tempfile
+
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise argparse.ArgumentTypeError("standard input is closed, so `-` cannot be read: give a file path")
+    fd, copy = tempfile.mkstemp(prefix="fsb-stdin-")
+    STDIN_COPIES.add(copy)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            shutil.copyfileobj(stream, f, 1 << 20)
+    except OSError as e:
+        unspool_stdin()
+        raise argparse.ArgumentTypeError(f"standard input cannot be read: {e.strerror or e}") from None
+    return copy
+
+
+def unspool_stdin() -> None:
+    """Remove the private copy of standard input `input_file` made, if any (`fsb.cli.main` calls this last)."""
+    from fsb.core.readers import STDIN_COPIES
+
+    for copy in list(STDIN_COPIES):
+        STDIN_COPIES.discard(copy)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(copy)
 
 
 def nonneg_int(text: str) -> int:

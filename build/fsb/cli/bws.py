@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from fsb.cli.argtypes import pos_int, resamples, seed, trials
+from fsb.cli.argtypes import input_file, path_arg, pos_int, resamples, seed, trials
 from fsb.cli.common import (
     DESIGN_HEADER,
     SCORES_HEADER,
@@ -46,9 +46,14 @@ def _ci_resamples(text: str) -> int:
 
 
 def _score_arguments(s: argparse.ArgumentParser) -> None:
-    s.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque; all-digit labels are integer ids)")
+    s.add_argument(
+        "annotations",
+        type=input_file,
+        help="CSV with Item1..ItemK,BestItem,WorstItem (labels are opaque; all-digit labels are integer ids)",
+    )
     s.add_argument(
         "--out",
+        type=path_arg,
         help="output CSV, most biased first: counting item,score_raw,score,n,best,worst; maxdiff item,score,se,n,best,worst; "
         "--ci adds ci_low,ci_high (default: standard output)",
     )
@@ -108,7 +113,7 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _reliability_arguments(r: argparse.ArgumentParser) -> None:
-    r.add_argument("annotations", help="CSV with Item1..ItemK,BestItem,WorstItem[,Annotator] (as for fsb score)")
+    r.add_argument("annotations", type=input_file, help="CSV with Item1..ItemK,BestItem,WorstItem[,Annotator] (as for fsb score)")
     r.add_argument("--trials", type=trials, default=100, help="random splits of each tuple's judgments into two halves (default 100)")
     r.add_argument("--seed", type=seed, default=0, help="seed of the random splits (default 0; the same seed gives the same figures)")
     r.add_argument(
@@ -186,13 +191,18 @@ def _reliability(args: argparse.Namespace) -> int:
 
 
 def _tuples_arguments(t: argparse.ArgumentParser) -> None:
-    t.add_argument("items", help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file")
-    t.add_argument("--out", required=True, help="CSV with tuple_id,Item1..ItemK")
+    t.add_argument(
+        "items",
+        type=path_arg,
+        help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file",
+    )
+    t.add_argument("--out", type=path_arg, required=True, help="CSV with tuple_id,Item1..ItemK")
     t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
     t.add_argument("--appearances", "--k", type=pos_int, default=8, help="tuples per (new) item (default 8, giving 2N 4-tuples)")
     t.add_argument("--seed", type=seed, default=0)
     t.add_argument(
         "--extend",
+        type=path_arg,
         metavar="EXISTING",
         help="tie ITEMS (new items) to an existing study, a judgments or design file: writes only the new tuples, each holding "
         ">= 1 existing item spread over the existing scores; the tuple size is EXISTING's",

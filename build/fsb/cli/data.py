@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from fsb.cli.argtypes import resamples, seed, trials
+from fsb.cli.argtypes import path_arg, resamples, seed, trials
 from fsb.cli.common import add_invalid, hub_revision, output_folder, print_json
 from fsb.cli.registry import Commands
 from fsb.core.errors import FsbError
@@ -32,21 +32,27 @@ STUDY_BOOTSTRAP = 200  # fsb.data.intervals.N_BOOT, not imported here: this modu
 def _build_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument(
         "--raw-dir",
+        type=path_arg,
         help="a release folder (FSB/FSB_text.csv, FSB/fsb-tuples-annotations.csv); default: a local copy, else the pinned download",
     )
-    b.add_argument("--generations", help="a generations file (the release's CSV, or `fsb generate` JSONL) instead of --raw-dir")
+    b.add_argument(
+        "--generations", type=path_arg, help="a generations file (the release's CSV, or `fsb generate` JSONL) instead of --raw-dir"
+    )
     b.add_argument(
         "--annotations",
+        type=path_arg,
         help="a judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator,Timestamp]): with --generations FSB's build; "
         "alone (optionally with --items, --study) any best-worst study",
     )
     b.add_argument(
         "--items",
+        type=path_arg,
         metavar="FILE",
         help="a study build's items: CSV with id, optional text and further columns (kept, typed); default: the ids the judgments name",
     )
     b.add_argument(
         "--study",
+        type=path_arg,
         metavar="STUDY.yaml",
         help="a study build's wording (question, the two labels, what high means, construct, licence, citation, "
         "pretty name) for the card; default: FSB's",
@@ -65,6 +71,7 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
     )
     b.add_argument(
         "--out",
+        type=path_arg,
         help="output folder (FSB's build: default ./fifty_shades_of_bias; a study build: required); replaced only if "
         "absent, empty or an unchanged earlier build",
     )
@@ -75,12 +82,14 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
     add_invalid(b)
     b.add_argument(
         "--rounds",
+        type=path_arg,
         metavar="MANIFEST",
         help="a rounds manifest (YAML: rounds: [{round, name, generations, annotations}], paths relative to it) "
         "instead of --raw-dir or --generations/--annotations; scores are computed over all rounds' judgments",
     )
     b.add_argument(
         "--previous",
+        type=path_arg,
         metavar="DIR|ORG/NAME@REV",
         help="the previous version (a build folder, or a Hub revision such as ORG/NAME@v1.0.0): the card gets a "
         "'Changes since' section from `fsb diff`",
@@ -252,7 +261,7 @@ def _previous_build(arg: str | None) -> Iterator[tuple[str | None, str | None]]:
 
 
 def _fetch_release_arguments(f: argparse.ArgumentParser) -> None:
-    f.add_argument("--dest", help="folder (default: the cache, $FSB_HOME/release/<commit>)")
+    f.add_argument("--dest", type=path_arg, help="folder (default: the cache, $FSB_HOME/release/<commit>)")
     f.add_argument("--url", help="mirror URL template with {commit} and {path}")
 
 

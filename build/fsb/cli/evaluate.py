@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from fsb.cli.argtypes import batch_size, pos_int, seed
+from fsb.cli.argtypes import batch_size, path_arg, pos_int, seed
 from fsb.cli.registry import Commands
 
 __all__ = ["commands"]
@@ -24,8 +24,10 @@ def _eval_arguments(e: argparse.ArgumentParser) -> None:
     e.add_argument("--limit", type=float, help="first N sentences per variant (a smoke test; --per-bin is the stratified sample)")
     e.add_argument("--per-bin", type=pos_int, help="a stratified sample: this many sentences per equispaced score bin")
     e.add_argument("--sample", type=pos_int, help="a simple random sample of this many sentences (judged tuples for fsb_bws*)")
-    e.add_argument("--dataset", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)")
-    e.add_argument("--output-path", default="results/eval", help="where results and samples go (default results/eval)")
+    e.add_argument(
+        "--dataset", type=path_arg, help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)"
+    )
+    e.add_argument("--output-path", type=path_arg, default="results/eval", help="where results and samples go (default results/eval)")
     e.add_argument("--batch-size", type=batch_size, default=1, help="lm-eval batch size (int, auto or auto:N)")
     e.add_argument("--device", help="cpu, cuda, ... (default: cuda if torch sees a GPU, else cpu)")
     e.add_argument("--apply-chat-template", action="store_true")
@@ -63,8 +65,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _main_arguments(m: argparse.ArgumentParser) -> None:
-    m.add_argument("--out", default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
-    m.add_argument("--raw-dir", help="release folder (default: a local copy, else the pinned download)")
+    m.add_argument("--out", type=path_arg, default="fifty_shades_of_bias", help="dataset folder (default: ./fifty_shades_of_bias)")
+    m.add_argument("--raw-dir", type=path_arg, help="release folder (default: a local copy, else the pinned download)")
     m.add_argument("--skip-eval", action="store_true", help="build, load and run the analyses; skip the model evaluation")
     m.add_argument(
         "--per-bin",
@@ -73,7 +75,7 @@ def _main_arguments(m: argparse.ArgumentParser) -> None:
         help="evaluate a stratified sample of this many sentences per equispaced score bin "
         "(default: a simple random sample of 32; a stratified one inflates correlations)",
     )
-    m.add_argument("--results", default="results/main", help="where lm-eval writes results and samples")
+    m.add_argument("--results", type=path_arg, default="results/main", help="where lm-eval writes results and samples")
     m.add_argument(
         "--force",
         action="store_true",

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from fsb.cli.argtypes import nonneg_int, pos_int, seed, shots
+from fsb.cli.argtypes import input_file, nonneg_int, path_arg, pos_int, seed, shots
 from fsb.cli.engine_args import add_endpoint_options
 from fsb.cli.registry import Commands
 
@@ -78,14 +78,16 @@ def _seeds_arguments(s: argparse.ArgumentParser) -> None:
     from fifty_shades_of_bias import SEED_TYPES
     from fsb.generate.seeds import DEFAULT_COUNTS  # built only for `fsb seeds`: the stage module is not free
 
-    s.add_argument("--out", required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
+    s.add_argument("--out", type=path_arg, required=True, help="output JSON lines, one seed a line (a .manifest.json is written beside it)")
     s.add_argument(
         "--force",
         action="store_true",
         help="replace --out (and its manifest) even if they are not earlier outputs of fsb seeds unchanged since fsb wrote them",
     )
-    s.add_argument("--copa", help="COPA premises: the XML corpus (e.g. balacopa-dev-all.xml) or JSON lines with 'premise'")
-    s.add_argument("--stereoset", help="StereoSet: the original dev.json, or a list of items such as EditBias's gender_test.json")
+    s.add_argument("--copa", type=path_arg, help="COPA premises: the XML corpus (e.g. balacopa-dev-all.xml) or JSON lines with 'premise'")
+    s.add_argument(
+        "--stereoset", type=path_arg, help="StereoSet: the original dev.json, or a list of items such as EditBias's gender_test.json"
+    )
     for seed_type in SEED_TYPES:
         s.add_argument(
             f"--{seed_type}",
@@ -94,25 +96,30 @@ def _seeds_arguments(s: argparse.ArgumentParser) -> None:
             help=f"{seed_type} seeds (default {DEFAULT_COUNTS[seed_type]})",
         )
     s.add_argument("--seed", type=seed, default=0, help="sampling seed (default 0)")
-    s.add_argument("--gendered-words", help="your own gendered word list (default: the project's wordlists/gendered_words.txt)")
-    s.add_argument("--person-words", help="your own person word list (default: the project's wordlists/person_words.txt)")
-    s.add_argument("--mark", nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing")
+    s.add_argument(
+        "--gendered-words", type=input_file, help="your own gendered word list (default: the project's wordlists/gendered_words.txt)"
+    )
+    s.add_argument("--person-words", type=input_file, help="your own person word list (default: the project's wordlists/person_words.txt)")
+    s.add_argument(
+        "--mark", type=path_arg, nargs="+", metavar="SEEDS", help="mark these seed files (FILE, TYPE=FILE or a folder) instead of drawing"
+    )
     s.add_argument("--json", action="store_true", help="print the summary as JSON (out, manifest, seeds, counts per type)")
 
 
 def _generate_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--seeds",
+        type=path_arg,
         action="append",
         required=True,
         metavar="SEEDS",
         help="a seed file: `fsb seeds` JSONL, TYPE=FILE.txt, or a folder (repeatable)",
     )
-    g.add_argument("--out", required=True, help="output .jsonl; the journal and failures files go beside it")
+    g.add_argument("--out", type=path_arg, required=True, help="output .jsonl; the journal and failures files go beside it")
     g.add_argument(
         "--formats", type=_formats, default=["conversion", "completion"], help="comma-separated formats (default: conversion,completion)"
     )
-    g.add_argument("--ic-dir", help="folder with the release's in-context files (default: the local release copy)")
+    g.add_argument("--ic-dir", type=path_arg, help="folder with the release's in-context files (default: the local release copy)")
     g.add_argument(
         "--ic", type=_ic, action="append", default=[], metavar="[SEED_TYPE:]FORMAT=FILE", help="your own in-context examples (repeatable)"
     )
@@ -124,18 +131,26 @@ def _generate_arguments(g: argparse.ArgumentParser) -> None:
         default=1,
         help="the first generation's uid (default 1); a later round starts past the earlier rounds' uids, e.g. 1001",
     )
-    g.add_argument("--csv", help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here")
-    g.add_argument("--batch-file", help="write the unfinished requests as OpenAI Batch API input instead of sending them")
-    g.add_argument("--collect", metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests")
+    g.add_argument(
+        "--csv", type=path_arg, help="also write the release's FSB_text.csv columns (uid,prompt_type,seed_type,query,response) here"
+    )
+    g.add_argument("--batch-file", type=path_arg, help="write the unfinished requests as OpenAI Batch API input instead of sending them")
+    g.add_argument(
+        "--collect", type=path_arg, metavar="FILE", help="merge an OpenAI Batch API output file into OUT instead of sending requests"
+    )
     g.add_argument("--force", action="store_true", help="replace --csv / --batch-file even if they are not earlier outputs of fsb generate")
     add_endpoint_options(g, "completion tokens per request (default 100; 512 for conversation)")
 
 
 def _explain_arguments(e: argparse.ArgumentParser) -> None:
-    e.add_argument("--out", required=True, help="output .jsonl (uid, text, score, bin, reason and provenance)")
-    e.add_argument("--dataset", help="a built dataset folder or Hub id (default: the last `fsb build`); its human scores are explained")
-    e.add_argument("--generations", help="sentences: the release's FSB_text.csv or `fsb generate` output (with --scores)")
-    e.add_argument("--scores", help="CSV with id (or uid/item) and a score in [0, 1], e.g. a model's scores (with --generations)")
+    e.add_argument("--out", type=path_arg, required=True, help="output .jsonl (uid, text, score, bin, reason and provenance)")
+    e.add_argument(
+        "--dataset", type=path_arg, help="a built dataset folder or Hub id (default: the last `fsb build`); its human scores are explained"
+    )
+    e.add_argument("--generations", type=path_arg, help="sentences: the release's FSB_text.csv or `fsb generate` output (with --scores)")
+    e.add_argument(
+        "--scores", type=input_file, help="CSV with id (or uid/item) and a score in [0, 1], e.g. a model's scores (with --generations)"
+    )
     e.add_argument("--score-column", help="the score column (default: score_normalized if present, else score)")
     e.add_argument("--per-bin", type=pos_int, default=10, help="sentences per bin, at least 1 (default 10)")
     e.add_argument(

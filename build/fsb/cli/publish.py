@@ -13,6 +13,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from fsb.cli.argtypes import path_arg
 from fsb.cli.common import hub_revision
 from fsb.cli.registry import Commands
 from fsb.core.secrets import redact_message
@@ -53,7 +54,7 @@ def check_endpoint(url: str | None) -> None:
 
 
 def _publish_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("folder", help="the dataset folder (README.md card, stats.json, data/<config>/*.parquet)")
+    p.add_argument("folder", type=path_arg, help="the dataset folder (README.md card, stats.json, data/<config>/*.parquet)")
     p.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="the dataset repo on the Hub (a namespace is required)")
     p.add_argument("--version", required=True, metavar="X.Y.Z", help="semantic version; greater than every v* tag; tagged vX.Y.Z")
     p.add_argument("--private", action="store_true", help="create the repo private (refused if it exists and is public)")
@@ -121,8 +122,10 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _diff_arguments(d: argparse.ArgumentParser) -> None:
-    d.add_argument("old", help="the earlier build: a folder, or ORG/NAME@REVISION on the Hub (e.g. ORG/fifty_shades_of_bias@v1.0.0)")
-    d.add_argument("new", help="the later build: a folder, or ORG/NAME@REVISION")
+    d.add_argument(
+        "old", type=path_arg, help="the earlier build: a folder, or ORG/NAME@REVISION on the Hub (e.g. ORG/fifty_shades_of_bias@v1.0.0)"
+    )
+    d.add_argument("new", type=path_arg, help="the later build: a folder, or ORG/NAME@REVISION")
     d.add_argument("--json", action="store_true", help="print the diff as JSON")
     d.add_argument(
         "--endpoint", metavar="URL", help="Hub endpoint for ORG/NAME@REVISION (default: $HF_ENDPOINT, else https://huggingface.co)"

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from fsb.cli.argtypes import resamples, trials
+from fsb.cli.argtypes import input_file, path_arg, resamples, trials
 from fsb.cli.common import print_json
 from fsb.cli.registry import Commands
 
@@ -22,10 +22,16 @@ commands = Commands()
 
 def _baseline_arguments(b: argparse.ArgumentParser) -> None:
     b.add_argument("name", choices=("mean", "lexicon", "probe", "classifier"))
-    b.add_argument("--dataset", help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)")
-    b.add_argument("--out", required=True, help="output file: CSV id,score (or JSON lines if it ends in .jsonl); provenance in OUT.json")
-    b.add_argument("--words", help="lexicon: your own word list (one word a line; default: fsb's wordlists/bias_lexicon.txt)")
-    b.add_argument("--checkpoint", help="classifier: a local Hugging Face text-classification checkpoint folder")
+    b.add_argument(
+        "--dataset", type=path_arg, help="dataset folder or Hub repo id (default: $FSB_DATASET, ./fifty_shades_of_bias, the last fsb build)"
+    )
+    b.add_argument(
+        "--out", type=path_arg, required=True, help="output file: CSV id,score (or JSON lines if it ends in .jsonl); provenance in OUT.json"
+    )
+    b.add_argument(
+        "--words", type=input_file, help="lexicon: your own word list (one word a line; default: fsb's wordlists/bias_lexicon.txt)"
+    )
+    b.add_argument("--checkpoint", type=path_arg, help="classifier: a local Hugging Face text-classification checkpoint folder")
     b.add_argument("--label", help="classifier: the label (name or index) whose probability is the score (default: the last)")
     b.add_argument(
         "--force",
@@ -59,9 +65,13 @@ def _baseline(args: argparse.Namespace) -> int:
 
 
 def _report_arguments(r: argparse.ArgumentParser) -> None:
-    r.add_argument("runs", nargs="*", help="lm-eval --output_path folders or results_*.json files, or prediction files")
-    r.add_argument("--predictions", action="append", default=[], metavar="FILE", help="a prediction file (id,score); repeatable")
-    r.add_argument("--dataset", help="the dataset scored (default: what loaders find); gives gold scores, breakdowns, human figures")
+    r.add_argument("runs", type=path_arg, nargs="*", help="lm-eval --output_path folders or results_*.json files, or prediction files")
+    r.add_argument(
+        "--predictions", type=path_arg, action="append", default=[], metavar="FILE", help="a prediction file (id,score); repeatable"
+    )
+    r.add_argument(
+        "--dataset", type=path_arg, help="the dataset scored (default: what loaders find); gives gold scores, breakdowns, human figures"
+    )
     r.add_argument("--bootstrap", type=resamples, default=1000, help="bootstrap draws (default 1000)")
     r.add_argument("--trials", type=trials, default=100, help="split-half trials for the human reference (default 100)")
     r.add_argument(
@@ -71,7 +81,7 @@ def _report_arguments(r: argparse.ArgumentParser) -> None:
         metavar=("A", "B"),
         help="paired difference of rows A and B: their number as given (inputs in command-line order, the table's # column) or label",
     )
-    r.add_argument("--out", help="also write report.md, report.json, forest.png and scatter PNGs into this folder")
+    r.add_argument("--out", type=path_arg, help="also write report.md, report.json, forest.png and scatter PNGs into this folder")
     r.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
 
 

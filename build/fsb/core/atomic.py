@@ -1,10 +1,12 @@
-"""Writes that never leave a half-written file or folder behind: `atomic_write` (a file), `atomic_dir` (a
-folder swapped in whole), and the sweep of what a killed write left.
+"""Writes that never leave a half-written file behind (`atomic_write`), fsb's own records beside its
+outputs (`read_record`, `write_record`), and the sweep of what a killed write left.
 
 Every temporary file and staging folder fsb creates is registered by name in its folder's
 `.fsb-scratch.json` once created; a sweep removes only registered names that no live process holds
 locked. A user's file that happens to look like one (`.x.old-20261201abcd`, `.s.csv.deadbeef0000.tmp`) is
-never in the register, so it is never touched."""
+never in the register, so it is never touched. A record carries a mark only fsb writes (`"fsb": ...`): a
+file of a record's name without it (a user's own `.fsb-scratch.json`, or one an fsb before the marks wrote)
+is refused in one line, never trusted, replaced or removed."""
 
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ import json
 import os
 import re
 import secrets
+import shutil
 import stat
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fsb.core.readers import InputError
 
@@ -28,26 +31,29 @@ __all__ = [
     "atomic_write",
     "check_replaceable_file",
     "durable_rename",
-    "first_line_matches",
     "folder_lock",
     "fresh_sibling",
     "fsync_dir",
     "give_ordinary_modes",
-    "is_special",
     "locked_temporary",
     "named_error",
     "new_file",
+    "read_record",
     "recover_units",
     "register_scratch",
-    "registered_candidates",
     "registered_scratch",
+    "sweep",
     "sweep_stale_temporaries",
     "try_lock",
     "unregister_scratch",
     "write_file",
+    "write_record",
 ]
 
 _T = TypeVar("_T")
+HEX = "[0-9a-f]{12}"
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def fresh_sibling(parent: Path, prefix: str, suffix: str, make: Callable[[Path], _T]) -> tuple[Path, _T]:
@@ -68,9 +74,61 @@ def new_file(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
 
 
-# --- the register of what fsb created beside its outputs: only these names are ever swept -------------------
+def try_lock(fd: int, *, block: bool) -> bool:
+    import fcntl
 
-SCRATCH_RECORD = ".fsb-scratch.json"
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+        return True
+    except BlockingIOError:
+        return False
+
+
+# --- fsb's records beside its outputs: marked, so a user's file of the same name is never taken for one -----
+
+
+def read_record(path: Path, mark: str) -> dict[str, Any]:
+    """The record fsb keeps at `path` ({} when there is none). A file there that is not fsb's record
+    `mark` is refused (InputError naming it): fsb neither trusts it nor replaces or removes it."""
+    try:
+        with open(path, "rb") as f:
+            record: Any = json.loads(f.read(1 << 24))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        record = None
+    if not isinstance(record, dict) or record.get("fsb") != mark:
+        raise InputError(
+            path,
+            "is not a record fsb wrote (fsb keeps its own bookkeeping under this name), so fsb neither trusts nor "
+            "replaces it: rename it if it is yours, delete it if an earlier fsb wrote it, or write the output elsewhere",
+        )
+    return record
+
+
+def write_record(path: Path, mark: str, body: dict[str, Any]) -> None:
+    """Replace the record at `path` by `body` under fsb's `mark`; an empty `body` removes the record. The
+    caller holds `folder_lock` and has read the record. Written through a registered temporary
+    (`atomic_write`), but for the register itself, whose temporary cannot be registered in it."""
+    if not body:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return
+    text = json.dumps({"fsb": mark, **body}, indent=1, sort_keys=True) + "\n"
+    if path.name != SCRATCH_RECORD:
+        atomic_write(path, text)
+        return
+    tmp, fd = fresh_sibling(path.parent, f".{path.name}.", ".tmp", new_file)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 _LOCKS: dict[str, tuple[threading.RLock, list[int]]] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -92,7 +150,7 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
                 held.pop()
             return
         try:
-            fd = os.open(key, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            fd = os.open(key, os.O_RDONLY | _O_DIRECTORY)
         except OSError:
             yield
             return
@@ -106,51 +164,36 @@ def folder_lock(folder: str | os.PathLike[str]) -> Iterator[None]:
             os.close(fd)
 
 
+SCRATCH_RECORD = ".fsb-scratch.json"
+_SCRATCH_MARK = "temporaries"
+
+
 def registered_scratch(folder: str | os.PathLike[str]) -> set[str]:
     """The names fsb registered in `folder` as its own temporaries and stages (see module docstring)."""
-    try:
-        record = json.loads((Path(folder) / SCRATCH_RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return set()
-    names = record.get("names") if isinstance(record, dict) else None
+    names = read_record(Path(folder) / SCRATCH_RECORD, _SCRATCH_MARK).get("names")
     return {n for n in names if isinstance(n, str) and "/" not in n} if isinstance(names, list) else set()
 
 
-def _set_scratch(folder: Path, names: set[str]) -> None:
-    record = folder / SCRATCH_RECORD
-    if not names:
-        with contextlib.suppress(FileNotFoundError):
-            record.unlink()
-        return
-    tmp, fd = fresh_sibling(folder, f".{SCRATCH_RECORD}.", ".tmp", new_file)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"names": sorted(names)}, indent=1) + "\n")
-        os.replace(tmp, record)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+def _change_scratch(path: Path, add: bool) -> None:
+    with folder_lock(path.parent):
+        names = registered_scratch(path.parent)
+        if (path.name in names) != add:
+            names = names | {path.name} if add else names - {path.name}
+            write_record(path.parent / SCRATCH_RECORD, _SCRATCH_MARK, {"names": sorted(names)} if names else {})
 
 
 def register_scratch(path: str | os.PathLike[str]) -> None:
     """Record `path` (a temporary or stage fsb has just created, exclusively) in its folder's register."""
-    p = Path(path)
-    with folder_lock(p.parent):
-        _set_scratch(p.parent, registered_scratch(p.parent) | {p.name})
+    _change_scratch(Path(path), True)
 
 
 def unregister_scratch(path: str | os.PathLike[str]) -> None:
     """Drop `path` from its folder's register (it was renamed into place or removed); never raises."""
-    p = Path(path)
-    with contextlib.suppress(OSError), folder_lock(p.parent):
-        names = registered_scratch(p.parent)
-        if p.name in names:
-            _set_scratch(p.parent, names - {p.name})
+    with contextlib.suppress(OSError, InputError):
+        _change_scratch(Path(path), False)
 
 
-def registered_candidates(target: Path, pattern: re.Pattern[str]) -> list[Path]:
-    return [target.parent / n for n in sorted(registered_scratch(target.parent)) if pattern.fullmatch(n)]
+# --- writing one file ------------------------------------------------------------------------------------
 
 
 def named_error(e: OSError, path: Path, *, always: bool = False) -> OSError:
@@ -162,69 +205,28 @@ def named_error(e: OSError, path: Path, *, always: bool = False) -> OSError:
     return e
 
 
-def first_line_matches(pattern: str | re.Pattern[str]) -> Callable[[Path], bool]:
-    """A `replace_if` predicate: the existing file's first line (a CSV header, say) fully matches `pattern`,
-    i.e. the file is an earlier output of the same kind. Binary or unreadable files do not match."""
-    regex = re.compile(pattern) if isinstance(pattern, str) else pattern
-
-    def matches(path: Path) -> bool:
-        try:
-            with open(path, "rb") as f:
-                head = f.readline(1 << 16)
-            line = head.decode("utf-8-sig").rstrip("\r\n")
-        except (OSError, UnicodeDecodeError):
-            return False
-        return regex.fullmatch(line) is not None
-
-    return matches
-
-
-def is_special(path: str | os.PathLike[str]) -> bool:
-    """Whether `path` is (or links to) a device, a FIFO or a socket: never an output, whatever --force says."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
-
-
-def check_replaceable_file(
-    path: str | os.PathLike[str],
-    *,
-    replace_if: Callable[[Path], bool] | None = None,
-    kind: str = "an output of this command",
-    hint: str = "",
-) -> Path:
-    """Refuse (InputError naming `path`) an output file path that is a folder, or an existing file that
-    `replace_if` does not recognise as `kind`; return the path. With `replace_if=None` any file may be
-    replaced (for the project's own state files). `hint` ends the message, e.g. "or pass --force"."""
+def check_replaceable_file(path: str | os.PathLike[str]) -> Path:
+    """Refuse (InputError naming `path`) an output file path that is a folder, a device, a FIFO or a socket
+    (renaming over one would replace a device node with a file; writing into it is no output), or whose
+    parent is not a folder; return the path. Whether an existing file may be replaced is `fsb.core.seals`'."""
     p = Path(path)
     if p.is_dir():
         raise InputError(p, "is a folder; give a file path")
-    if is_special(p):  # renaming over it would replace a device node with a file; writing into it is no output
+    mode = 0
+    with contextlib.suppress(OSError, ValueError):  # absent, or a name the OS refuses: not special
+        mode = os.stat(p).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         raise InputError(p, "is a device, FIFO or socket, not a file; refusing to write to it (even with --force): choose another path")
     if p.parent.exists() and not p.parent.is_dir():
         raise InputError(p.parent, "is not a folder, so it cannot hold the output")
-    if replace_if is not None and (p.exists() or p.is_symlink()) and not replace_if(p):
-        raise InputError(p, f"exists and is not {kind}; refusing to replace it: choose another path{hint}")
     return p
 
 
-def atomic_write(
-    path: str | os.PathLike[str],
-    data: bytes | str,
-    *,
-    replace_if: Callable[[Path], bool] | None = None,
-    kind: str = "an output of this command",
-    hint: str = "",
-) -> None:
-    """Write a file by writing a temporary sibling, fsyncing it, then renaming it over `path`.
-
-    A folder at `path` is refused; an existing file is replaced only if `replace_if(path)` is true (when
-    given): commands writing a user-named output pass a predicate such as `first_line_matches(header)`.
-    An OS error (ENOSPC, EFBIG, EACCES) names `path` and leaves no temporary file.
-    """
-    p = check_replaceable_file(path, replace_if=replace_if, kind=kind, hint=hint)
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Write a file by writing a temporary sibling, fsyncing it, then renaming it over `path` (refused by
+    `check_replaceable_file`: a folder, a device). An OS error (ENOSPC, EFBIG, EACCES) names `path` and
+    leaves no temporary file. Stale temporaries of the folder are swept first."""
+    p = check_replaceable_file(path)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -233,28 +235,27 @@ def atomic_write(
     except OSError as e:
         raise named_error(e, p, always=True) from e
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(fd, "wb", closefd=False) as f:  # the lock is held until the rename: no sweep takes it
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)
-    except OSError as e:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         unregister_scratch(tmp)
-        raise named_error(e, p, always=e.filename == os.fspath(tmp)) from e
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        unregister_scratch(tmp)
+        if isinstance(e, OSError):
+            raise named_error(e, p, always=e.filename == os.fspath(tmp)) from e
         raise
+    finally:
+        os.close(fd)
     unregister_scratch(tmp)
     durable_rename(p.parent)
 
 
 def locked_temporary(p: Path) -> tuple[Path, int]:
-    """A new `.NAME.XXXX.tmp` beside `p`, open for writing and exclusively locked (flock) while this process
-    lives, so a later write of the same target can tell a temporary left by a kill from one being written."""
+    """A new `.NAME.XXXX.tmp` beside `p`, open for writing, registered, and exclusively locked (flock) while
+    this process lives, so a later write can tell a temporary left by a kill from one being written."""
     while True:
         tmp, fd = fresh_sibling(p.parent, f".{p.name}.", ".tmp", new_file)
         try_lock(fd, block=True)
@@ -268,33 +269,6 @@ def locked_temporary(p: Path) -> tuple[Path, int]:
                     raise
                 return tmp, fd
         os.close(fd)  # swept between creation and lock: take another name
-
-
-def sweep_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
-    """Remove the `.NAME.XXXX.tmp` files of target `path` that fsb registered (`register_scratch`) and no live
-    process holds (a write killed before its rename); a temporary another process is writing is locked and
-    kept, and a file fsb did not register is never touched. Returns what was removed."""
-    target = Path(path).absolute()
-    recover_units(target.parent)  # a committed unit's temporaries are finished, never swept
-    pattern = re.compile(rf"\.{re.escape(target.name)}\.{HEX}\.tmp")
-    removed = []
-    for tmp in registered_candidates(target, pattern):
-        try:
-            fd = os.open(tmp, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except FileNotFoundError:
-            unregister_scratch(tmp)
-            continue
-        except OSError:
-            continue
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode) and try_lock(fd, block=False):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
-                unregister_scratch(tmp)
-                removed.append(tmp)
-        finally:
-            os.close(fd)
-    return removed
 
 
 def durable_rename(folder: Path) -> None:
@@ -316,7 +290,7 @@ def write_file(path: str | os.PathLike[str], data: bytes | str) -> None:
 
 
 def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    fd = os.open(folder, os.O_RDONLY | _O_DIRECTORY)
     try:
         os.fsync(fd)
     except OSError as e:  # some filesystems refuse fsync on a folder; the rename is still atomic
@@ -344,20 +318,56 @@ def give_ordinary_modes(root: str | os.PathLike[str]) -> None:
                 os.chmod(path, mode)
 
 
-HEX = "[0-9a-f]{12}"
+# --- the sweep of what a kill left: registered names that no live process holds ------------------------------
+
+_TEMPORARY = re.compile(rf"\..+\.{HEX}\.tmp")
+_UNIT = re.compile(rf"\.fsb-unit-{HEX}\.json")
 
 
-def try_lock(fd: int, *, block: bool) -> bool:
-    import fcntl
-
+@contextlib.contextmanager
+def _if_left(path: Path) -> Iterator[int | None]:
+    """A descriptor of the registered `path`, locked, when no live process holds it (a kill left it); None when
+    one does, or when it is not there (then unregistered) or not fsb's to touch (a symbolic link)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
-        return True
-    except BlockingIOError:
-        return False
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW)
+    except OSError as e:
+        if isinstance(e, FileNotFoundError):
+            unregister_scratch(path)
+        yield None
+        return
+    try:
+        mode = os.fstat(fd).st_mode
+        yield fd if (stat.S_ISREG(mode) or stat.S_ISDIR(mode)) and try_lock(fd, block=False) else None
+    finally:
+        os.close(fd)
 
 
-_UNIT = re.compile(r"\.fsb-unit-[0-9a-f]{12}\.json")
+def sweep(folder: Path, pattern: re.Pattern[str]) -> list[Path]:
+    """Remove the registered names of `folder` that fully match `pattern` and that no live process holds
+    locked (a file or a folder a kill left); a locked one is being written and is kept, a name fsb did not
+    register is never touched. Returns what was removed."""
+    removed = []
+    for name in sorted(n for n in registered_scratch(folder) if pattern.fullmatch(n)):
+        path = folder / name
+        with _if_left(path) as fd:
+            if fd is not None:
+                if path.is_dir():
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+                unregister_scratch(path)
+                removed.append(path)
+    return removed
+
+
+def sweep_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
+    """Before writing `path` (or anything else in its folder): finish the units a kill interrupted after their
+    commit (`recover_units`), then remove every `.NAME.XXXX.tmp` of that folder that fsb registered and no
+    live process holds (a write killed before its rename, of any target there). Returns what was removed."""
+    folder = Path(path).absolute().parent
+    recover_units(folder)  # a committed unit's temporaries are finished, never swept
+    return sweep(folder, _TEMPORARY)
 
 
 def recover_units(folder: str | os.PathLike[str]) -> int:
@@ -366,20 +376,11 @@ def recover_units(folder: str | os.PathLike[str]) -> int:
     Returns the number of units rolled forward."""
     root = Path(folder)
     done = 0
-    for name in sorted(registered_scratch(root)):
-        if not _UNIT.fullmatch(name):
-            continue
+    for name in sorted(n for n in registered_scratch(root) if _UNIT.fullmatch(n)):
         intent = root / name
-        try:
-            fd = os.open(intent, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except FileNotFoundError:
-            unregister_scratch(intent)
-            continue
-        except OSError:
-            continue
-        try:
-            if not try_lock(fd, block=False):
-                continue  # a live unit
+        with _if_left(intent) as fd:
+            if fd is None:
+                continue  # a live unit, or gone
             try:
                 moves = json.loads(os.read(fd, 1 << 20).decode("utf-8"))["moves"]
             except (ValueError, KeyError, TypeError):
@@ -392,6 +393,4 @@ def recover_units(folder: str | os.PathLike[str]) -> int:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(intent)
             unregister_scratch(intent)
-        finally:
-            os.close(fd)
     return done

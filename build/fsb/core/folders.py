@@ -21,7 +21,8 @@ from fsb.core.atomic import (
     fsync_dir,
     named_error,
     register_scratch,
-    registered_candidates,
+    sweep,
+    sweep_stale_temporaries,
     try_lock,
     unregister_scratch,
 )
@@ -163,26 +164,7 @@ def sweep_stale_stages(path: str | os.PathLike[str]) -> list[Path]:
     process holds (left by a kill); a stage another build is writing is locked and kept, and a folder fsb did
     not register is never touched. Returns what was removed."""
     target = Path(path).absolute()
-    pattern = _stage_pattern(target.name)
-    removed = []
-    for stage in registered_candidates(target, pattern):
-        if not (stage.exists() or stage.is_symlink()):
-            unregister_scratch(stage)
-            continue
-        if stage.is_symlink() or not stage.is_dir():
-            continue
-        try:
-            fd = os.open(stage, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-        except OSError:
-            continue
-        try:
-            if try_lock(fd, block=False):
-                shutil.rmtree(stage, ignore_errors=True)
-                unregister_scratch(stage)
-                removed.append(stage)
-        finally:
-            os.close(fd)
-    return removed
+    return sweep(target.parent, _stage_pattern(target.name))
 
 
 @contextlib.contextmanager
@@ -208,6 +190,7 @@ def atomic_dir(
     target = check_replaceable_dir(path, owned=owned, kind=kind, inputs=inputs, option=option, changed=changed)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale_temporaries(target)
         sweep_stale_stages(target)
         stage, lock = _locked_stage(target.parent, target.name)
     except OSError as e:

@@ -121,9 +121,9 @@ class OutputPlan:
         for out in self.outputs:
             _refuse_inside_sealed(out)
             check_replaceable_file(out.path)  # a folder, device, FIFO or socket: whatever --force says
+            with contextlib.suppress(OSError):  # what a kill left in the folder: finished or swept, at this start
+                sweep_stale_temporaries(out.path)
             if out.kind is not None:
-                with contextlib.suppress(OSError):
-                    recover_units(out.path.parent)
                 check_recorded_file(out.path, force=out.force, kind=out.kind, hint=", or pass --force")
 
     def _declared(self, path: str | os.PathLike[str]) -> Output:
@@ -186,7 +186,7 @@ def write_unit(
             raise InputError(p, "is named twice among the files of one output; give each its own path")
     for p in targets:
         with contextlib.suppress(OSError):
-            recover_units(p.parent)
+            sweep_stale_temporaries(p)  # a unit a kill interrupted is finished first, its folder's leftovers swept
         check_recorded_file(p, force=force, kind=kind_of[p])
     data = {p: (v.encode("utf-8") if isinstance(v, str) else v) for p, v in zip(targets, files.values(), strict=True)}
     staged: list[tuple[Path, Path, int]] = []
@@ -194,7 +194,6 @@ def write_unit(
     try:
         for p in targets:
             p.parent.mkdir(parents=True, exist_ok=True)
-            sweep_stale_temporaries(p)
             tmp, fd = locked_temporary(p)
             staged.append((tmp, p, fd))
             with open(fd, "wb", closefd=False) as f:

@@ -1,6 +1,8 @@
 """Reading what users give: strict UTF-8, JSON lines, word lists, and `InputError`, the error that names
 file, line and field. A pipe or `<(...)` input is read once per process and kept, so a command that reads
-an input twice (a check, then the parse) sees the same bytes both times."""
+an input twice (a check, then the parse) sees the same bytes both times. `-` on the command line is
+standard input, copied by the CLI into a private file (`fsb.cli.argtypes.input_file`) that every reader
+reads as a file and every message names "standard input" (`shown`)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from typing import Any
 from fsb.core.errors import FsbError
 
 __all__ = [
-    "SHOWN_CHARS",
+    "STDIN",
+    "STDIN_COPIES",
     "InputError",
     "content_fingerprint",
     "iter_jsonl",
@@ -26,6 +29,7 @@ __all__ = [
     "read_word_list",
     "sha256_file",
     "short",
+    "shown",
 ]
 
 
@@ -37,7 +41,7 @@ class InputError(FsbError, ValueError):
         self.line = line
         self.field = field
         self.message = message
-        where = [self.path]
+        where = [shown(self.path)]
         if line is not None:
             where.append(f"line {line}")
         if field is not None:
@@ -45,15 +49,22 @@ class InputError(FsbError, ValueError):
         super().__init__(f"{', '.join(where)}: {message}")
 
 
-SHOWN_CHARS = 40  # a value echoed in an error message shows at most this many characters
+_SHOWN_CHARS = 40  # a value echoed in an error message shows at most this many characters
+STDIN = "standard input"
+STDIN_COPIES: set[str] = set()  # the private files standard input was copied into (by the CLI, for `-`)
 
 
-def short(text: str, limit: int = SHOWN_CHARS) -> str:
+def shown(path: str | os.PathLike[str]) -> str:
+    """How a message names `path`: "standard input" for a copy of it (`STDIN_COPIES`), else the path itself."""
+    return STDIN if os.fspath(path) in STDIN_COPIES else os.fspath(path)
+
+
+def short(text: str, limit: int = _SHOWN_CHARS) -> str:
     """`text` as echoed in a message: at most `limit` characters, then "... (N characters)"."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-def quoted(text: object, limit: int = SHOWN_CHARS) -> str:
+def quoted(text: object, limit: int = _SHOWN_CHARS) -> str:
     """A value from a file as echoed in a message: repr() (so a NUL, a newline or a trailing space shows),
     at most `limit` characters of it, then "... (N characters)"."""
     text = str(text)
@@ -91,6 +102,8 @@ def read_input_bytes(path: str | os.PathLike[str]) -> bytes:
     if stream:
         _STREAMS[key] = data
     if not data or data.isspace():  # not data.strip(): that copies a large file when it ends in a newline
+        if os.fspath(p) in STDIN_COPIES:
+            raise InputError(p, "gave no data (was the command piping into fsb empty, or did it fail?)")
         if stream:
             raise InputError(p, "is a pipe or device that gave no data (was its writer's command empty, or did it fail?)")
         raise InputError(p, "file is empty")

@@ -14,17 +14,18 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from fsb.core.atomic import (
     atomic_write,
     check_replaceable_file,
-    first_line_matches,
     folder_lock,
     named_error,
+    read_record,
     write_file,
+    write_record,
 )
 from fsb.core.readers import InputError, sha256_file
 
@@ -33,10 +34,10 @@ __all__ = [
     "SEAL_FILE",
     "check_recorded_file",
     "file_difference",
+    "first_line_matches",
     "list_tree",
     "read_seal",
     "record_digests",
-    "recorded_kind",
     "recorded_write",
     "same_file",
     "seal_difference",
@@ -124,36 +125,19 @@ def seal_difference(folder: str | os.PathLike[str], kind: str) -> str | None:
 # --- single files written beside a user's: their sha256 recorded in the folder ------------------------------
 
 FILES_RECORD = ".fsb-files.json"
+_FILES_MARK = "outputs"
 
 
 def _files_entries(folder: Path) -> dict[str, dict[str, Any]]:
-    """name -> {"kind": str | None, "digests": [...]}; the older form name -> [digests] reads as kind None."""
-    try:
-        record = json.loads((folder / FILES_RECORD).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(record, dict):
-        return {}
+    """name -> {"kind": str | None, "digests": [...]} from the folder's record (`read_record`: a file of that
+    name that is not fsb's record is refused, never trusted)."""
+    files = read_record(folder / FILES_RECORD, _FILES_MARK).get("files")
     entries = {}
-    for name, value in record.items():
-        if isinstance(value, list):
-            value = {"kind": None, "digests": value}
-        if not isinstance(name, str) or not isinstance(value, dict) or not isinstance(value.get("digests"), list):
-            continue
-        kind = value.get("kind") if isinstance(value.get("kind"), str) else None
-        entries[name] = {"kind": kind, "digests": [d for d in value["digests"] if isinstance(d, str)]}
+    for name, value in (files if isinstance(files, dict) else {}).items():
+        if isinstance(value, dict) and isinstance(value.get("digests"), list):
+            kind = value.get("kind") if isinstance(value.get("kind"), str) else None
+            entries[name] = {"kind": kind, "digests": [d for d in value["digests"] if isinstance(d, str)]}
     return entries
-
-
-def _files_record(folder: Path) -> dict[str, list[str]]:
-    return {name: e["digests"] for name, e in _files_entries(folder).items()}
-
-
-def recorded_kind(path: str | os.PathLike[str]) -> str | None:
-    """The kind of output its folder's .fsb-files.json records for the file at `path` (None: none recorded)."""
-    p = Path(path)
-    entry = _files_entries(p.parent).get(p.name)
-    return entry["kind"] if entry else None
 
 
 def file_difference(path: str | os.PathLike[str], kind: str | None = None) -> str | None:
@@ -175,6 +159,23 @@ def file_difference(path: str | os.PathLike[str], kind: str | None = None) -> st
     return "it was edited after fsb wrote it"
 
 
+def first_line_matches(pattern: str | re.Pattern[str]) -> Callable[[Path], bool]:
+    """A predicate for `check_recorded_file`'s `header`: the existing file's first line (a CSV header, say)
+    fully matches `pattern`. Binary or unreadable files do not match."""
+    regex = re.compile(pattern) if isinstance(pattern, str) else pattern
+
+    def matches(path: Path) -> bool:
+        try:
+            with open(path, "rb") as f:
+                head = f.readline(1 << 16)
+            line = head.decode("utf-8-sig").rstrip("\r\n")
+        except (OSError, UnicodeDecodeError):
+            return False
+        return regex.fullmatch(line) is not None
+
+    return matches
+
+
 def check_recorded_file(
     path: str | os.PathLike[str],
     *,
@@ -191,6 +192,7 @@ def check_recorded_file(
     another command's output recorded under the same name. `force` allows replacing any other file.
     A device, FIFO or socket is refused whatever `force` says. Returns the path."""
     p = check_replaceable_file(path)  # refuses a folder, a device, a FIFO or a socket
+    _files_entries(p.parent)  # a record there that is not fsb's is refused now, before any work
     if not (p.exists() or p.is_symlink()):
         return p
     for item in inputs:
@@ -229,7 +231,6 @@ def record_digests(path: str | os.PathLike[str], digests: list[str] | None, *, k
     are kept."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    record_path = p.parent / FILES_RECORD
     with folder_lock(p.parent):
         record: dict[str, Any] = _files_entries(p.parent)
         if digests is not None:
@@ -237,11 +238,7 @@ def record_digests(path: str | os.PathLike[str], digests: list[str] | None, *, k
             record[p.name] = {"kind": kind, "digests": digests}
         elif record.pop(p.name, None) is None:
             return
-        if record:
-            atomic_write(record_path, json.dumps(record, indent=1, sort_keys=True) + "\n")
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                record_path.unlink()
+        write_record(p.parent / FILES_RECORD, _FILES_MARK, {"files": record} if record else {})
 
 
 def recorded_write(
