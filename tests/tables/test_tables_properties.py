@@ -183,7 +183,7 @@ def _labels_outcome(path: Path) -> object:
     )
 )
 def test_string_labels_fast_path_agrees_with_pythons_reader(rows: list[tuple[list[str], int, int, str]]) -> None:
-    """String labels (including ones packed into integer keys, `fsb.tables.csvrows.packed_keys`, and best/worst
+    """String labels (including ones packed into integer keys, `fsb.tables.labelcodes.label_words`, and best/worst
     coded by comparison with the row's items) give the same labels, codes, irregular rows, or the same
     error line, field and message, by the pyarrow path as by Python's csv reader. Index 3 picks a label
     outside the tuple (a best or worst that is not one of its items)."""

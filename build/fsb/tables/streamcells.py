@@ -22,7 +22,6 @@ wide as it, would outweigh their text 4 times over.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +29,10 @@ import numpy as np
 
 from fsb.core.readers import InputError
 from fsb.tables.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
-from fsb.tables.labelcodes import encode_cells, key_order, label_words, ranks, unpack_keys, word_keys, words_order, words_to_labels
+from fsb.tables.labelcodes import encode_cells, label_words, sorted_labels, widest, word_keys
+from fsb.tables.layout import Cells, lazy_lines
 
-__all__ = ["BLOCK_BYTES", "MERGE_MIN", "Streamed", "rows_expected", "stream_cells"]
+__all__ = ["BLOCK_BYTES", "MERGE_MIN", "rows_expected", "stream_cells"]
 
 BLOCK_BYTES = 1 << 22
 MERGE_MIN = 1 << 20  # pending blocks' distinct labels before the first merge
@@ -47,20 +47,6 @@ class _Collision(Exception):
 class _TooWide(Exception):
     """A label so much longer than the others that the words of a block's distinct labels (all as wide as
     it) would outweigh their text: the file is read by the whole-file path (strings hashed)."""
-
-
-@dataclass(frozen=True)
-class Streamed:
-    """A streamed file's label columns, coded: code c stands for uniques[rank[c]] (`uniques` a sorted numpy
-    unicode array of distinct labels); `unmatched` counts BestItem/WorstItem cells equal to none of their row's
-    items; `annotator` and `timestamp` are the optional columns' values (one Python object per row)."""
-
-    cells: np.ndarray
-    uniques: np.ndarray
-    rank: np.ndarray
-    unmatched: int
-    annotator: np.ndarray | None
-    timestamp: np.ndarray | None
 
 
 class _Dictionary:
@@ -151,13 +137,13 @@ class _Dictionary:
             pos += keys.size
         self.pending, self.waiting = [], 0
 
-    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(cells of all blocks, the labels sorted, code c's place among them)."""
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """(cells of all blocks, the labels sorted, code c's place among them, whether every label is ASCII)."""
         self.merge()
         cells = self.store[:, : self.rows]
         words = self.words[: self.size]
-        order = words_order(words)
-        return cells, words_to_labels(np.take(words, order, axis=0)), ranks(order)
+        ascii_only = int(words.view(np.uint8).max(initial=0)) < 0x80
+        return (cells, *sorted_labels(words, ascii_only), ascii_only)
 
 
 def _may_trim(edge: np.ndarray) -> bool:
@@ -193,12 +179,6 @@ def _text_bytes(chunk: Any) -> int:
     return int(offsets[-1]) - int(offsets[0])
 
 
-def _widest(chunk: Any) -> int:
-    """The longest label of a pyarrow string Array, in bytes."""
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
-    return int(np.diff(offsets).max(initial=0))
-
-
 def _label_columns(table: Any, fields: list[str]) -> list[list[Any]]:
     """A parsed block's label columns: per field its non-empty chunks, whitespace trimmed."""
     return [[_trimmed(chunk) for chunk in table[c].chunks if len(chunk)] for c in fields]
@@ -215,7 +195,7 @@ def _code_block(columns: list[list[Any]], k: int) -> tuple[np.ndarray, np.ndarra
     cells = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(k + 2, -1)
     unmatched = sum(int(np.count_nonzero((cells[j] != cells[:k]).all(axis=0))) for j in (k, k + 1))
     labels = encoded.chunks[-1].dictionary  # every chunk holds the final dictionary
-    m = max(1, -(-_widest(labels) // 8))
+    m = max(1, -(-widest(labels) // 8))
     if m > 1 and 8 * m * len(labels) > 4 * max(_text_bytes(labels), 1):  # one very long label: dense words would dwarf the text
         raise _TooWide
     words = np.array(label_words(labels, m))  # a copy: the Arrow buffers go now
@@ -240,7 +220,7 @@ class _Coder:
         wide as the longest, would outweigh their text 4 times over."""
         if not columns[0]:
             return
-        if self.short is not None and max(_widest(c) for col in columns for c in col) <= 8:
+        if self.short is not None and max(widest(c) for col in columns for c in col) <= 8:
             for j, col in enumerate(columns):
                 self.short[j] += [label_words(c, 1)[:, 0] for c in col]
             return
@@ -258,15 +238,15 @@ class _Coder:
         """The file's rows, estimated (`_Dictionary.expect`)."""
         self.dictionary.expect(rows)
 
-    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """(cells, the labels sorted, code c's place among them, unmatched best/worst cells)."""
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+        """(cells, the labels sorted, code c's place among them, unmatched best/worst cells, all ASCII)."""
         if self.short is None:
-            return (*self.dictionary.result(), self.unmatched)
+            cells, labels, rank, ascii_only = self.dictionary.result()
+            return cells, labels, rank, self.unmatched, ascii_only
         cells, keys, unmatched = encode_cells(self.short, self.k)
         self.short = None
         ascii_only = int(keys.view(np.uint8).max(initial=0)) < 0x80
-        order = key_order(keys)
-        return cells, unpack_keys(keys[order], ascii_only=ascii_only), ranks(order), unmatched
+        return (cells, *sorted_labels(keys[:, None], ascii_only), unmatched, ascii_only)
 
 
 def _blocks(f: Any, start: int) -> Any:
@@ -324,7 +304,7 @@ def _read_options(header: list[str], fields: list[str], extra: list[str]) -> tup
 
 def stream_cells(
     path: Path, header: list[str], body_start: int, fields: list[str], annotator: str | None, timestamp: str | None
-) -> Streamed | None:
+) -> Cells | None:
     """Parse and code the label columns of the judgments file `path` block by block (see the module).
 
     Parameters
@@ -335,7 +315,7 @@ def stream_cells(
 
     Returns
     -------
-    Streamed, or None
+    Cells (`fsb.tables.layout`), or None
         None when the file is for the whole-file path (a quote or a NUL byte, a block pyarrow cannot
         parse, two long labels sharing a key, a label far longer than the rest). Raises `InputError` when
         the file has no rows or changes size while it is read."""
@@ -373,8 +353,9 @@ def stream_cells(
     if rows == 0:
         raise InputError(path, "file holds a header but no rows")
     try:
-        cells, uniques, rank, unmatched = coder.result()
+        cells, uniques, rank, unmatched, ascii_only = coder.result()
     except _Collision:
         return None
     column = {c: np.array(v, dtype=object) for c, v in kept.items()}
-    return Streamed(cells, uniques, rank, unmatched, column.get(annotator or ""), column.get(timestamp or ""))
+    annotators, stamps = column.get(annotator or ""), column.get(timestamp or "")
+    return Cells(cells, uniques, annotators, lazy_lines(path), stamps, rank, unmatched == 0, ascii_only)
