@@ -1,7 +1,7 @@
 """The individual best-worst judgments file (`Item1..ItemK,BestItem,WorstItem[,Annotator][,Timestamp]`)
 -> validated, integer-coded `Annotations` (`read_annotations`), and the checks against a set of uids.
 
-Every path reads the one layout of `fsb.tables.layout` (its header, label and row rules and their
+Every path reads the one layout of `fsb.tables.rules` (its header, label and row rules and their
 wording) and hands back the same `Cells`; this module picks the path, then checks labels per distinct
 label and rows vectorised over codes, for every path alike:
 
@@ -41,7 +41,7 @@ from fsb.tables.csvrows import (
     parse_rows,
     show_label,
 )
-from fsb.tables.layout import IRREGULAR_KINDS, Cells, bom, header_of, label_fields, label_values, looks_numeric, refuse_nul, row_problems
+from fsb.tables.rules import IRREGULAR_KINDS, Cells, bom, header_of, label_fields, label_values, looks_numeric, refuse_nul, row_problems
 
 __all__ = [
     "FAST_READER_BYTES",
@@ -137,7 +137,7 @@ def read_annotations(
     Annotations
         Labels follow the one id rule (`fsb.tables.csvrows.id_problem`): integer ids when every label is an
         id in 0..2**63-1 (ASCII digits, no leading zero), else opaque strings, so "007" and "7" are two
-        items (`fsb.tables.layout.label_values`). The
+        items (`fsb.tables.rules.label_values`). The
         error always names the first offending line of the file, whatever the column or check.
     """
     if invalid not in INVALID_POLICIES:

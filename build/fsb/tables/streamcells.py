@@ -30,7 +30,7 @@ import numpy as np
 from fsb.core.readers import InputError
 from fsb.tables.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
 from fsb.tables.labelcodes import encode_cells, label_words, sorted_labels, widest, word_keys
-from fsb.tables.layout import Cells, lazy_lines
+from fsb.tables.rules import Cells, lazy_lines
 
 __all__ = ["BLOCK_BYTES", "MERGE_MIN", "rows_expected", "stream_cells"]
 
@@ -315,7 +315,7 @@ def stream_cells(
 
     Returns
     -------
-    Cells (`fsb.tables.layout`), or None
+    Cells (`fsb.tables.rules`), or None
         None when the file is for the whole-file path (a quote or a NUL byte, a block pyarrow cannot
         parse, two long labels sharing a key, a label far longer than the rest). Raises `InputError` when
         the file has no rows or changes size while it is read."""

@@ -1,7 +1,7 @@
 """The judgments reader's whole-file paths: pyarrow's CSV reader over the file's bytes at once (`arrow_cells`:
 labels first parsed as int64 ids, else as stripped strings, coded by `fsb.tables.labelcodes`), and Python's csv
 module (`python_cells`: exact lines for every record, the path of small files and of any file the others hand
-back). Both give the `fsb.tables.layout.Cells` every path gives; `fsb.tables.judgments` picks the path.
+back). Both give the `fsb.tables.rules.Cells` every path gives; `fsb.tables.judgments` picks the path.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 
 from fsb.core.readers import InputError, read_input_bytes
 from fsb.tables.csvrows import arrow_call, has_leading_zero, parse_rows, require_header
-from fsb.tables.layout import LAYOUT, Cells, bom, header_of, lazy_lines, looks_numeric
+from fsb.tables.rules import LAYOUT, Cells, bom, header_of, lazy_lines, looks_numeric
 
 __all__ = ["arrow_cells", "input_data", "python_cells"]
 
