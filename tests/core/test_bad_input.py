@@ -211,7 +211,7 @@ GEN_HEADER = "uid,prompt_type,seed_type,query,response\n"
         (ANN_HEADER + "a,b,c,d,a,b\na,b,c\u200b,d,a,b\n", 3, "Item3", "id 'c\\u200b' holds U+200B (ZERO WIDTH SPACE)"),
         (ANN_HEADER + "a,b,c,d,a,b\na,b," + "7" * 5000 + "\u202e,d,a,b\n", 3, "Item3", "holds U+202E (RIGHT-TO-LEFT OVERRIDE)"),
         # issue 32: an unterminated quote is named, not counted as a row of 2 fields
-        (ANN_HEADER + "1,2,3,4,1,4\n1,\"2,3,4,1,4\n1,2,3,4,1,4\n", 3, "Item2", "a quote opened in this field is never closed"),
+        (ANN_HEADER + '1,2,3,4,1,4\n1,"2,3,4,1,4\n1,2,3,4,1,4\n', 3, "Item2", "a quote opened in this field is never closed"),
     ],
 )
 def test_score_reports_the_first_problem_in_the_file(tmp_path: Path, text: str, line: int, field: str | None, words: str) -> None:

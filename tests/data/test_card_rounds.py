@@ -423,7 +423,8 @@ def test_a_rounds_manifest_pointing_at_a_system_file_quotes_no_line_of_it(tmp_pa
     manifest.write_text(f"rounds:\n  - {{generations: g.csv, annotations: {system}}}\n", encoding="utf-8")
     proc = fsb("build", "--rounds", manifest, "--out", tmp_path / "out", "--no-record")
     assert proc.returncode == 2 and "root:" not in proc.stderr and "daemon" not in proc.stderr, proc.stderr
-    assert proc.stderr.strip() == f"fsb build: error: {system}, line 1, field 'Item1': missing column (expected Item1..ItemK, BestItem, WorstItem)"
+    expected = f"fsb build: error: {system}, line 1, field 'Item1': missing column (expected Item1..ItemK, BestItem, WorstItem)"
+    assert proc.stderr.strip() == expected
 
 
 def test_rounds_judgments_with_a_gap_in_the_item_columns_are_refused(tmp_path: Path) -> None:

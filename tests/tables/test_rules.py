@@ -87,20 +87,23 @@ def test_all_digit_ids_above_the_int64_range_are_taken_as_strings_whole(tmp_path
 
 @pytest.mark.parametrize("kind", PATHS)
 def test_ids_that_print_the_same_are_one_item_after_nfc(tmp_path: Path, monkeypatch, kind: str) -> None:
-    """"e" + U+0301 and the precomposed U+00E9 were two items (issue 34, fault 4): labels are NFC-normalised, so a
+    """ "e" + U+0301 and the precomposed U+00E9 were two items (issue 34, fault 4): labels are NFC-normalised, so a
     tuple holding both repeats an item, and a best written one way matches an item written the other."""
     read = _reader(kind, monkeypatch, [])
     rows = [["cafe\u0301", "x", "y", "z", "caf\u00e9", "x"], ["caf\u00e9", "x", "y", "w", "cafe\u0301", "y"]]
     got = read(_write(tmp_path / "nfc.csv", "Item1,Item2,Item3,Item4,BestItem,WorstItem", rows, 50))
     assert sorted(got.labels.tolist()) == ["caf\u00e9", "w", "x", "y", "z"]
     assert np.array_equal(got.best_codes, got.item_codes[:, 0])
-    twice = _write(tmp_path / "twice.csv", "Item1,Item2,Item3,Item4,BestItem,WorstItem", [["cafe\u0301", "caf\u00e9", "y", "z", "y", "z"]], 50)
+    twice = [["cafe\u0301", "caf\u00e9", "y", "z", "y", "z"]]
+    twice = _write(tmp_path / "twice.csv", "Item1,Item2,Item3,Item4,BestItem,WorstItem", twice, 50)
     with pytest.raises(InputError, match=f"{twice}, line 2, field 'Item2': the tuple repeats item 'café'"):
         read(twice)
 
 
 @pytest.mark.parametrize("kind", PATHS)
-@pytest.mark.parametrize(("char", "name"), [("\u200b", "ZERO WIDTH SPACE"), ("\u202e", "RIGHT-TO-LEFT OVERRIDE"), ("\u2066", "LEFT-TO-RIGHT ISOLATE")])
+@pytest.mark.parametrize(
+    ("char", "name"), [("\u200b", "ZERO WIDTH SPACE"), ("\u202e", "RIGHT-TO-LEFT OVERRIDE"), ("\u2066", "LEFT-TO-RIGHT ISOLATE")]
+)
 def test_an_id_with_an_invisible_or_bidi_control_character_is_refused_naming_the_code_point(
     tmp_path: Path, monkeypatch, kind: str, char: str, name: str
 ) -> None:

@@ -239,7 +239,7 @@ def test_a_byte_order_mark_on_the_first_data_row_on_the_whole_file_path(tmp_path
     rows = "".join(f"{i},{i + 1},{i + 2},{i + 3},{i},{i + 1}\n" for i in range(1, 20_000))
     path = tmp_path / "j.csv"
     path.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n\ufeffx,y,z,w,\ufeffx,y\n" + rows, encoding="utf-8")
-    with pytest.raises(InputError, match="line 2, field 'Item1'.*U\\+FEFF") as whole:
+    with pytest.raises(InputError, match=r"line 2, field 'Item1'.*U\+FEFF") as whole:
         read_annotations(path)
     with pytest.raises(InputError) as python:
         _python_reader(path, monkeypatch)

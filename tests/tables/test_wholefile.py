@@ -26,7 +26,8 @@ def test_an_unterminated_quote_is_named_with_its_line_and_field(tmp_path: Path, 
     path.write_text(HEADER + ROW * 2 + '1,"2,3,4,1,4\n' + ROW * 40, encoding="utf-8")
     with pytest.raises(InputError) as e:
         read_annotations(path)
-    assert str(e.value) == f"{path}, line 4, field 'Item2': a quote opened in this field is never closed (the rest of the file would be one value)"
+    message = "a quote opened in this field is never closed (the rest of the file would be one value)"
+    assert str(e.value) == f"{path}, line 4, field 'Item2': {message}"
 
 
 def test_an_unterminated_quote_in_the_last_field_of_the_last_row_is_named(tmp_path: Path) -> None:
@@ -39,4 +40,3 @@ def test_an_unterminated_quote_in_the_last_field_of_the_last_row_is_named(tmp_pa
     path.write_text(HEADER + "1,2\n" + '1,2,3,4,1,"4\n', encoding="utf-8")
     with pytest.raises(InputError, match="line 2: 2 fields where the header has 6"):
         read_annotations(path)
-

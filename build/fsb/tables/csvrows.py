@@ -1,5 +1,5 @@
-"""CSV records with exact line numbers, the one id rule, the generations reader, and the numpy <-> pyarrow
-helpers: the pieces every reader of `fsb.tables` shares. Generations are FSB_text.csv or a `fsb generate`
+"""CSV records with exact line numbers, the one id rule and the generations reader: the pieces every reader of
+`fsb.tables` shares. Generations are FSB_text.csv or a `fsb generate`
 JSONL file.
 
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -37,6 +37,7 @@ __all__ = [
     "Generations",
     "Table",
     "canonical_id",
+    "csv_records",
     "id_problem",
     "read_csv_table",
     "read_generations",
@@ -56,7 +57,7 @@ FAST_READER_BYTES = 1 << 20
 # --- records: Python's csv module, exact line numbers ----------------------------------------------------
 
 
-def _records(text: str) -> list[tuple[int, list[str]]]:
+def csv_records(text: str) -> list[tuple[int, list[str]]]:
     """(start line, fields) of every CSV record, the header first, honouring quoted newlines and skipping
     lines that are empty or hold only spaces and tabs (as pandas does). Fields of any size are read."""
     csv.field_size_limit(sys.maxsize)
@@ -72,7 +73,7 @@ def _records(text: str) -> list[tuple[int, list[str]]]:
 
 def record_lines(text: str) -> list[int]:
     """Start line (1-based) of every data record (after the header)."""
-    return [line for line, _ in _records(text)[1:]]
+    return [line for line, _ in csv_records(text)[1:]]
 
 
 def check_header(path: Path, header: list[str]) -> list[str]:
@@ -106,7 +107,7 @@ def parse_rows(path: Path, text: str | None = None) -> Rows:
     a quote never closed (Python's reader would take the rest of the file as one value) by its line and field."""
     if text is None:
         text = read_utf8(path)
-    records = _records(text)
+    records = csv_records(text)
     if not records:
         raise InputError(path, "file is empty")
     unclosed = _unclosed_quote(text, *records[-1])
@@ -364,72 +365,3 @@ def read_generations(path: str | Path) -> Generations:
     )
     lines = parsed.lines
     return Generations(p, frame, lambda i: lines[i])
-
-
-# --- numpy <-> pyarrow without pandas --------------------------------------------------------------------
-
-
-def arrow_to_numpy(array: Any) -> np.ndarray:
-    """A null-free primitive pyarrow Array as a numpy view of its buffer (Array.to_numpy imports pandas: 0.6 s)."""
-    dtype = np.dtype(array.type.to_pandas_dtype())
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
-
-
-def arrow_call(function: str, *args: Any, options: Any = None) -> Any:
-    """A pyarrow compute function by name (`pyarrow.compute.call_function`), without importing the
-    `pyarrow.compute` module: that module builds a Python wrapper and docstring for every kernel at
-    import (0.06 s of CPU, an eighth of `fsb score` on 1e5 items); the kernels themselves live in
-    `pyarrow._compute`, which `pyarrow` loads anyway."""
-    try:
-        from pyarrow._compute import call_function
-    except ImportError:  # a pyarrow that moved it: the public name
-        from pyarrow.compute import call_function
-    return call_function(function, list(args), options)
-
-
-def cast_options(target: Any, *, safe: bool = True) -> Any:
-    """`pyarrow.compute.CastOptions` for `arrow_call("cast", ...)` (see `arrow_call` for why not `pyarrow.compute`)."""
-    try:
-        from pyarrow._compute import CastOptions
-    except ImportError:
-        from pyarrow.compute import CastOptions
-    return CastOptions.safe(target) if safe else CastOptions.unsafe(target)
-
-
-def strings_to_arrow(values: np.ndarray) -> Any:
-    """A 1-D numpy unicode array as a pyarrow string Array, with no Python str per element (pa.array
-    converts element by element: 0.2 s for 1e5 labels). ASCII labels are copied as bytes (each code point
-    below 0x80 is its own byte: a numeric cast of the UCS-4 code units, where numpy's str-to-bytes cast
-    goes label by label, 10 ms for 1e5 labels); others are encoded to UTF-8 by numpy first. numpy unicode
-    arrays hold no trailing NUL, so lengths are exact."""
-    import pyarrow as pa
-
-    raw = _ascii_bytes(values) if _ascii(values) else np.char.encode(values, "utf-8")
-    width = raw.dtype.itemsize
-    matrix = np.ascontiguousarray(raw).view(np.uint8).reshape(values.size, width)
-    full = values.size and width and matrix[:, width - 1].all()  # every label fills the width (ids, hashes): bytes as they are
-    lengths = np.full(values.size, width, dtype=np.int32) if full else np.char.str_len(raw).astype(np.int32)
-    offsets = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(lengths, dtype=np.int32)])
-    body = matrix if full else matrix[np.arange(width) < lengths[:, None]]
-    return pa.Array.from_buffers(pa.string(), values.size, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(body))])
-
-
-def _ascii_bytes(values: np.ndarray) -> np.ndarray:
-    """A 1-D unicode array of ASCII strings as the bytes array `values.astype("S<width>")` would give."""
-    width = values.dtype.itemsize // 4
-    if width == 0:  # "<U0": nothing to copy
-        return values.astype("S1")
-    units = np.ascontiguousarray(values).view(np.uint32).reshape(values.size, width)
-    return units.astype(np.uint8).view(f"S{width}").reshape(values.size)
-
-
-def _ascii(values: np.ndarray) -> bool:
-    return values.size == 0 or int(np.ascontiguousarray(values).view(np.uint32).max(initial=0)) < 0x80
-
-
-def numpy_to_arrow(values: np.ndarray) -> Any:
-    """A 1-D numeric numpy array as a pyarrow Array over the same memory (pa.array imports pandas)."""
-    import pyarrow as pa
-
-    values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size, [None, pa.py_buffer(values)])

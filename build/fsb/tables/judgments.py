@@ -39,7 +39,6 @@ from fsb.tables.csvrows import (
     Invalid,
     first_true,
     parse_rows,
-    show_label,
 )
 from fsb.tables.rules import IRREGULAR_KINDS, Cells, bom, header_of, label_fields, label_values, looks_numeric, refuse_nul, row_problems
 
@@ -261,19 +260,12 @@ def _dropped(ann: Annotations, keep: np.ndarray) -> Annotations:
 
 def refuse_unknown_ids(annotations: Annotations, uids: np.ndarray, why: str) -> None:
     """Refuse (InputError at the first such cell in file order) judgments naming an id not in `uids`;
-    `why` ends the message, e.g. "no such uid in FSB_text.csv"."""
-    known = np.isin(annotations.labels, uids)
-    if known.all():
-        return
-    cell_bad = ~known[annotations.item_codes]
-    row = first_true(cell_bad.any(axis=1))
-    col = int(np.flatnonzero(cell_bad[row])[0])
-    raise InputError(
-        annotations.path,
-        f"unknown id {show_label(annotations.labels[annotations.item_codes[row, col]])}: {why}",
-        line=annotations.line_of(row),
-        field=annotations.item_columns[col],
-    )
+    `why` ends the message, e.g. "no such uid in FSB_text.csv" (the check of `rules.row_problems`)."""
+    a, fields = annotations, [*annotations.item_columns, "BestItem", "WorstItem"]
+    found, _, _ = row_problems(a.item_codes, a.best_codes, a.worst_codes, a.labels, fields, "count", (uids, why), True)
+    if found:
+        row, _, name, message = min(found)
+        raise InputError(a.path, message, line=a.line_of(row), field=name)
 
 
 def check_coverage(generations: Generations, annotations: Annotations) -> None:

@@ -7,7 +7,8 @@ word, and BestItem/WorstItem are coded by comparison with their row's items (`en
 K item columns are hashed. Longer labels are hashed as strings by pyarrow (whole file) or keyed by their
 words (`word_keys`, the block stream); either way the distinct labels become a sorted numpy unicode array
 (`sorted_labels`). Used by both large-file paths of `fsb.tables.judgments`; pyarrow is imported inside the
-functions, so importing this module costs numpy only.
+functions, so importing this module costs numpy only; so do its numpy <-> pyarrow helpers (no pandas, no
+`pyarrow.compute`), which `fsb.bws.scoring` uses too.
 """
 
 from __future__ import annotations
@@ -17,16 +18,22 @@ from typing import Any
 
 import numpy as np
 
-from fsb.tables.csvrows import INT32_MAX, arrow_call, arrow_to_numpy, numpy_to_arrow
+from fsb.tables.csvrows import INT32_MAX
 
 __all__ = [
     "KEY_BYTES",
+    "arrow_call",
+    "arrow_to_numpy",
+    "cast_options",
     "code_columns",
     "encode_cells",
+    "label_offsets",
     "label_words",
     "numpy_chunks",
+    "numpy_to_arrow",
     "ranks",
     "sorted_labels",
+    "strings_to_arrow",
     "widest",
     "word_keys",
     "words_order",
@@ -162,10 +169,14 @@ def sorted_labels(words: np.ndarray, ascii_only: bool | None = None) -> tuple[np
     return words_to_labels(np.take(words, order, axis=0), ascii_only), ranks(order)
 
 
+def label_offsets(chunk: Any) -> np.ndarray:
+    """The n + 1 offsets of a pyarrow string Array's labels into its data buffer (a numpy view)."""
+    return np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
+
+
 def widest(chunk: Any) -> int:
     """The longest label of a pyarrow string Array, in bytes."""
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
-    return int(np.diff(offsets).max(initial=0))
+    return int(np.diff(label_offsets(chunk)).max(initial=0))
 
 
 def ranks(order: np.ndarray) -> np.ndarray:
@@ -200,7 +211,7 @@ def label_words(chunk: Any, m: int) -> np.ndarray:
     numpy.ndarray
         (len(chunk), m) uint64, row i the words of label i."""
     n = len(chunk)
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+    offsets = label_offsets(chunk)
     lengths = np.diff(offsets)
     first, last = int(offsets[0]), int(offsets[-1])
     data = chunk.buffers()[2]
@@ -275,3 +286,72 @@ def words_order(words: np.ndarray) -> np.ndarray:
         rows = order[at]
         order[at] = rows[np.lexsort([big[rows, j] for j in reversed(range(words.shape[1]))])]
     return order
+
+
+# --- numpy <-> pyarrow without pandas --------------------------------------------------------------------
+
+
+def arrow_to_numpy(array: Any) -> np.ndarray:
+    """A null-free primitive pyarrow Array as a numpy view of its buffer (Array.to_numpy imports pandas: 0.6 s)."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+def arrow_call(function: str, *args: Any, options: Any = None) -> Any:
+    """A pyarrow compute function by name (`pyarrow.compute.call_function`), without importing the
+    `pyarrow.compute` module: that module builds a Python wrapper and docstring for every kernel at
+    import (0.06 s of CPU, an eighth of `fsb score` on 1e5 items); the kernels themselves live in
+    `pyarrow._compute`, which `pyarrow` loads anyway."""
+    try:
+        from pyarrow._compute import call_function
+    except ImportError:  # a pyarrow that moved it: the public name
+        from pyarrow.compute import call_function
+    return call_function(function, list(args), options)
+
+
+def cast_options(target: Any, *, safe: bool = True) -> Any:
+    """`pyarrow.compute.CastOptions` for `arrow_call("cast", ...)` (see `arrow_call` for why not `pyarrow.compute`)."""
+    try:
+        from pyarrow._compute import CastOptions
+    except ImportError:
+        from pyarrow.compute import CastOptions
+    return CastOptions.safe(target) if safe else CastOptions.unsafe(target)
+
+
+def strings_to_arrow(values: np.ndarray) -> Any:
+    """A 1-D numpy unicode array as a pyarrow string Array, with no Python str per element (pa.array
+    converts element by element: 0.2 s for 1e5 labels). ASCII labels are copied as bytes (each code point
+    below 0x80 is its own byte: a numeric cast of the UCS-4 code units, where numpy's str-to-bytes cast
+    goes label by label, 10 ms for 1e5 labels); others are encoded to UTF-8 by numpy first. numpy unicode
+    arrays hold no trailing NUL, so lengths are exact."""
+    import pyarrow as pa
+
+    raw = _ascii_bytes(values) if _ascii(values) else np.char.encode(values, "utf-8")
+    width = raw.dtype.itemsize
+    matrix = np.ascontiguousarray(raw).view(np.uint8).reshape(values.size, width)
+    full = values.size and width and matrix[:, width - 1].all()  # every label fills the width (ids, hashes): bytes as they are
+    lengths = np.full(values.size, width, dtype=np.int32) if full else np.char.str_len(raw).astype(np.int32)
+    offsets = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(lengths, dtype=np.int32)])
+    body = matrix if full else matrix[np.arange(width) < lengths[:, None]]
+    return pa.Array.from_buffers(pa.string(), values.size, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(body))])
+
+
+def _ascii_bytes(values: np.ndarray) -> np.ndarray:
+    """A 1-D unicode array of ASCII strings as the bytes array `values.astype("S<width>")` would give."""
+    width = values.dtype.itemsize // 4
+    if width == 0:  # "<U0": nothing to copy
+        return values.astype("S1")
+    units = np.ascontiguousarray(values).view(np.uint32).reshape(values.size, width)
+    return units.astype(np.uint8).view(f"S{width}").reshape(values.size)
+
+
+def _ascii(values: np.ndarray) -> bool:
+    return values.size == 0 or int(np.ascontiguousarray(values).view(np.uint32).max(initial=0)) < 0x80
+
+
+def numpy_to_arrow(values: np.ndarray) -> Any:
+    """A 1-D numeric numpy array as a pyarrow Array over the same memory (pa.array imports pandas)."""
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size, [None, pa.py_buffer(values)])

@@ -28,9 +28,19 @@ from typing import Any
 import numpy as np
 
 from fsb.core.readers import InputError
-from fsb.tables.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
-from fsb.tables.labelcodes import encode_cells, label_words, sorted_labels, widest, word_keys
+from fsb.tables.labelcodes import (
+    arrow_call,
+    arrow_to_numpy,
+    encode_cells,
+    label_offsets,
+    label_words,
+    numpy_to_arrow,
+    sorted_labels,
+    widest,
+    word_keys,
+)
 from fsb.tables.rules import Cells, lazy_lines
+from fsb.tables.wholefile import csv_options
 
 __all__ = ["BLOCK_BYTES", "MERGE_MIN", "rows_expected", "stream_cells"]
 
@@ -157,7 +167,7 @@ def _trimmed(chunk: Any) -> Any:
     """`chunk` with Unicode whitespace trimmed from every label, or itself when no label starts or ends with
     a byte trimming could remove (trimming then changes nothing, and would copy the column)."""
     n = len(chunk)
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+    offsets = label_offsets(chunk)
     data = chunk.buffers()[2]
     if data is None or n == 0:
         return chunk
@@ -171,12 +181,6 @@ def _trimmed(chunk: Any) -> Any:
         full = lengths > 0
         starts, ends = body[offsets[:-1][full]], body[offsets[1:][full] - 1]
     return arrow_call("utf8_trim_whitespace", chunk) if _may_trim(starts) or _may_trim(ends) else chunk
-
-
-def _text_bytes(chunk: Any) -> int:
-    """The bytes of all labels of a pyarrow string Array."""
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
-    return int(offsets[-1]) - int(offsets[0])
 
 
 def _label_columns(table: Any, fields: list[str]) -> list[list[Any]]:
@@ -196,7 +200,8 @@ def _code_block(columns: list[list[Any]], k: int) -> tuple[np.ndarray, np.ndarra
     unmatched = sum(int(np.count_nonzero((cells[j] != cells[:k]).all(axis=0))) for j in (k, k + 1))
     labels = encoded.chunks[-1].dictionary  # every chunk holds the final dictionary
     m = max(1, -(-widest(labels) // 8))
-    if m > 1 and 8 * m * len(labels) > 4 * max(_text_bytes(labels), 1):  # one very long label: dense words would dwarf the text
+    text = int(np.ptp(label_offsets(labels)))  # the bytes of all distinct labels
+    if m > 1 and 8 * m * len(labels) > 4 * max(text, 1):  # one very long label: dense words would dwarf the text
         raise _TooWide
     words = np.array(label_words(labels, m))  # a copy: the Arrow buffers go now
     return cells, word_keys(words), words, unmatched
@@ -285,23 +290,6 @@ def rows_expected(body_bytes: int, block_bytes: int, block_rows: int, fields: in
     return min(int(body_bytes * block_rows / block_bytes * 1.05) + 1024, body_bytes // (2 * fields) + 1)
 
 
-def _read_options(header: list[str], fields: list[str], extra: list[str]) -> tuple[Any, Any, Any]:
-    """pyarrow CSV options for one block: the label (and kept) columns as strings, none null, one chunk."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    return (
-        pacsv.ReadOptions(column_names=header, block_size=2 * BLOCK_BYTES, use_threads=False),  # one chunk a block, in turn
-        pacsv.ParseOptions(newlines_in_values=False),
-        pacsv.ConvertOptions(
-            column_types={c: pa.string() for c in (*fields, *extra)},
-            include_columns=[*fields, *extra],
-            strings_can_be_null=False,
-            quoted_strings_can_be_null=False,
-        ),
-    )
-
-
 def stream_cells(
     path: Path, header: list[str], body_start: int, fields: list[str], annotator: str | None, timestamp: str | None
 ) -> Cells | None:
@@ -323,7 +311,7 @@ def stream_cells(
     import pyarrow.csv as pacsv
 
     extra = [c for c in (annotator, timestamp) if c]
-    options, coder, rows = _read_options(header, fields, extra), _Coder(len(fields)), 0
+    options, coder, rows = csv_options(header, fields, extra, pa.string(), 2 * BLOCK_BYTES, newlines=False), _Coder(len(fields)), 0
     kept: dict[str, list] = {c: [] for c in extra}
     with path.open("rb") as f:
         size, end = os.fstat(f.fileno()).st_size, body_start

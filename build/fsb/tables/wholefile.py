@@ -9,14 +9,15 @@ from __future__ import annotations
 import mmap
 import stat
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from fsb.core.readers import InputError, read_input_bytes
-from fsb.tables.csvrows import arrow_call, has_leading_zero, parse_rows, require_header
+from fsb.tables.csvrows import has_leading_zero, parse_rows, require_header
 from fsb.tables.rules import LAYOUT, Cells, bom, header_of, lazy_lines, looks_numeric
 
-__all__ = ["arrow_cells", "input_data", "python_cells"]
+__all__ = ["arrow_cells", "csv_options", "input_data", "python_cells"]
 
 
 def input_data(path: Path, large: int) -> bytes | mmap.mmap:
@@ -52,7 +53,7 @@ def arrow_cells(
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from fsb.tables.labelcodes import numpy_chunks
+    from fsb.tables.labelcodes import arrow_call, numpy_chunks
 
     start = bom(data)
     head = header_of(path, data, start)
@@ -64,23 +65,14 @@ def arrow_cells(
         return None  # pyarrow drops a byte order mark at its input's start: here a label's first character
     body = pa.py_buffer(data)[start + offset :]
     extra = [c for c in (annotator, timestamp) if c]
-    keep = [*fields, *extra]
     quoted = data.find(b'"', start + offset) >= 0
 
     def read(kind: pa.DataType) -> pa.Table:
-        types = {c: kind for c in fields} | {c: pa.string() for c in extra}
-        return pacsv.read_csv(
-            pa.BufferReader(body),
-            # 4 MB blocks parsed in turn: the parser's buffers are reused block after block, not fresh memory for
-            # each 16 MB block and each thread (fewer page faults, less CPU; see the issue 23 report)
-            read_options=pacsv.ReadOptions(column_names=header, block_size=1 << 22, use_threads=False),
-            parse_options=pacsv.ParseOptions(newlines_in_values=quoted),  # a newline in a value needs quotes
-            convert_options=pacsv.ConvertOptions(
-                column_types=types, include_columns=keep, strings_can_be_null=False, quoted_strings_can_be_null=False
-            ),
-        )
+        # 4 MB blocks parsed in turn: the parser's buffers are reused block after block, not fresh memory for each
+        # 16 MB block and each thread (fewer page faults, less CPU; see the issue 23 report); a newline in a value needs quotes
+        return pacsv.read_csv(pa.BufferReader(body), *csv_options(header, fields, extra, kind, 1 << 22, newlines=quoted))
 
-    columns = None
+    columns, non_ascii = None, False
     try:
         if has_leading_zero(data, start + offset):  # "007" is not the id 7 (as in the reference tool): read labels as text
             raise pa.ArrowInvalid("a label with a leading zero")
@@ -102,7 +94,9 @@ def arrow_cells(
             table = read(pa.string())
         except pa.ArrowInvalid:
             return None
-        trim = _may_hold_spaces(data, start + offset)
+        non_ascii = _non_ascii(data, start + offset)
+        # a label Unicode whitespace trimming could change holds one of these bytes, a non-ASCII one, or is quoted
+        trim = non_ascii or any(data.find(c, start + offset) >= 0 for c in _TRIMMED)
         columns = [arrow_call("utf8_trim_whitespace", table[c]) if trim else table[c] for c in fields]
     n = table.num_rows
     if n == 0:
@@ -111,7 +105,7 @@ def arrow_cells(
     stamps = np.array(table[timestamp].to_pylist(), dtype=object) if timestamp else None
     del table
     text = pa.types.is_string(columns[0].type)  # what the coding needs of the bytes, before they are let go
-    ascii_only = text and _ascii_only(data, start + offset)
+    ascii_only = text and not non_ascii
     if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
         data.madvise(mmap.MADV_DONTNEED)  # the parsed copy's pages leave this process (~0.4 GB at 1e6 items)
     from fsb.tables.labelcodes import code_columns
@@ -120,17 +114,28 @@ def arrow_cells(
     return Cells(indices, uniques, ann, lazy_lines(path), stamps, rank, unmatched == 0, ascii_only if text else None)
 
 
-def _may_hold_spaces(data: bytes | mmap.mmap, pos: int) -> bool:
-    """Whether `data[pos:]` holds a byte Unicode whitespace trimming could remove (ASCII whitespace, 0x1c-0x1f,
-    a quote: a quoted value may hold a newline, any non-ASCII byte): else trimming copies every label for nothing."""
-    if any(data.find(c, pos) >= 0 for c in (b'"', b" ", b"\t", b"\x0b", b"\x0c", b"\r", b"\x1c", b"\x1d", b"\x1e", b"\x1f")):
-        return True
+def _non_ascii(data: bytes | mmap.mmap, pos: int) -> bool:
+    """Whether `data[pos:]` holds a byte >= 0x80 (one numpy pass)."""
     return bool(len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
 
 
-def _ascii_only(data: bytes | mmap.mmap, pos: int) -> bool:
-    """Whether `data[pos:]` holds only ASCII bytes."""
-    return not (len(data) > pos and np.frombuffer(data, dtype=np.uint8, offset=pos).max() >= 0x80)
+_TRIMMED = (b'"', b" ", b"\t", b"\x0b", b"\x0c", b"\r", b"\x1c", b"\x1d", b"\x1e", b"\x1f")  # ASCII bytes a trim may remove, and a quote
+
+
+def csv_options(header: list[str], fields: list[str], extra: list[str], kind: Any, block_size: int, newlines: bool) -> tuple[Any, Any, Any]:
+    """pyarrow CSV read, parse and convert options: the label `fields` as `kind`, the `extra` columns as strings,
+    nothing null, blocks parsed one after another in this thread."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    types = {c: kind for c in fields} | {c: pa.string() for c in extra}
+    return (
+        pacsv.ReadOptions(column_names=header, block_size=block_size, use_threads=False),
+        pacsv.ParseOptions(newlines_in_values=newlines),
+        pacsv.ConvertOptions(
+            column_types=types, include_columns=[*fields, *extra], strings_can_be_null=False, quoted_strings_can_be_null=False
+        ),
+    )
 
 
 def python_cells(path: Path, fields: list[str], annotator: str | None, timestamp: str | None = None) -> Cells:
