@@ -237,7 +237,7 @@ def text_problem(text: str) -> str | None:
     """Why an opaque label is refused, or None: it holds an invisible or bidi control character (a zero-width
     space U+200B, a right-to-left override U+202E: Unicode categories Cc, Cf, Zl, Zp beyond ASCII), so that
     two ids that print the same would be two items. Readers also NFC-normalise labels ("e" + U+0301 is "\u00e9")."""
-    if text.isascii():
+    if text.isascii() or text.isprintable():  # isprintable: no character of these categories (C-fast)
         return None
     import unicodedata
 

@@ -5,12 +5,12 @@ Every path reads the one layout of `fsb.tables.rules` (its header, label and row
 wording) and hands back the same `Cells`; this module picks the path, then checks labels per distinct
 label and rows vectorised over codes, for every path alike:
 
-| the file                                     | its path                             | why                                   |
-|----------------------------------------------|--------------------------------------|---------------------------------------|
-| <= FAST_READER_BYTES (1 MiB), or not regular | Python's csv: wholefile.python_cells | done before pyarrow imports; exact    |
-| larger, a label of the first lines not digits | block stream: streamcells.stream_cells | memory follows the judgments        |
-| larger, integer ids, or handed back          | whole file: wholefile.arrow_cells    | int64 parse; quoted newlines          |
-| one that pyarrow cannot parse                | Python's csv: wholefile.python_cells | names the fault's line and field      |
+| the file                                      | its path                               | why                                |
+|-----------------------------------------------|----------------------------------------|------------------------------------|
+| <= FAST_READER_BYTES (1 MiB), or not regular  | Python's csv: wholefile.python_cells   | done before pyarrow imports; exact |
+| larger, a label of the first lines not digits | block stream: streamcells.stream_cells | memory follows the judgments       |
+| larger, integer ids, or handed back           | whole file: wholefile.arrow_cells      | int64 parse; quoted newlines       |
+| one that pyarrow cannot parse                 | Python's csv: wholefile.python_cells   | names the fault's line and field   |
 
 The stream hands a file back on a quote or NUL byte, a block pyarrow cannot parse, two long labels
 sharing a key or one label far longer than the rest. Labels are coded by `fsb.tables.labelcodes` (ids up

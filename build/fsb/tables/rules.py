@@ -173,13 +173,11 @@ def _text_values(values: np.ndarray, ascii_only: bool | None) -> tuple[np.ndarra
     wide = np.flatnonzero(np.ascontiguousarray(values).view(np.uint32).reshape(values.size, width).max(axis=1) >= 0x80)
     problems: dict[int, str] = {}
     renamed: dict[int, str] = {}
-    for i in wide.tolist():
-        text = str(values[i])
-        problem = text_problem(text)
-        if problem is not None:
+    for i, text in zip(wide.tolist(), values[wide].tolist()):
+        if (problem := text_problem(text)) is not None:
             problems[i] = problem
-        elif (nfc := unicodedata.normalize("NFC", text)) != text:
-            renamed[i] = nfc
+        elif not unicodedata.is_normalized("NFC", text):
+            renamed[i] = unicodedata.normalize("NFC", text)
     bad[list(problems)] = True
     if renamed:
         listed = values.tolist()
