@@ -13,9 +13,11 @@ core/       errors, readers (input that names file/line/field), atomic (atomic f
             write them: any case, URL-encoded, JSON/HTML-escaped, hex, base64; safe URLs), logredact (every
             log record and warning redacted, logging patched when first imported), resources
 tables/     raw files -> validated tables, the first stage: csvrows (validated CSV/JSONL rows, the one id rule,
-            the generations), judgments (the judgments reader), labelcodes (judgment labels coded once: packed
-            keys, best/worst by comparison), streamcells (large files of string labels read block by block:
-            memory follows the judgments, not the file), items (a study's item list)
+            the generations), judgments (the judgments reader: which path a file takes, the checks), rules (the
+            judgments layout's header, label and row rules, shared by every path), wholefile (the whole-file
+            paths: pyarrow, Python's csv), streamcells (large files of string labels read block by block:
+            memory follows the judgments, not the file), labelcodes (labels coded once: 8-byte words, best/worst
+            by comparison), items (a study's item list)
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a study's
             design file, position-balanced), extend, coded (judgments coded as items and tuples: the shape
             below scoring, bootstrap and newton), scoring, maxdiff, bootstrap (per-item intervals), newton

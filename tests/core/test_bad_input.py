@@ -205,8 +205,13 @@ GEN_HEADER = "uid,prompt_type,seed_type,query,response\n"
         (ANN_HEADER + "1,2,3,4,1,4\n1,2,3,4,1,4,7\n1,2,3\n", 3, None, "7 fields where the header has 6"),
         (ANN_HEADER + "1,2,3,4,1,4\n1,2,3\n", 3, None, "3 fields where the header has 6"),
         ("Item1,Item2,Item3,Item1,BestItem,WorstItem\n1,2,3,4,1,4\n", 1, "Item1", "column name repeated"),
-        (ANN_HEADER + "1,2,3,4,1,4\n1,2,99999999999999999999,4,1,4\n", 3, "Item3", "is outside 0..9223372036854775807"),
-        (ANN_HEADER + "1,2,3,4,1,4\n1,2," + "7" * 5000 + ",4,1,4\n", 3, "Item3", "is outside 0..9223372036854775807"),
+        # issue 34, fault 1: a gap in the item columns, refused in the header (Item4 was dropped silently)
+        ("Item1,Item2,Item4,BestItem,WorstItem\na,b,c,a,b\n", 1, "Item3", "missing column (expected Item1..ItemK, BestItem, WorstItem)"),
+        # issue 34, fault 4: an invisible character in an id, named by code point (a 5000-character id too, shortened)
+        (ANN_HEADER + "a,b,c,d,a,b\na,b,c\u200b,d,a,b\n", 3, "Item3", "id 'c\\u200b' holds U+200B (ZERO WIDTH SPACE)"),
+        (ANN_HEADER + "a,b,c,d,a,b\na,b," + "7" * 5000 + "\u202e,d,a,b\n", 3, "Item3", "holds U+202E (RIGHT-TO-LEFT OVERRIDE)"),
+        # issue 32: an unterminated quote is named, not counted as a row of 2 fields
+        (ANN_HEADER + '1,2,3,4,1,4\n1,"2,3,4,1,4\n1,2,3,4,1,4\n', 3, "Item2", "a quote opened in this field is never closed"),
     ],
 )
 def test_score_reports_the_first_problem_in_the_file(tmp_path: Path, text: str, line: int, field: str | None, words: str) -> None:
@@ -216,7 +221,19 @@ def test_score_reports_the_first_problem_in_the_file(tmp_path: Path, text: str, 
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     where = f"{path}, line {line}" + (f", field {field!r}" if field else "")
     assert proc.stderr.startswith(f"fsb score: error: {where}: ") and words in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 and len(proc.stderr) < 400, "one short line, even for a 5000-digit id"
+    assert len(proc.stderr.strip().splitlines()) == 1 and len(proc.stderr) < 400, "one short line, even for a 5000-character id"
+
+
+def test_score_takes_all_digit_ids_above_the_int64_range_as_strings_whole(tmp_path: Path) -> None:
+    """Labels are opaque (issue 32): 99999999999999999999 and a 5000-digit id were refused as "outside
+    0..9223372036854775807"; each is now an item of its own, written back whole."""
+    path, out = tmp_path / "a.csv", tmp_path / "s.csv"
+    huge = "7" * 5000
+    path.write_text(ANN_HEADER + "1,2,3,4,1,4\n1,2,99999999999999999999," + huge + "," + huge + ",1\n", encoding="utf-8")
+    proc = _cli("score", str(path), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    scores = dict(line.split(",")[:2] for line in out.read_text(encoding="utf-8").splitlines()[1:])
+    assert set(scores) == {"1", "2", "3", "4", "99999999999999999999", huge} and scores[huge] == "1.000000"
 
 
 @pytest.mark.parametrize(
@@ -277,8 +294,8 @@ def test_cr_only_line_endings_read_like_lf(tmp_path: Path) -> None:
 
 
 def test_echoed_values_are_short_and_escaped(good: tuple[Path, Path, Path], tmp_path: Path) -> None:
-    """A 200 KB field is echoed as 40 characters and its length; a NUL in a header name is shown escaped,
-    not as a name that looks like the missing one."""
+    """A 200 KB field is echoed as 40 characters and its length; a header with a NUL in a name is refused naming
+    the missing column and what fsb expected, never the file's own names (issue 32)."""
     big = tmp_path / "big.csv"
     big.write_text(ANN_HEADER + '1,2,3,4,1,"' + "x" * 200_000 + '"\n', encoding="utf-8")
     proc = _cli("score", str(big))
@@ -292,7 +309,7 @@ def test_echoed_values_are_short_and_escaped(good: tuple[Path, Path, Path], tmp_
     nul.write_text("Item1,Item\x002,Item3,Item4,BestItem,WorstItem\n1,2,3,4,1,4\n", encoding="utf-8")
     proc = _cli("score", str(nul))
     assert proc.returncode == 2, proc.stderr
-    assert "field 'Item2': missing column (the header has: Item1, 'Item\\x002', Item3, Item4, BestItem, WorstItem)" in proc.stderr
+    assert "field 'Item2': missing column (expected Item1..ItemK, BestItem, WorstItem)" in proc.stderr and "Item\\x00" not in proc.stderr
 
 
 def test_previous_with_a_broken_stats_json_says_so(good: tuple[Path, Path, Path], tmp_path: Path) -> None:

@@ -404,3 +404,37 @@ def test_round_names_are_plain_one_line_strings(study: dict[str, Any], tmp_path:
     row = next(line for line in card.splitlines() if line.startswith("| 1 | v2"))
     assert row.startswith(f"| 1 | {escaped} | 400 |") and len(re.findall(r"(?<!\\)\|", row)) == 7, row
     assert name not in card and f"1: {escaped}" in card and f"Round 1 ({escaped})" in card
+
+
+def test_a_rounds_manifest_pointing_at_a_system_file_quotes_no_line_of_it(tmp_path: Path) -> None:
+    """A manifest whose generations and judgments are a system file (here a copy of a passwd file): the refusal
+    printed that file's first line, "missing column (the header has: root:x:0:0:...)" (issue 32). It names the
+    missing column and what fsb expected, in one line, and no line of the file."""
+    system = tmp_path / "passwd"
+    system.write_text("root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\n", encoding="utf-8")
+    manifest = tmp_path / "rounds.yaml"
+    write_csv(tmp_path / "j.csv", JUDGMENT_HEADER, [[1, 2, 3, 4, 1, 4]])
+    manifest.write_text(f"rounds:\n  - {{generations: {system}, annotations: j.csv}}\n", encoding="utf-8")
+    proc = fsb("build", "--rounds", manifest, "--out", tmp_path / "out", "--no-record")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    expected = f"fsb build: error: {system}, line 1, field 'uid': missing column (expected uid, prompt_type, seed_type, query, response)"
+    assert proc.stderr.strip() == expected
+    generations_file(tmp_path / "g.csv", np.arange(1, 9))
+    manifest.write_text(f"rounds:\n  - {{generations: g.csv, annotations: {system}}}\n", encoding="utf-8")
+    proc = fsb("build", "--rounds", manifest, "--out", tmp_path / "out", "--no-record")
+    assert proc.returncode == 2 and "root:" not in proc.stderr and "daemon" not in proc.stderr, proc.stderr
+    expected = f"fsb build: error: {system}, line 1, field 'Item1': missing column (expected Item1..ItemK, BestItem, WorstItem)"
+    assert proc.stderr.strip() == expected
+
+
+def test_rounds_judgments_with_a_gap_in_the_item_columns_are_refused(tmp_path: Path) -> None:
+    """Issue 34, fault 1, on the --rounds path: Item1,Item2,Item3,Item5 dropped Item5 silently (and then said the
+    judgments were not over 4-tuples, or blamed a row); the header is refused in one line naming Item4."""
+    generations_file(tmp_path / "g.csv", np.arange(1, 9))
+    write_csv(tmp_path / "j.csv", ["Item1", "Item2", "Item3", "Item5", "BestItem", "WorstItem"], [[1, 2, 3, 4, 1, 4], [5, 6, 7, 8, 5, 8]])
+    manifest = tmp_path / "rounds.yaml"
+    manifest.write_text("rounds:\n  - {generations: g.csv, annotations: j.csv}\n", encoding="utf-8")
+    proc = fsb("build", "--rounds", manifest, "--out", tmp_path / "out", "--no-record")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"fsb build: error: {tmp_path / 'j.csv'}, line 1, field 'Item4': missing column"), proc.stderr
+    assert "names Item5 but not Item4" in proc.stderr and not (tmp_path / "out").exists()

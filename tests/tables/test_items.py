@@ -32,3 +32,17 @@ def test_a_quoted_text_may_hold_a_line_break(tmp_path: Path) -> None:
     path.write_text('id,text\n1,"two\nlines"\n2,b\n', encoding="utf-8")
     items = read_items(path)
     assert items.ids.tolist() == [1, 2] and items.texts.tolist() == ["two\nlines", "b"]
+
+
+def test_item_ids_are_nfc_and_an_invisible_character_is_refused(tmp_path: Path) -> None:
+    """Item ids follow the judgments reader's rule (issue 34, fault 4): "e" + U+0301 and "é" are one id (here a
+    duplicate), and an id with a zero-width space is refused naming the code point, line and field."""
+    path = tmp_path / "items.csv"
+    path.write_text("id,text\ncafe\u0301,a\nx,b\n", encoding="utf-8")
+    assert read_items(path).ids.tolist() == ["caf\u00e9", "x"]
+    path.write_text("id,text\ncafe\u0301,a\ncaf\u00e9,b\n", encoding="utf-8")
+    with pytest.raises(InputError, match="line 3, field 'id': duplicate id 'café' \\(first seen on line 2\\)"):
+        read_items(path)
+    path.write_text("id,text\nx,a\nx\u200by,b\n", encoding="utf-8")
+    with pytest.raises(InputError, match="line 3, field 'id': id 'x\\\\u200by' holds U\\+200B \\(ZERO WIDTH SPACE\\)"):
+        read_items(path)

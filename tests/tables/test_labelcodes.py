@@ -6,27 +6,27 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from fsb.tables.labelcodes import encode_cells, key_order, label_words, packed_keys, unpack_keys, word_keys, words_order, words_to_labels
+from fsb.tables.labelcodes import encode_cells, label_words, sorted_labels, widest, word_keys, words_order, words_to_labels
 
 LABELS = ["b", "ab", "a", "abcdefgh", "é", "ü", "z" * 8, "", "a b", "0", "00", "é" * 4]
 
 
-def test_packed_keys_are_one_to_one_and_sort_as_python_sorts() -> None:
-    """Distinct labels (prefixes of each other, non-ASCII, empty, up to 8 bytes) get distinct keys that
-    decode back to the label, and `key_order` sorts them in Python's (code point) order."""
-    column = pa.chunked_array([pa.array(LABELS[:5]), pa.array(LABELS[5:])])
-    keys = np.concatenate(packed_keys(column))
-    assert np.unique(keys).size == len(LABELS)
-    assert unpack_keys(keys, ascii_only=False).tolist() == LABELS
-    assert unpack_keys(keys, ascii_only=False)[key_order(keys)].tolist() == sorted(LABELS)
+def test_one_word_keys_are_one_to_one_and_sort_as_python_sorts() -> None:
+    """Distinct labels of up to 8 bytes (prefixes of each other, non-ASCII, empty) get distinct one-word keys
+    that decode back to the label, and `sorted_labels` sorts them in Python's (code point) order."""
+    words = np.concatenate([label_words(pa.array(LABELS[:5]), 1), label_words(pa.array(LABELS[5:]), 1)])
+    assert np.unique(words[:, 0]).size == len(LABELS)
+    assert words_to_labels(words).tolist() == LABELS
+    labels, rank = sorted_labels(words)
+    assert labels.tolist() == sorted(LABELS) and labels[rank].tolist() == LABELS
     ascii_labels = [x for x in LABELS if x.isascii()]
-    assert unpack_keys(np.concatenate(packed_keys(pa.chunked_array([pa.array(ascii_labels)]))), ascii_only=True).tolist() == ascii_labels
+    assert words_to_labels(label_words(pa.array(ascii_labels), 1), ascii_only=True).tolist() == ascii_labels
 
 
-def test_labels_over_eight_bytes_are_not_packed() -> None:
-    """A 9-byte label (or 5 two-byte characters) cannot be one uint64: None, so the caller hashes strings."""
-    assert packed_keys(pa.chunked_array([pa.array(["a", "abcdefghi"])])) is None
-    assert packed_keys(pa.chunked_array([pa.array(["ééééé"])])) is None
+def test_the_widest_label_decides_whether_one_word_holds_it() -> None:
+    """A 9-byte label (or 5 two-byte characters) cannot be one uint64: `widest` says so in bytes."""
+    assert widest(pa.array(["a", "abcdefghi"])) == 9
+    assert widest(pa.array(["ééééé"])) == 10 and widest(pa.array(["ab", ""])) == 2
 
 
 def test_encode_cells_matches_a_dictionary_of_every_cell() -> None:
@@ -49,17 +49,17 @@ def test_encode_cells_matches_a_dictionary_of_every_cell() -> None:
 
 
 def test_fixed_width_labels_read_as_strided_words_match_byte_by_byte_packing() -> None:
-    """Labels of one length (the common fixed-format id) are packed from 8-byte windows with the bytes past
-    the label masked off; the last labels, whose window would run past the buffer, byte by byte. Every
+    """Labels of one length (the common fixed-format id) are read as one word from 8-byte windows with the bytes
+    past the label masked off, up to the buffer's end. Every
     key must be the label's bytes as a little-endian number, for widths 1 to 8 and a sliced chunk."""
     rng = np.random.default_rng(5)
     for width in range(1, 9):
         labels = ["".join(chr(c) for c in rng.integers(33, 127, size=width)) for _ in range(50)]
         for chunk in (pa.array(labels), pa.array(labels).slice(7, 30)):
-            keys = np.concatenate(packed_keys(pa.chunked_array([chunk])))
+            words = label_words(chunk, 1)
             expected = [int.from_bytes(x.encode(), "little") for x in chunk.to_pylist()]
-            assert keys.tolist() == expected, width
-            assert unpack_keys(keys, ascii_only=True).tolist() == chunk.to_pylist()
+            assert words[:, 0].tolist() == expected, width
+            assert words_to_labels(words, ascii_only=True).tolist() == chunk.to_pylist()
 
 
 # --- labels over 8 bytes: words and keys -----------------------------------------------------------------
@@ -80,11 +80,11 @@ def test_label_words_give_back_each_label_and_sort_it_as_python_sorts() -> None:
 
 def test_word_keys_match_for_equal_labels_whatever_the_width_and_pack_short_ones() -> None:
     """A label's key does not depend on how many words its block needed (blocks are coded apart), a label of
-    <= 8 bytes keys as its packed key, and these distinct labels get distinct keys."""
+    <= 8 bytes keys as its bytes read as one little-endian word, and these distinct labels get distinct keys."""
     array = pa.array(LONG)
     narrow, wide = word_keys(label_words(array, 5)), word_keys(label_words(array, 9))
     assert np.array_equal(narrow, wide)
     assert np.unique(narrow).size == len(LONG)
     short = [i for i, label in enumerate(LONG) if len(label.encode()) <= 8]
-    packed = np.concatenate(packed_keys(pa.chunked_array([pa.array([LONG[i] for i in short])])))
-    assert np.array_equal(narrow[short], packed)
+    packed = [int.from_bytes(LONG[i].encode(), "little") for i in short]
+    assert narrow[short].tolist() == packed

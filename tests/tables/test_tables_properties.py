@@ -1,4 +1,4 @@
-"""Property-based test of the readers of fsb.core.tables (hypothesis): randomly mutated annotation and
+"""Property-based tests of the readers of fsb.tables (hypothesis): randomly mutated annotation and
 generation files (bytes, fields, rows, quoting) either build or raise InputError that names a line;
 nothing else escapes; the previous build stays as it was and still loads; both annotation reader paths
 agree."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, event, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import fifty_shades_of_bias as spec  # noqa: E402
@@ -183,7 +183,7 @@ def _labels_outcome(path: Path) -> object:
     )
 )
 def test_string_labels_fast_path_agrees_with_pythons_reader(rows: list[tuple[list[str], int, int, str]]) -> None:
-    """String labels (including ones packed into integer keys, `fsb.tables.csvrows.packed_keys`, and best/worst
+    """String labels (including ones packed into integer keys, `fsb.tables.labelcodes.label_words`, and best/worst
     coded by comparison with the row's items) give the same labels, codes, irregular rows, or the same
     error line, field and message, by the pyarrow path as by Python's csv reader. Index 3 picks a label
     outside the tuple (a best or worst that is not one of its items)."""
@@ -199,3 +199,95 @@ def test_string_labels_fast_path_agrees_with_pythons_reader(rows: list[tuple[lis
         slow = _labels_outcome(path)
         with _fast_reader():
             assert _labels_outcome(path) == slow
+
+
+# --- headers: gaps, permutations, duplicates, K from 2 to 16 (issue 34) ------------------------------------
+
+
+@st.composite
+def _judgments_files(draw: st.DrawFn) -> tuple[list[str], list[list[str]], str | None]:
+    """(header, rows, the field a refusal must name, or None when the file must be read). Item1..ItemK with
+    K in 2..16, up to two of them left out (a gap, or fewer than two), maybe one name repeated, extra columns,
+    all in any order; each row's items distinct, best and worst two of them."""
+    k = draw(st.integers(2, 16))
+    dropped = draw(st.sets(st.integers(1, k), max_size=2)) if draw(st.integers(0, 2)) == 0 else set()
+    items = [f"Item{j}" for j in range(1, k + 1) if j not in dropped]
+    names = [*items, "BestItem", "WorstItem", *draw(st.sets(st.sampled_from(["Annotator", "note", "Item0", "item9"]), max_size=2))]
+    repeated = draw(st.sampled_from(names)) if draw(st.integers(0, 5)) == 0 else None
+    header = draw(st.permutations(names + ([repeated] if repeated else [])))
+    labels = draw(st.sampled_from([[str(i) for i in range(1, 40)], [f"id-{i}" for i in range(40)], ["é", "e\u0301x", *"abcdefghijklmnop"]]))
+    rows, rnd = [], draw(st.randoms(use_true_random=False))
+    for _ in range(draw(st.integers(1, 4))):
+        chosen = rnd.sample(labels, max(len(items), 2))
+        cell = dict(zip(items, chosen)) | {"Annotator": "judge", "note": "n", "Item0": "z", "item9": "z"}
+        cell["BestItem"], cell["WorstItem"] = chosen[0], chosen[len(items) - 1 if len(items) >= 2 else 1]
+        rows.append([cell[name] for name in header])
+    present = {int(name[4:]) for name in items}
+    first_missing = next(j for j in range(1, k + 2) if j not in present)
+    gap = first_missing <= 2 or any(j > first_missing for j in present)
+    return header, rows, repeated if repeated else f"Item{first_missing}" if gap else None
+
+
+def _is_item_column(name: str) -> bool:
+    return name.startswith("Item") and name[4:].isdigit() and name[4] != "0"
+
+
+def _read_every_item_column(path: Path, header: list[str], rows: list[list[str]]) -> None:
+    """The file was read with one item column per ItemJ it names, each row's items as written."""
+    import unicodedata
+
+    ann = judgments.read_annotations(path)
+    k = sum(1 for name in header if _is_item_column(name))
+    assert ann.item_codes.shape == (len(rows), k) and ann.item_columns == [f"Item{j}" for j in range(1, k + 1)]
+    expected = [[unicodedata.normalize("NFC", r[header.index(f"Item{j}")]) for j in range(1, k + 1)] for r in rows]
+    assert [[str(v) for v in row] for row in ann.items.tolist()] == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(case=_judgments_files(), large=st.booleans())
+def test_a_header_is_read_with_every_item_column_it_names_or_refused_in_one_line(
+    case: tuple[list[str], list[list[str]], str | None], large: bool
+) -> None:
+    """Every reader path (Python's reader; with `large`, the block stream for text labels and pyarrow's whole-file
+    reader for integer ids) either reads every item column the header names, or refuses the header in one line
+    (line 1, the missing or repeated column): never a column dropped silently (issue 34, fault 1)."""
+    header, rows, refused = case
+    event("refused" if refused else "read", f"{'large' if large else 'small'} file")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "j.csv"
+        path.write_text(",".join(header) + "\n" + "".join(",".join(r) + "\n" for r in rows), encoding="utf-8")
+        with pytest.MonkeyPatch.context() as m:
+            if large:
+                m.setattr(judgments, "FAST_READER_BYTES", 0)
+            if refused is None:
+                _read_every_item_column(path, header, rows)
+            else:
+                with pytest.raises(InputError) as e:
+                    judgments.read_annotations(path)
+                assert (e.value.line, e.value.field) == (1, refused) and "\n" not in str(e.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=_judgments_files())
+def test_fsb_score_reads_every_item_column_or_exits_2_in_one_line(case: tuple[list[str], list[list[str]], str | None]) -> None:
+    """The same through the command: `fsb score` (its `main`, and a real subprocess for every fourth example)
+    scores every label of every item column, or exits 2 with one line on stderr naming line 1 and the column."""
+    from tests._support import run_fsb
+
+    header, rows, refused = case
+    with tempfile.TemporaryDirectory() as tmp:
+        path, out = Path(tmp) / "j.csv", Path(tmp) / "s.csv"
+        path.write_text(",".join(header) + "\n" + "".join(",".join(r) + "\n" for r in rows), encoding="utf-8")
+        subprocess = hashlib.sha256(path.read_bytes()).digest()[0] % 4 == 0
+        event("refused" if refused else "read", "subprocess" if subprocess else "main()")
+        proc = run_fsb("score", path, "--out", out, in_process=not subprocess)
+        if refused is None:
+            assert proc.returncode == 0, proc.stderr
+            scored = {line.split(",")[0] for line in out.read_text(encoding="utf-8").splitlines()[1:]}
+            named = {r[j] for r in rows for j, name in enumerate(header) if _is_item_column(name)}
+            import unicodedata
+
+            assert scored == {unicodedata.normalize("NFC", label) for label in named}
+        else:
+            assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+            assert proc.stderr.startswith(f"fsb score: error: {path}, line 1, field '{refused}': "), proc.stderr

@@ -39,7 +39,7 @@ def first_appearance_codes(key: np.ndarray) -> np.ndarray:
     if "pyarrow" in sys.modules and key.size > 100_000:
         import pyarrow.compute as pc
 
-        from fsb.tables.csvrows import arrow_to_numpy, numpy_to_arrow
+        from fsb.tables.labelcodes import arrow_to_numpy, numpy_to_arrow
 
         return arrow_to_numpy(pc.dictionary_encode(numpy_to_arrow(key)).indices).astype(np.int64)
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)

@@ -239,7 +239,7 @@ def _format_arrow(cols: dict[str, np.ndarray], decimals: int, rows: np.ndarray |
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
-    from fsb.tables.csvrows import arrow_call, cast_options, numpy_to_arrow, strings_to_arrow
+    from fsb.tables.labelcodes import arrow_call, cast_options, numpy_to_arrow, strings_to_arrow
 
     def column(v: np.ndarray) -> pa.Array:
         if v.dtype.kind == "U":

@@ -1,12 +1,12 @@
-"""CSV records with exact line numbers, the one id rule, the generations reader, and the numpy <-> pyarrow
-helpers: the pieces `fsb.core.tables` (the public face), `fsb.tables.judgments` and `fsb.tables.labelcodes` (the
-coding of judgment labels) share. Generations are FSB_text.csv or a `fsb generate` JSONL file.
+"""CSV records with exact line numbers, the one id rule and the generations reader: the pieces every reader of
+`fsb.tables` shares. Generations are FSB_text.csv or a `fsb generate`
+JSONL file.
 
 Every refusal is an `InputError` naming the file, the line (header = line 1) and the field, and it is
 always the FIRST offending line of the file, whatever the column or the kind of check. Ids follow one
-rule, `id_problem` (ASCII digits, no leading zero). The judgments reader is `fsb.tables.judgments`;
-`fsb.core.tables` re-exports both. Only numpy is imported at module level: `fsb score` on a small file stays fast; large
-annotation files are parsed by pyarrow's CSV reader (imported when needed), small ones by Python's.
+rule, `id_problem` (ASCII digits, no leading zero); opaque labels one more, `text_problem` (no invisible
+or bidi control character). A refusal of a header names the columns fsb expected, never the file's own
+line. Only numpy is imported at module level: `fsb score` on a small file stays fast.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -37,6 +37,7 @@ __all__ = [
     "Generations",
     "Table",
     "canonical_id",
+    "csv_records",
     "id_problem",
     "read_csv_table",
     "read_generations",
@@ -56,7 +57,7 @@ FAST_READER_BYTES = 1 << 20
 # --- records: Python's csv module, exact line numbers ----------------------------------------------------
 
 
-def _records(text: str) -> list[tuple[int, list[str]]]:
+def csv_records(text: str) -> list[tuple[int, list[str]]]:
     """(start line, fields) of every CSV record, the header first, honouring quoted newlines and skipping
     lines that are empty or hold only spaces and tabs (as pandas does). Fields of any size are read."""
     csv.field_size_limit(sys.maxsize)
@@ -72,7 +73,7 @@ def _records(text: str) -> list[tuple[int, list[str]]]:
 
 def record_lines(text: str) -> list[int]:
     """Start line (1-based) of every data record (after the header)."""
-    return [line for line, _ in _records(text)[1:]]
+    return [line for line, _ in csv_records(text)[1:]]
 
 
 def check_header(path: Path, header: list[str]) -> list[str]:
@@ -102,26 +103,51 @@ class Rows:
 
 
 def parse_rows(path: Path, text: str | None = None) -> Rows:
-    """Every record of a CSV file; a row of the wrong width is refused with "N fields where the header has M"."""
+    """Every record of a CSV file; a row of the wrong width is refused with "N fields where the header has M",
+    a quote never closed (Python's reader would take the rest of the file as one value) by its line and field."""
     if text is None:
         text = read_utf8(path)
-    records = _records(text)
+    records = csv_records(text)
     if not records:
         raise InputError(path, "file is empty")
+    unclosed = _unclosed_quote(text, *records[-1])
     header_line, header = records[0]
-    names = check_header(path, header)
+    names = check_header(path, header) if unclosed is None or len(records) > 1 else header
     width = len(names)
-    for line, row in records[1:]:
-        if len(row) != width:
+    for n, (line, row) in enumerate(records):
+        if n == len(records) - 1 and unclosed is not None:
+            at, j = unclosed
+            field = names[j] if n and j < width else f"column {j + 1}"
+            message = "a quote opened in this field is never closed (the rest of the file would be one value)"
+            raise InputError(path, message, line=at, field=field)
+        if n and len(row) != width:
             raise InputError(path, f"{len(row)} fields where the header has {width}", line=line)
     return Rows(path, names, [line for line, _ in records[1:]], [row for _, row in records[1:]], header_line)
 
 
-def require_header(path: Path, header: Sequence[str], columns: Sequence[str]) -> None:
+def _unclosed_quote(text: str, start: int, row: list[str]) -> tuple[int, int] | None:
+    """(line, field index) where the last record's unclosed quote opens, or None: only a last record with a line
+    break inside a field can hold one (the reader ran to the end of the file inside it), told by a strict re-read."""
+    if not any("\n" in f or "\r" in f for f in row):
+        return None
+    tail = "".join(io.StringIO(text, newline="").readlines()[start - 1 :])
+    try:
+        for _ in csv.reader(io.StringIO(tail, newline=""), strict=True):
+            pass
+    except csv.Error as e:
+        if "unexpected end of data" not in str(e):
+            return None
+        breaks = sum(f.count("\n") + f.count("\r") - f.count("\r\n") for f in row[:-1])
+        return start + breaks, len(row) - 1
+    return None
+
+
+def require_header(path: Path, header: Sequence[str], columns: Sequence[str], expected: str | None = None, after: str = "") -> None:
+    """Refuse a header without one of `columns`, naming what fsb expected (`expected`, else `columns`), never the
+    header itself: a file given by mistake (a system file, say) is not echoed."""
     for c in columns:
         if c not in header:
-            shown = ", ".join(column_name(h) for h in header[:20]) + (f", ... ({len(header)} columns)" if len(header) > 20 else "")
-            raise InputError(path, f"missing column (the header has: {shown})", line=1, field=c)
+            raise InputError(path, f"missing column (expected {expected or ', '.join(columns)}){after}", line=1, field=c)
 
 
 # --- the public table layer: any CSV a command reads (designs, answers, scores) -------------------------
@@ -178,11 +204,6 @@ def show_label(value: object) -> str:
     return quoted(value) if isinstance(value, str) else _short(str(value))
 
 
-def column_name(name: str) -> str:
-    """A column name as echoed in a message: as written when it is printable and short, else `_io.quoted`."""
-    return name if name.isprintable() and name.strip() == name and len(name) <= 40 else quoted(name)
-
-
 # A field starting with 0 and another digit, at the start of a line or after a comma (quoted or not): the rule
 # `has_leading_zero` decides, and the reference its numpy fast path is checked against.
 LEADING_ZERO = re.compile(rb'(?:^|,)[ \t]*"?[ \t]*0[0-9]', re.M)
@@ -210,6 +231,21 @@ def has_leading_zero(data: bytes, pos: int = 0, *, block: int = 1 << 16) -> bool
             if ((after >= ord("0")) & (after <= ord("9"))).any():
                 return True
     return False
+
+
+def text_problem(text: str) -> str | None:
+    """Why an opaque label is refused, or None: it holds an invisible or bidi control character (a zero-width
+    space U+200B, a right-to-left override U+202E: Unicode categories Cc, Cf, Zl, Zp beyond ASCII), so that
+    two ids that print the same would be two items. Readers also NFC-normalise labels ("e" + U+0301 is "\u00e9")."""
+    if text.isascii() or text.isprintable():  # isprintable: no character of these categories (C-fast)
+        return None
+    import unicodedata
+
+    for c in text:
+        if not c.isascii() and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp"):
+            name = unicodedata.name(c, "a control character")
+            return f"id {quoted(text)} holds U+{ord(c):04X} ({name}), an invisible or bidi control character: ids must print as they are"
+    return None
 
 
 def canonical_id(text: str) -> bool:
@@ -329,72 +365,3 @@ def read_generations(path: str | Path) -> Generations:
     )
     lines = parsed.lines
     return Generations(p, frame, lambda i: lines[i])
-
-
-# --- numpy <-> pyarrow without pandas --------------------------------------------------------------------
-
-
-def arrow_to_numpy(array: Any) -> np.ndarray:
-    """A null-free primitive pyarrow Array as a numpy view of its buffer (Array.to_numpy imports pandas: 0.6 s)."""
-    dtype = np.dtype(array.type.to_pandas_dtype())
-    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
-
-
-def arrow_call(function: str, *args: Any, options: Any = None) -> Any:
-    """A pyarrow compute function by name (`pyarrow.compute.call_function`), without importing the
-    `pyarrow.compute` module: that module builds a Python wrapper and docstring for every kernel at
-    import (0.06 s of CPU, an eighth of `fsb score` on 1e5 items); the kernels themselves live in
-    `pyarrow._compute`, which `pyarrow` loads anyway."""
-    try:
-        from pyarrow._compute import call_function
-    except ImportError:  # a pyarrow that moved it: the public name
-        from pyarrow.compute import call_function
-    return call_function(function, list(args), options)
-
-
-def cast_options(target: Any, *, safe: bool = True) -> Any:
-    """`pyarrow.compute.CastOptions` for `arrow_call("cast", ...)` (see `arrow_call` for why not `pyarrow.compute`)."""
-    try:
-        from pyarrow._compute import CastOptions
-    except ImportError:
-        from pyarrow.compute import CastOptions
-    return CastOptions.safe(target) if safe else CastOptions.unsafe(target)
-
-
-def strings_to_arrow(values: np.ndarray) -> Any:
-    """A 1-D numpy unicode array as a pyarrow string Array, with no Python str per element (pa.array
-    converts element by element: 0.2 s for 1e5 labels). ASCII labels are copied as bytes (each code point
-    below 0x80 is its own byte: a numeric cast of the UCS-4 code units, where numpy's str-to-bytes cast
-    goes label by label, 10 ms for 1e5 labels); others are encoded to UTF-8 by numpy first. numpy unicode
-    arrays hold no trailing NUL, so lengths are exact."""
-    import pyarrow as pa
-
-    raw = _ascii_bytes(values) if _ascii(values) else np.char.encode(values, "utf-8")
-    width = raw.dtype.itemsize
-    matrix = np.ascontiguousarray(raw).view(np.uint8).reshape(values.size, width)
-    full = values.size and width and matrix[:, width - 1].all()  # every label fills the width (ids, hashes): bytes as they are
-    lengths = np.full(values.size, width, dtype=np.int32) if full else np.char.str_len(raw).astype(np.int32)
-    offsets = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(lengths, dtype=np.int32)])
-    body = matrix if full else matrix[np.arange(width) < lengths[:, None]]
-    return pa.Array.from_buffers(pa.string(), values.size, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(body))])
-
-
-def _ascii_bytes(values: np.ndarray) -> np.ndarray:
-    """A 1-D unicode array of ASCII strings as the bytes array `values.astype("S<width>")` would give."""
-    width = values.dtype.itemsize // 4
-    if width == 0:  # "<U0": nothing to copy
-        return values.astype("S1")
-    units = np.ascontiguousarray(values).view(np.uint32).reshape(values.size, width)
-    return units.astype(np.uint8).view(f"S{width}").reshape(values.size)
-
-
-def _ascii(values: np.ndarray) -> bool:
-    return values.size == 0 or int(np.ascontiguousarray(values).view(np.uint32).max(initial=0)) < 0x80
-
-
-def numpy_to_arrow(values: np.ndarray) -> Any:
-    """A 1-D numeric numpy array as a pyarrow Array over the same memory (pa.array imports pandas)."""
-    import pyarrow as pa
-
-    values = np.ascontiguousarray(values)
-    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size, [None, pa.py_buffer(values)])

@@ -1,15 +1,15 @@
 """A study's items, from whatever list a researcher has: a plain list (one id a line), a CSV with an id
 column and optionally a text column, or this project's generations (release CSV, `fsb generate` JSONL).
 
-Ids are opaque labels; when every one is an id under the one rule of `fsb.core.tables.id_problem` they
-are integers (so they sort numerically and a dataset build can use them as uids), else all stay strings.
+Ids are opaque labels; when every one is an id under the one rule of `fsb.tables.csvrows.id_problem` they
+are integers (so they sort numerically and a dataset build can use them as uids), else all stay strings,
+NFC-normalised, and one holding an invisible or bidi control character is refused (as the judgments reader does).
 Every refusal names the file, line and field.
 """
 
 from __future__ import annotations
 
-import csv
-import io
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from fsb.core.readers import InputError, quoted, read_utf8
-from fsb.tables.csvrows import INT64_MAX, id_problem
+from fsb.tables.csvrows import INT64_MAX, csv_records, id_problem, text_problem
 
 __all__ = ["ID_COLUMNS", "TEXT_COLUMNS", "Items", "read_items", "texts_of_files"]
 
@@ -51,8 +51,11 @@ def _typed_ids(path: Path, raw: list[str], lines: list[int], field: str) -> np.n
     ids: np.ndarray
     if all(id_problem(v, INT64_MAX) is None for v in raw):  # the one id rule: else every id stays a string
         ids = np.array([int(v) for v in raw], dtype=np.int64)
-    else:
-        ids = np.array(raw, dtype=object).astype(str)
+    else:  # opaque labels, as the judgments reader takes them: no invisible or bidi character, NFC
+        for value, line in zip(raw, lines):
+            if (problem := text_problem(value)) is not None:
+                raise InputError(path, problem, line=line, field=field)
+        ids = np.array([unicodedata.normalize("NFC", v) for v in raw], dtype=object).astype(str)
     seen: dict[object, int] = {}
     for value, line in zip(ids.tolist(), lines):
         if value in seen:
@@ -81,14 +84,7 @@ def read_items(path: str | Path) -> Items:
     p = Path(path)
     if p.suffix in (".jsonl", ".ndjson"):
         return _from_generations(p)
-    text = read_utf8(p)
-    records = []
-    reader = csv.reader(io.StringIO(text, newline=""))
-    prev = 0
-    for row in reader:
-        start, prev = prev + 1, reader.line_num
-        if row and any(f.strip() for f in row):
-            records.append((start, [f.strip() for f in row]))
+    records = [(n, [f.strip() for f in row]) for n, row in csv_records(read_utf8(p)) if any(f.strip() for f in row)]
     if not records:
         raise InputError(p, "file holds no items")
     header = [h.lower() for h in records[0][1]]

@@ -1,12 +1,14 @@
 """The coding of judgment labels: the judgments reader's fast path, with no Python object per row.
 
 Hashing the 6 label columns of 1e6 items' judgments (36e6 cells) as strings cost 3x the integer ids. So
-labels of <= 8 UTF-8 bytes are packed into uint64 keys (`packed_keys`: exact, one-to-one without NUL bytes;
-the keys read big-endian sort as Python sorts the strings, `key_order`), and BestItem/WorstItem are coded by
-comparison with their row's items (`encode_cells`), so only the K item columns are hashed. Longer labels are
-hashed as strings, and their dictionary is turned into a sorted numpy unicode array by pyarrow
-(`strings_to_numpy`). Used by `fsb.tables.judgments` on large files; pyarrow is imported inside the functions,
-so importing this module costs numpy only.
+a label's UTF-8 bytes are read as 8-byte words (`label_words`: exact without NUL bytes; the words read
+big-endian sort as Python sorts the strings, `words_order`): labels of <= 8 bytes are hashed as their one
+word, and BestItem/WorstItem are coded by comparison with their row's items (`encode_cells`), so only the
+K item columns are hashed. Longer labels are hashed as strings by pyarrow (whole file) or keyed by their
+words (`word_keys`, the block stream); either way the distinct labels become a sorted numpy unicode array
+(`sorted_labels`). Used by both large-file paths of `fsb.tables.judgments`; pyarrow is imported inside the
+functions, so importing this module costs numpy only; so do its numpy <-> pyarrow helpers (no pandas, no
+`pyarrow.compute`), which `fsb.bws.scoring` uses too.
 """
 
 from __future__ import annotations
@@ -16,19 +18,23 @@ from typing import Any
 
 import numpy as np
 
-from fsb.tables.csvrows import INT32_MAX, arrow_call, arrow_to_numpy, numpy_to_arrow
+from fsb.tables.csvrows import INT32_MAX
 
 __all__ = [
     "KEY_BYTES",
+    "arrow_call",
+    "arrow_to_numpy",
+    "cast_options",
     "code_columns",
     "encode_cells",
-    "key_order",
+    "label_offsets",
     "label_words",
     "numpy_chunks",
-    "packed_keys",
+    "numpy_to_arrow",
     "ranks",
-    "strings_to_numpy",
-    "unpack_keys",
+    "sorted_labels",
+    "strings_to_arrow",
+    "widest",
     "word_keys",
     "words_order",
     "words_to_labels",
@@ -37,80 +43,6 @@ __all__ = [
 KEY_BYTES = 8  # labels up to this many UTF-8 bytes are packed into one uint64
 _MASKS = np.array([(1 << (8 * b)) - 1 for b in range(KEY_BYTES)] + [2**64 - 1], dtype=np.uint64)  # the low b bytes
 _GOLDEN = 0x9E3779B97F4A7C15  # 2**64 / golden ratio: odd multipliers folding a long label's words into one key
-
-
-def packed_keys(column: Any) -> list[np.ndarray] | None:
-    """Each string of a null-free pyarrow string ChunkedArray as one uint64 holding its UTF-8 bytes,
-    NUL-padded to `KEY_BYTES`; None when a label is longer (then the caller hashes the strings).
-
-    Parameters
-    ----------
-    column : pyarrow.ChunkedArray of type string (32-bit offsets), no nulls, no NUL byte in any label.
-
-    Returns
-    -------
-    list of numpy.ndarray, or None
-        uint64 keys, one array per chunk of `column`, one key per row; equal labels give equal keys and
-        distinct labels distinct keys (`unpack_keys` inverts it)."""
-    parts = []
-    for chunk in column.chunks:
-        n = len(chunk)
-        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
-        lengths = np.diff(offsets)
-        widest = int(lengths.max(initial=0))
-        if widest > KEY_BYTES:
-            return None
-        data = chunk.buffers()[2]
-        body = np.frombuffer(data, dtype=np.uint8) if data is not None else np.zeros(0, dtype=np.uint8)
-        if n and widest and int(lengths.min()) == widest and sys.byteorder == "little":
-            parts.append(_fixed_width_keys(body, int(offsets[0]), n, widest))
-            continue
-        key = np.zeros((n, KEY_BYTES), dtype=np.uint8)
-        starts = offsets[:-1]
-        for p in range(widest):  # byte p of every label at least p + 1 bytes long
-            has = lengths > p
-            key[has, p] = body[starts[has] + p]
-        parts.append(key.view(np.uint64).reshape(n))
-    return parts
-
-
-def _fixed_width_keys(body: np.ndarray, first: int, n: int, width: int) -> np.ndarray:
-    """Keys of n labels of `width` bytes back to back from body[first], in one pass: the 8 bytes at each
-    label's start (a strided little-endian view) with the bytes past it masked off; the last labels,
-    whose 8 bytes would run past the buffer, byte by byte."""
-    fits = min(n, max(0, (body.size - first - KEY_BYTES) // width + 1))
-    keys = np.empty(n, dtype=np.uint64)
-    if fits:
-        window = np.ndarray((fits,), dtype="<u8", buffer=body, offset=first, strides=(width,))
-        np.bitwise_and(window, np.uint64((1 << (8 * width)) - 1), out=keys[:fits])
-    for row in range(fits, n):
-        label = bytes(body[first + row * width : first + (row + 1) * width])
-        keys[row] = int.from_bytes(label, "little")
-    return keys
-
-
-def unpack_keys(keys: np.ndarray, ascii_only: bool) -> np.ndarray:
-    """The labels of `packed_keys` keys as a numpy unicode array (vectorised; `ascii_only` skips UTF-8 decoding).
-
-    Parameters
-    ----------
-    keys : uint64 keys from `packed_keys`.
-    ascii_only : whether every label is ASCII (then a plain cast decodes them).
-
-    Returns
-    -------
-    numpy.ndarray
-        dtype "<U8" or narrower: label i of key i."""
-    raw = np.ascontiguousarray(keys, dtype=np.uint64).view(f"S{KEY_BYTES}")  # numpy drops the NUL padding
-    if ascii_only and sys.byteorder == "little":  # bytes widened to code points in one cast (see words_to_labels)
-        return raw.view(np.uint8).astype(np.uint32).view(f"<U{KEY_BYTES}").reshape(-1)
-    return raw.astype(str) if ascii_only else np.char.decode(raw, "utf-8")
-
-
-def key_order(keys: np.ndarray) -> np.ndarray:
-    """The permutation that sorts packed keys as their labels sort (byte order = code point order)."""
-    big = keys.byteswap() if sys.byteorder == "little" else keys
-    return np.argsort(big, kind="stable")
 
 
 def encode_cells(keys: list[list[Any]], k: int) -> tuple[np.ndarray, Any, int]:
@@ -190,35 +122,6 @@ def _equal(a: Any, b: Any) -> np.ndarray:
     return np.unpackbits(bits, bitorder="little")[result.offset : result.offset + len(result)].astype(bool)
 
 
-def strings_to_numpy(array: Any, ascii_only: bool) -> tuple[np.ndarray, np.ndarray]:
-    """A null-free pyarrow string Array with no NUL byte as a numpy unicode array, and the permutation
-    that sorts it (pyarrow's sort: UTF-8 byte order = code point order), with no Python str per element.
-
-    Parameters
-    ----------
-    array : pyarrow string Array (32-bit offsets).
-    ascii_only : whether every string is ASCII (then a plain cast decodes them).
-
-    Returns
-    -------
-    labels : numpy unicode array, label i of element i.
-    order : int64 permutation, `labels[order]` sorted."""
-    n = len(array)
-    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32, count=n + 1, offset=array.offset * 4)
-    lengths = np.diff(offsets)
-    width = max(int(lengths.max(initial=0)), 1)
-    matrix = np.zeros((n, width), dtype=np.uint8)
-    data = array.buffers()[2]
-    if data is not None and int(offsets[-1]) > int(offsets[0]):
-        body = np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]]
-        rows = np.repeat(np.arange(n), lengths)
-        matrix[rows, np.arange(body.size) - np.repeat(offsets[:-1] - offsets[0], lengths)] = body
-    raw = matrix.view(f"S{width}").reshape(n)
-    labels = raw.astype(str) if ascii_only else np.char.decode(raw, "utf-8")
-    order = arrow_to_numpy(arrow_call("array_sort_indices", array)).astype(np.int64)
-    return labels, order
-
-
 def _narrow_type(keys: list[list[np.ndarray]]) -> np.dtype:
     """int32 when every key is an integer in 0..2**31-1 (one min/max pass per chunk), else the keys' own type."""
     dtype, chunks = keys[0][0].dtype, [chunk for column in keys for chunk in column if chunk.size]
@@ -240,29 +143,40 @@ def code_columns(columns: list[Any], ascii_only: bool, k: int) -> tuple[np.ndarr
     -------
     (cells, the distinct labels, their `ranks` when known (then the labels come sorted: code c stands for
     labels[rank[c]]), the count of best/worst cells equal to none of their row's items). Integer ids are
-    hashed as integers, labels of up to 8 bytes as packed integer keys, longer ones as strings; no Python
-    str per row or per label."""
+    hashed as integers, labels of up to 8 bytes as their one word (`label_words`: exact), longer ones as
+    strings; no Python str per row or per label."""
     import pyarrow as pa
 
-    order = None
     if pa.types.is_integer(columns[0].type):
         keys: list = [numpy_chunks(c) for c in columns]
-    else:  # short labels as uint64 keys (NUL bytes, the packing's padding, were refused before)
-        keys = [packed_keys(c) for c in columns]
-    if any(key is None for key in keys):  # longer labels: pyarrow's string hash, best and worst still compared
+    else:
         keys = [[chunk for chunk in c.chunks if len(chunk)] for c in columns]
+        if max(widest(chunk) for c in keys for chunk in c) <= KEY_BYTES:  # short labels as their uint64 word
+            keys = [[label_words(chunk, 1)[:, 0] for chunk in c] for c in keys]
     del columns[:]  # the caller's list too: each column is freed once coded
     indices, dictionary, unmatched = encode_cells(keys, k)
     del keys
-    if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind == "u":  # packed strings
-        order = key_order(dictionary)
-        uniques = unpack_keys(dictionary[order], ascii_only=ascii_only)
-    elif isinstance(dictionary, np.ndarray):
-        uniques = dictionary
-    else:
-        uniques, order = strings_to_numpy(dictionary, ascii_only=ascii_only)
-        uniques = uniques[order]
-    return indices, uniques, None if order is None else ranks(order), unmatched
+    if isinstance(dictionary, np.ndarray) and dictionary.dtype.kind != "u":  # integer ids
+        return indices, dictionary, None, unmatched
+    words = dictionary[:, None] if isinstance(dictionary, np.ndarray) else label_words(dictionary, max(1, -(-widest(dictionary) // 8)))
+    uniques, rank = sorted_labels(words, ascii_only)
+    return indices, uniques, rank, unmatched
+
+
+def sorted_labels(words: np.ndarray, ascii_only: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The labels of distinct `label_words` rows sorted (a numpy unicode array) and each row's place among them."""
+    order = words_order(words)
+    return words_to_labels(np.take(words, order, axis=0), ascii_only), ranks(order)
+
+
+def label_offsets(chunk: Any) -> np.ndarray:
+    """The n + 1 offsets of a pyarrow string Array's labels into its data buffer (a numpy view)."""
+    return np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
+
+
+def widest(chunk: Any) -> int:
+    """The longest label of a pyarrow string Array, in bytes."""
+    return int(np.diff(label_offsets(chunk)).max(initial=0))
 
 
 def ranks(order: np.ndarray) -> np.ndarray:
@@ -297,7 +211,7 @@ def label_words(chunk: Any, m: int) -> np.ndarray:
     numpy.ndarray
         (len(chunk), m) uint64, row i the words of label i."""
     n = len(chunk)
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+    offsets = label_offsets(chunk)
     lengths = np.diff(offsets)
     first, last = int(offsets[0]), int(offsets[-1])
     data = chunk.buffers()[2]
@@ -324,7 +238,7 @@ def label_words(chunk: Any, m: int) -> np.ndarray:
 
 def word_keys(words: np.ndarray) -> np.ndarray:
     """One uint64 key per label from its `label_words` row: a label of <= 8 bytes keys as its one word (the
-    `packed_keys` key, exact), a longer one as its words multiplied by odd constants and XORed together.
+    one-word key, exact), a longer one as its words multiplied by odd constants and XORed together.
     Equal labels give equal keys; distinct long labels may share a key (chance ~2**-64 a pair), so the
     caller checks each key's labels word by word (`fsb.tables.streamcells`) and falls back to hashing the
     strings when two differ.
@@ -346,13 +260,13 @@ def word_keys(words: np.ndarray) -> np.ndarray:
     return np.where(long, key, words[:, 0])
 
 
-def words_to_labels(words: np.ndarray) -> np.ndarray:
-    """The labels of (n, m) `label_words` rows as a numpy unicode array: ASCII bytes widened to code points
-    in one vectorised cast (numpy's bytes-to-str cast decodes string by string: 4x slower), others decoded
-    from UTF-8."""
+def words_to_labels(words: np.ndarray, ascii_only: bool | None = None) -> np.ndarray:
+    """The labels of (n, m) `label_words` rows as a numpy unicode array: ASCII bytes (`ascii_only`, found out
+    when None) widened to code points in one vectorised cast (numpy's bytes-to-str cast decodes string by
+    string: 4x slower), others decoded from UTF-8."""
     m = words.shape[1]
     raw = np.ascontiguousarray(words, dtype="<u8").view(np.uint8).reshape(-1)
-    if int(raw.max(initial=0)) < 0x80:  # the zero padding becomes the unicode array's own padding
+    if ascii_only if ascii_only is not None else int(raw.max(initial=0)) < 0x80:  # the zero padding becomes the unicode array's own padding
         return raw.astype(np.uint32).view(f"<U{8 * m}").reshape(-1) if sys.byteorder == "little" else raw.view(f"S{8 * m}").astype(str)
     return np.char.decode(raw.view(f"S{8 * m}"), "utf-8")
 
@@ -372,3 +286,72 @@ def words_order(words: np.ndarray) -> np.ndarray:
         rows = order[at]
         order[at] = rows[np.lexsort([big[rows, j] for j in reversed(range(words.shape[1]))])]
     return order
+
+
+# --- numpy <-> pyarrow without pandas --------------------------------------------------------------------
+
+
+def arrow_to_numpy(array: Any) -> np.ndarray:
+    """A null-free primitive pyarrow Array as a numpy view of its buffer (Array.to_numpy imports pandas: 0.6 s)."""
+    dtype = np.dtype(array.type.to_pandas_dtype())
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * dtype.itemsize)
+
+
+def arrow_call(function: str, *args: Any, options: Any = None) -> Any:
+    """A pyarrow compute function by name (`pyarrow.compute.call_function`), without importing the
+    `pyarrow.compute` module: that module builds a Python wrapper and docstring for every kernel at
+    import (0.06 s of CPU, an eighth of `fsb score` on 1e5 items); the kernels themselves live in
+    `pyarrow._compute`, which `pyarrow` loads anyway."""
+    try:
+        from pyarrow._compute import call_function
+    except ImportError:  # a pyarrow that moved it: the public name
+        from pyarrow.compute import call_function
+    return call_function(function, list(args), options)
+
+
+def cast_options(target: Any, *, safe: bool = True) -> Any:
+    """`pyarrow.compute.CastOptions` for `arrow_call("cast", ...)` (see `arrow_call` for why not `pyarrow.compute`)."""
+    try:
+        from pyarrow._compute import CastOptions
+    except ImportError:
+        from pyarrow.compute import CastOptions
+    return CastOptions.safe(target) if safe else CastOptions.unsafe(target)
+
+
+def strings_to_arrow(values: np.ndarray) -> Any:
+    """A 1-D numpy unicode array as a pyarrow string Array, with no Python str per element (pa.array
+    converts element by element: 0.2 s for 1e5 labels). ASCII labels are copied as bytes (each code point
+    below 0x80 is its own byte: a numeric cast of the UCS-4 code units, where numpy's str-to-bytes cast
+    goes label by label, 10 ms for 1e5 labels); others are encoded to UTF-8 by numpy first. numpy unicode
+    arrays hold no trailing NUL, so lengths are exact."""
+    import pyarrow as pa
+
+    raw = _ascii_bytes(values) if _ascii(values) else np.char.encode(values, "utf-8")
+    width = raw.dtype.itemsize
+    matrix = np.ascontiguousarray(raw).view(np.uint8).reshape(values.size, width)
+    full = values.size and width and matrix[:, width - 1].all()  # every label fills the width (ids, hashes): bytes as they are
+    lengths = np.full(values.size, width, dtype=np.int32) if full else np.char.str_len(raw).astype(np.int32)
+    offsets = np.concatenate([np.zeros(1, dtype=np.int32), np.cumsum(lengths, dtype=np.int32)])
+    body = matrix if full else matrix[np.arange(width) < lengths[:, None]]
+    return pa.Array.from_buffers(pa.string(), values.size, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(body))])
+
+
+def _ascii_bytes(values: np.ndarray) -> np.ndarray:
+    """A 1-D unicode array of ASCII strings as the bytes array `values.astype("S<width>")` would give."""
+    width = values.dtype.itemsize // 4
+    if width == 0:  # "<U0": nothing to copy
+        return values.astype("S1")
+    units = np.ascontiguousarray(values).view(np.uint32).reshape(values.size, width)
+    return units.astype(np.uint8).view(f"S{width}").reshape(values.size)
+
+
+def _ascii(values: np.ndarray) -> bool:
+    return values.size == 0 or int(np.ascontiguousarray(values).view(np.uint32).max(initial=0)) < 0x80
+
+
+def numpy_to_arrow(values: np.ndarray) -> Any:
+    """A 1-D numeric numpy array as a pyarrow Array over the same memory (pa.array imports pandas)."""
+    import pyarrow as pa
+
+    values = np.ascontiguousarray(values)
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), values.size, [None, pa.py_buffer(values)])

@@ -22,17 +22,27 @@ wide as it, would outweigh their text 4 times over.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fsb.core.readers import InputError
-from fsb.tables.csvrows import arrow_call, arrow_to_numpy, numpy_to_arrow
-from fsb.tables.labelcodes import encode_cells, key_order, label_words, ranks, unpack_keys, word_keys, words_order, words_to_labels
+from fsb.tables.labelcodes import (
+    arrow_call,
+    arrow_to_numpy,
+    encode_cells,
+    label_offsets,
+    label_words,
+    numpy_to_arrow,
+    sorted_labels,
+    widest,
+    word_keys,
+)
+from fsb.tables.rules import Cells, lazy_lines
+from fsb.tables.wholefile import csv_options
 
-__all__ = ["BLOCK_BYTES", "MERGE_MIN", "Streamed", "rows_expected", "stream_cells"]
+__all__ = ["BLOCK_BYTES", "MERGE_MIN", "rows_expected", "stream_cells"]
 
 BLOCK_BYTES = 1 << 22
 MERGE_MIN = 1 << 20  # pending blocks' distinct labels before the first merge
@@ -47,20 +57,6 @@ class _Collision(Exception):
 class _TooWide(Exception):
     """A label so much longer than the others that the words of a block's distinct labels (all as wide as
     it) would outweigh their text: the file is read by the whole-file path (strings hashed)."""
-
-
-@dataclass(frozen=True)
-class Streamed:
-    """A streamed file's label columns, coded: code c stands for uniques[rank[c]] (`uniques` a sorted numpy
-    unicode array of distinct labels); `unmatched` counts BestItem/WorstItem cells equal to none of their row's
-    items; `annotator` and `timestamp` are the optional columns' values (one Python object per row)."""
-
-    cells: np.ndarray
-    uniques: np.ndarray
-    rank: np.ndarray
-    unmatched: int
-    annotator: np.ndarray | None
-    timestamp: np.ndarray | None
 
 
 class _Dictionary:
@@ -151,13 +147,13 @@ class _Dictionary:
             pos += keys.size
         self.pending, self.waiting = [], 0
 
-    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(cells of all blocks, the labels sorted, code c's place among them)."""
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """(cells of all blocks, the labels sorted, code c's place among them, whether every label is ASCII)."""
         self.merge()
         cells = self.store[:, : self.rows]
         words = self.words[: self.size]
-        order = words_order(words)
-        return cells, words_to_labels(np.take(words, order, axis=0)), ranks(order)
+        ascii_only = int(words.view(np.uint8).max(initial=0)) < 0x80
+        return (cells, *sorted_labels(words, ascii_only), ascii_only)
 
 
 def _may_trim(edge: np.ndarray) -> bool:
@@ -171,7 +167,7 @@ def _trimmed(chunk: Any) -> Any:
     """`chunk` with Unicode whitespace trimmed from every label, or itself when no label starts or ends with
     a byte trimming could remove (trimming then changes nothing, and would copy the column)."""
     n = len(chunk)
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1, offset=chunk.offset * 4)
+    offsets = label_offsets(chunk)
     data = chunk.buffers()[2]
     if data is None or n == 0:
         return chunk
@@ -185,18 +181,6 @@ def _trimmed(chunk: Any) -> Any:
         full = lengths > 0
         starts, ends = body[offsets[:-1][full]], body[offsets[1:][full] - 1]
     return arrow_call("utf8_trim_whitespace", chunk) if _may_trim(starts) or _may_trim(ends) else chunk
-
-
-def _text_bytes(chunk: Any) -> int:
-    """The bytes of all labels of a pyarrow string Array."""
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
-    return int(offsets[-1]) - int(offsets[0])
-
-
-def _widest(chunk: Any) -> int:
-    """The longest label of a pyarrow string Array, in bytes."""
-    offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=len(chunk) + 1, offset=chunk.offset * 4)
-    return int(np.diff(offsets).max(initial=0))
 
 
 def _label_columns(table: Any, fields: list[str]) -> list[list[Any]]:
@@ -215,8 +199,9 @@ def _code_block(columns: list[list[Any]], k: int) -> tuple[np.ndarray, np.ndarra
     cells = np.concatenate([arrow_to_numpy(chunk.indices) for chunk in encoded.chunks]).reshape(k + 2, -1)
     unmatched = sum(int(np.count_nonzero((cells[j] != cells[:k]).all(axis=0))) for j in (k, k + 1))
     labels = encoded.chunks[-1].dictionary  # every chunk holds the final dictionary
-    m = max(1, -(-_widest(labels) // 8))
-    if m > 1 and 8 * m * len(labels) > 4 * max(_text_bytes(labels), 1):  # one very long label: dense words would dwarf the text
+    m = max(1, -(-widest(labels) // 8))
+    text = int(np.ptp(label_offsets(labels)))  # the bytes of all distinct labels
+    if m > 1 and 8 * m * len(labels) > 4 * max(text, 1):  # one very long label: dense words would dwarf the text
         raise _TooWide
     words = np.array(label_words(labels, m))  # a copy: the Arrow buffers go now
     return cells, word_keys(words), words, unmatched
@@ -240,7 +225,7 @@ class _Coder:
         wide as the longest, would outweigh their text 4 times over."""
         if not columns[0]:
             return
-        if self.short is not None and max(_widest(c) for col in columns for c in col) <= 8:
+        if self.short is not None and max(widest(c) for col in columns for c in col) <= 8:
             for j, col in enumerate(columns):
                 self.short[j] += [label_words(c, 1)[:, 0] for c in col]
             return
@@ -258,15 +243,15 @@ class _Coder:
         """The file's rows, estimated (`_Dictionary.expect`)."""
         self.dictionary.expect(rows)
 
-    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """(cells, the labels sorted, code c's place among them, unmatched best/worst cells)."""
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, bool]:
+        """(cells, the labels sorted, code c's place among them, unmatched best/worst cells, all ASCII)."""
         if self.short is None:
-            return (*self.dictionary.result(), self.unmatched)
+            cells, labels, rank, ascii_only = self.dictionary.result()
+            return cells, labels, rank, self.unmatched, ascii_only
         cells, keys, unmatched = encode_cells(self.short, self.k)
         self.short = None
         ascii_only = int(keys.view(np.uint8).max(initial=0)) < 0x80
-        order = key_order(keys)
-        return cells, unpack_keys(keys[order], ascii_only=ascii_only), ranks(order), unmatched
+        return (cells, *sorted_labels(keys[:, None], ascii_only), unmatched, ascii_only)
 
 
 def _blocks(f: Any, start: int) -> Any:
@@ -305,26 +290,9 @@ def rows_expected(body_bytes: int, block_bytes: int, block_rows: int, fields: in
     return min(int(body_bytes * block_rows / block_bytes * 1.05) + 1024, body_bytes // (2 * fields) + 1)
 
 
-def _read_options(header: list[str], fields: list[str], extra: list[str]) -> tuple[Any, Any, Any]:
-    """pyarrow CSV options for one block: the label (and kept) columns as strings, none null, one chunk."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    return (
-        pacsv.ReadOptions(column_names=header, block_size=2 * BLOCK_BYTES, use_threads=False),  # one chunk a block, in turn
-        pacsv.ParseOptions(newlines_in_values=False),
-        pacsv.ConvertOptions(
-            column_types={c: pa.string() for c in (*fields, *extra)},
-            include_columns=[*fields, *extra],
-            strings_can_be_null=False,
-            quoted_strings_can_be_null=False,
-        ),
-    )
-
-
 def stream_cells(
     path: Path, header: list[str], body_start: int, fields: list[str], annotator: str | None, timestamp: str | None
-) -> Streamed | None:
+) -> Cells | None:
     """Parse and code the label columns of the judgments file `path` block by block (see the module).
 
     Parameters
@@ -335,7 +303,7 @@ def stream_cells(
 
     Returns
     -------
-    Streamed, or None
+    Cells (`fsb.tables.rules`), or None
         None when the file is for the whole-file path (a quote or a NUL byte, a block pyarrow cannot
         parse, two long labels sharing a key, a label far longer than the rest). Raises `InputError` when
         the file has no rows or changes size while it is read."""
@@ -343,7 +311,7 @@ def stream_cells(
     import pyarrow.csv as pacsv
 
     extra = [c for c in (annotator, timestamp) if c]
-    options, coder, rows = _read_options(header, fields, extra), _Coder(len(fields)), 0
+    options, coder, rows = csv_options(header, fields, extra, pa.string(), 2 * BLOCK_BYTES, newlines=False), _Coder(len(fields)), 0
     kept: dict[str, list] = {c: [] for c in extra}
     with path.open("rb") as f:
         size, end = os.fstat(f.fileno()).st_size, body_start
@@ -373,8 +341,9 @@ def stream_cells(
     if rows == 0:
         raise InputError(path, "file holds a header but no rows")
     try:
-        cells, uniques, rank, unmatched = coder.result()
+        cells, uniques, rank, unmatched, ascii_only = coder.result()
     except _Collision:
         return None
     column = {c: np.array(v, dtype=object) for c, v in kept.items()}
-    return Streamed(cells, uniques, rank, unmatched, column.get(annotator or ""), column.get(timestamp or ""))
+    annotators, stamps = column.get(annotator or ""), column.get(timestamp or "")
+    return Cells(cells, uniques, annotators, lazy_lines(path), stamps, rank, unmatched == 0, ascii_only)
