@@ -19,7 +19,8 @@ tables/     raw files -> validated tables, the first stage: csvrows (validated C
             memory follows the judgments, not the file), items (a study's item list)
 bws/        best-worst scaling on arrays and label tables: counting, reliability, designs, tuples (a study's
             design file, position-balanced), extend, scoring, maxdiff, bootstrap (per-item intervals),
-            newton (its batched Newton refits), tails (its quantiles, streamed) (the public API is
+            newton (its batched Newton refits), tails (its quantiles, streamed), adaptive (the next round planned
+            from the judgments so far) (the public API is
             re-exported from fsb.bws)
 data/       the dataset: release (upstream files), dataset (FSB's build), rounds (updates), buildfolder (the
             folder's rules and record), study_build, study_card, study_items (any best-worst study),
