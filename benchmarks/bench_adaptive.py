@@ -4,30 +4,31 @@ naive rule, in seeded simulations and in a replay on real judgments.
 Simulation. Truth: the release's MaxDiff utilities (fit of its 5360 judgments), shrunk by
 sqrt(1 - mean se^2 / var u) to remove their estimation noise, times a factor beta, permuted over the items
 per seed (resampled with replacement for other sizes). Judgments: the MaxDiff model (Gumbel draws: best
-= argmax u + G, worst = argmax -u + G over the rest), 2 or 3 judgments per tuple as in the release
-(640 / 1360 of its 2000 tuples). beta is the residual noise: fitted by bisection so that the reference
-(counting) split-half of a simulated fixed study (the paper's 2N tuples, 8 per item) equals the
-release's 0.872 (beta < 1: judgments noisier than the fitted logit says). Every policy starts from the
-same first tuples of the fixed design (`--start` tuples per item; default 2, half of N tuples) and buys
-`--round` tuples a round: fixed = the next tuples of a 16-per-item `bws_design` (more of the same);
-naive = items sorted by their current MaxDiff score, cut into consecutive groups (offset per round),
-skipping a group that would share 3 items with a tuple of the study; adaptive = `plan_round`.
-Scorer, the same for all: the MaxDiff fit (`fit_maxdiff`) for Pearson with the truth; reliability =
-split-half of MaxDiff scores (each tuple's judgments halved as the reference procedure does, both halves
-fitted with the prior ridge 1 / s^2 of the release, so an item perfect in one half stays finite;
-counting is biased once tuples are chosen by score). Target (a) is the release's own split-half on that
-measure (printed), and 0.872 literally; (b) Pearson 0.95 with the truth. Judgments-to-target are
-interpolated linearly between rounds; ratios are per seed (adaptive / fixed), with the mean, a
-bootstrap 95% interval of the mean over seeds, and the 2.5-97.5% range of the seeds.
-Coverage: share of items whose 95% MaxDiff bootstrap interval (`bootstrap_intervals`, Newton refits,
-200 resamples) holds the (centred) truth, at the end of each policy's run.
+= argmax u + G, worst = argmax -u + G over the rest), 2 or 3 judgments per tuple as in the release (640 /
+1360 of its 2000 tuples). beta carries the residual noise: fitted by bisection so that the reference
+(counting) split-half of a simulated fixed study (the paper's 2N tuples, 8 per item) equals the release's
+0.872 (beta = 0.96: judgments slightly noisier than the fitted logit); `--noise F` divides it by F.
+Every policy starts from the same first tuples of the fixed design (`--start` tuples per item, default
+2) and buys `--round` tuples a round (default N / 4): fixed = the next tuples of a 16-per-item
+`bws_design` (more of the same); naive = items sorted by their current MaxDiff score, cut into
+consecutive groups (offset per round), skipping a group that would share 3 items with a tuple of the
+study; adaptive = `plan_round`. The scorer is the same for all, the build's MaxDiff fit (`fit_maxdiff`):
+Pearson with the truth, and split-half reliability of MaxDiff scores (each tuple's judgments halved as the
+reference procedure does, both halves fitted; counting is biased once tuples are chosen by score);
+`shr_prior` fits the halves with the prior ridge 1 / s^2 of the release instead. Targets: Pearson 0.95;
+the release's own split-half on the same measure (printed), and 0.872 literally. Judgments-to-target are
+interpolated linearly between rounds; ratios are per seed (policy / fixed), with the mean, a bootstrap 95%
+interval of the mean over seeds, and the 2.5-97.5% range of the seeds. `slope`: the fit regressed on
+the truth (1 = the right scale). Coverage: share of items whose 95% MaxDiff bootstrap interval
+(`bootstrap_intervals`, Newton refits, 200 resamples) holds the centred truth, at the end of each run.
 
-Replay: the judgments of FILE (default the release) as a pool of tuples: start from a random third,
-buy `--replay-round` further tuples a round (their real judgments): random (the fixed design's order is
-random), naive (the tuples of smallest score spread), adaptive (`choose_tuples` over the pool's tuples);
-Pearson of the MaxDiff scores with those of all of FILE against judgments bought.
+Replay: the judgments of FILE (default the release) as a pool of tuples: start from a random third, buy
+`--replay-round` further tuples a round (their real judgments): random (the fixed design's order is
+random), naive (the tuples of smallest spread of current scores), adaptive (the rule of `plan_round` over
+the pool's tuples: a random quarter, the rest by `choose_tuples`); Pearson of the MaxDiff scores with
+those of all of FILE against judgments bought.
 
-    python benchmarks/bench_adaptive.py --seeds 3 --items 300          # a quick look
+    python benchmarks/bench_adaptive.py --seeds 3 --replay-seeds 1          # a quick look (about 1 CPU minute)
     python benchmarks/bench_adaptive.py --json --figure docs/figures/adaptive.png   # the full run (20 seeds)
 """
 
@@ -160,6 +161,7 @@ def evaluate(study: Study, ridge: float, rng) -> dict:
         "judgments": int(study.best.size),
         "tuples": len(study.design),
         "pearson": float(np.corrcoef(fit.utility, study.u)[0, 1]),
+        "slope": float(np.polyfit(study.u - study.u.mean(), fit.utility, 1)[0]),  # the fit's scale against the truth
         "shr": split_half(*study.arrays(), maxdiff.RIDGE, rng),
         "shr_prior": split_half(*study.arrays(), ridge, rng),
     }
@@ -173,7 +175,11 @@ def coverage(study: Study) -> dict:
     low, high = bootstrap_intervals(Coded(np.arange(n), d[ti], d, ti, b, w), method="maxdiff", n_boot=200, seed=0)
     ok = np.isfinite(low) & np.isfinite(high)
     truth = study.u - study.u.mean()
-    return {"coverage": float(np.mean((low[ok] <= truth[ok]) & (truth[ok] <= high[ok]))), "items_with_interval": int(ok.sum())}
+    return {
+        "coverage": float(np.mean((low[ok] <= truth[ok]) & (truth[ok] <= high[ok]))),
+        "items_with_interval": int(ok.sum()),
+        "coverage_at_judgments": int(b.size),
+    }
 
 
 def crossing(curve: list[dict], key: str, target: float) -> float:
@@ -207,7 +213,7 @@ def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
             elif policy == "naive":
                 new = naive_round(study, args.round, r)
             else:
-                new = adaptive.plan_round(*study.arrays(), args.round, seed=seed * 100 + r)[0]
+                new = adaptive.plan_round(*study.arrays(), args.round, seed=seed * 100 + r, **args.rule)[0]
             study.add(new)
             r += 1
             curve.append(evaluate(study, ridge, rng))
@@ -272,9 +278,13 @@ def replay(path: Path, seed: int, round_size: int) -> dict:
             else:
                 u, v, _, _ = adaptive.item_uncertainty(design, best[sel], worst[sel], ti[sel], n)
                 m = sel.sum() / bought.sum()
-                rows, _ = adaptive.choose_tuples(np.sort(design[pool], axis=1), u, v, size, m, set())
-                where = {tuple(r): i for i, r in zip(pool.tolist(), np.sort(design[pool], axis=1).tolist())}
-                pick = np.array([where[tuple(r)] for r in rows], dtype=np.int64)
+                spine = prng.choice(pool, size=round(adaptive.SPINE * size), replace=False)  # the rule's random quarter
+                rest = np.setdiff1d(pool, spine)
+                cand = np.sort(design[rest], axis=1)
+                info = adaptive.expected_information(u[cand], v[cand], prng)
+                rows, _ = adaptive.choose_tuples(cand, u, v, size - spine.size, m, set(), info=info)
+                where = {tuple(r): i for i, r in zip(rest.tolist(), cand.tolist())}
+                pick = np.concatenate([spine, np.array([where[tuple(r)] for r in rows], dtype=np.int64)])
                 if pick.size < size:  # the greedy stops when no candidate is left that shares no item in a batch
                     rest = np.setdiff1d(pool, pick)
                     pick = np.concatenate([pick, prng.choice(rest, size=size - pick.size, replace=False)])
@@ -333,6 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=2, help="tuples per item in the common first round")
     ap.add_argument("--round", type=int, default=0, help="tuples bought a round (default items / 4)")
     ap.add_argument("--max-per-item", type=float, default=12, help="stop a run at this many tuples per item")
+    ap.add_argument("--noise", type=float, default=1.0, help="divide the fitted utility scale by this (2: noisier annotators)")
+    ap.add_argument("--reach", type=float, default=None, help="the rule's reach (default adaptive.REACH)")
+    ap.add_argument("--draws", type=int, default=None, help="the rule's utility draws (default adaptive.DRAWS)")
+    ap.add_argument("--spine", type=float, default=None, help="the rule's random share (default adaptive.SPINE)")
     ap.add_argument("--no-coverage", dest="coverage", action="store_false")
     ap.add_argument("--judgments", type=Path, default=RELEASE, help="replay pool (Item1..Item4,BestItem,WorstItem[,Annotator])")
     ap.add_argument("--replay-seeds", type=int, default=5)
@@ -342,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     args.round = args.round or args.items // 4
+    args.rule = {k: getattr(args, k) for k in ("reach", "draws", "spine") if getattr(args, k) is not None}
     args.max_tuples = int(args.max_per_item * args.items / 4)
     t0, c0 = time.time(), time.process_time()
     base_u, ridge, per_p = release_truth(RELEASE)
@@ -349,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     srng = np.random.default_rng(0)
     sims: list[dict] = []
     if not args.skip_sim:
-        beta = calibrate_beta(base_u, per_p, args.items)
+        beta = calibrate_beta(base_u, per_p, args.items) / args.noise
         d, b, w, ti, n = read_judgments(RELEASE)
         from fsb.bws import maxdiff
 
@@ -374,14 +389,16 @@ def main(argv: list[str] | None = None) -> int:
                 base = np.array([s["fixed"][f"to_{name}"] for s in sims])
                 row[f"judgments_to_{name}"] = summarise(need, srng)
                 row[f"ratio_to_fixed_{name}"] = summarise(need / base, srng)
+            row["slope_at_end"] = summarise(np.array([s[policy]["curve"][-1]["slope"] for s in sims]), srng)
             if args.coverage:
-                row["coverage"] = summarise(np.array([s[policy]["coverage"] for s in sims]), srng)
+                for key in ("coverage", "coverage_at_judgments"):
+                    row[key] = summarise(np.array([s[policy][key] for s in sims], dtype=float), srng)
             table[policy] = row
         result["simulation"] = table
         result["simulation_curves"] = sims
     reps = [replay(args.judgments, s, args.replay_round or len(read_judgments(args.judgments)[0]) // 15) for s in range(args.replay_seeds)]
     rows = []
-    for i in range(len(reps[0]["random"])):
+    for i in range(len(reps[0]["random"]) if reps else 0):
         rows.append(
             {"judgments": int(np.mean([r["random"][i]["judgments"] for r in reps]))}
             | {p: round(float(np.mean([r[p][min(i, len(r[p]) - 1)]["pearson"] for r in reps])), 4) for p in ("random", "naive", "adaptive")}
@@ -389,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     result["replay"] = {"pool": str(args.judgments), "rows": rows, "curves": reps}
     load = [round(x, 2) for x in os.getloadavg()]
     result["load"] = {"wall_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time() - c0, 1), "loadavg_1_5_15min": load}
-    if args.figure and sims:
+    if args.figure and sims and reps:
         figure(args.figure, sims, reps, {"pearson": TARGET_PEARSON, "shr": result["targets"]["shr_release"][1]})
     if args.json:
         print(json.dumps(result))

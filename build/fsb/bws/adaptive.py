@@ -64,6 +64,7 @@ WINDOW = 8  # neighbours on each side of an item on the current scale that its c
 PER_ITEM = 24  # candidate tuples built around each item
 REACH = 2.0  # partners are drawn within this many standard deviations of an item's utility
 DRAWS = 8  # utility draws averaged in a tuple's expected information
+MAX_CANDIDATES = 400_000  # candidates per pass at most (their information is (C, k, k) float64: 26 MB)
 SPINE = 0.25  # share of a round given to uniformly random tuples, which hold the scale (see the module docstring)
 
 
@@ -280,7 +281,7 @@ def plan_round(
     chosen = _random_fill(n_items, k, n_spine, used, rng, tries=50 * max(n_spine, 1)) if n_spine else []
     passes = 0
     while len(chosen) < budget and passes < 4:
-        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes)
+        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=max(2, min(PER_ITEM, MAX_CANDIDATES // n_items)))
         info = expected_information(u[cand], v[cand], rng, draws)
         more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info)
         chosen += more
