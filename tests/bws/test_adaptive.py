@@ -8,10 +8,12 @@ from itertools import combinations, permutations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fsb import bws
 from fsb.bws import adaptive
+from fsb.bws.tuples import read_design
 from fsb.core.errors import FsbError
 
 
@@ -169,6 +171,12 @@ def test_plan_next_round_reads_files_and_plans_items_never_judged(tmp_path: Path
     assert tuples.shape == (6, 4) and {21, 22, 23, 24} <= set(tuples.ravel().tolist())
     assert tuples.min() >= 1 and tuples.max() <= 24
     assert report["first_tuple_id"] == len(design) and report["bound_items"]["never"] == 4
+    frame = pd.DataFrame(tuples, columns=[f"Item{j + 1}" for j in range(4)])
+    frame.insert(0, "tuple_id", report["first_tuple_id"] + np.arange(len(frame)))
+    frame.to_csv(tmp_path / "next.csv", index=False)
+    assert read_design(tmp_path / "next.csv")["tuple_id"].tolist() == list(range(len(design), len(design) + 6))  # the design layout
+    with pytest.raises(FsbError, match="cannot take --invalid count"):
+        adaptive.plan_next_round(judgments, items, 6, invalid="count")
     short = tmp_path / "short.txt"
     short.write_text("\n".join(str(i) for i in range(2, 25)) + "\n")
     with pytest.raises(FsbError, match="not in") as e:

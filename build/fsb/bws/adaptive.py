@@ -382,6 +382,8 @@ def plan_next_round(
     from fsb.tables.items import read_items
     from fsb.tables.judgments import read_annotations
 
+    if invalid == "count":
+        raise InputError(judgments, "adaptive rounds cannot take --invalid count (the MaxDiff fit has no such rows); use drop or refuse")
     ann = read_annotations(Path(judgments), invalid=invalid)  # type: ignore[arg-type]
     labels = ann.labels
     if items is not None:
