@@ -1,0 +1,419 @@
+"""Benchmark (issue 30): adaptive annotation rounds (`fsb.bws.adaptive`) against the fixed design and the
+naive rule, in seeded simulations and in a replay on real judgments.
+
+Simulation. Truth: the release's MaxDiff utilities (fit of its 5360 judgments), shrunk by
+sqrt(1 - mean se^2 / var u) to remove their estimation noise, times a factor beta, permuted over the items
+per seed (resampled with replacement for other sizes). Judgments: the MaxDiff model (Gumbel draws: best
+= argmax u + G, worst = argmax -u + G over the rest), 2 or 3 judgments per tuple as in the release (640 /
+1360 of its 2000 tuples). beta carries the residual noise: fitted by bisection so that the reference
+(counting) split-half of a simulated fixed study (the paper's 2N tuples, 8 per item) equals the release's
+0.872 (beta = 0.96: judgments slightly noisier than the fitted logit); `--noise F` divides it by F.
+Every policy starts from the same first tuples of the fixed design (`--start` tuples per item, default
+2) and buys `--round` tuples a round (default N / 4): fixed = the next tuples of a 16-per-item
+`bws_design` (more of the same); naive = items sorted by their current MaxDiff score, cut into
+consecutive groups (offset per round), skipping a group that would share 3 items with a tuple of the
+study; adaptive = `plan_round`. The scorer is the same for all, the build's MaxDiff fit (`fit_maxdiff`):
+Pearson with the truth, and split-half reliability of MaxDiff scores (each tuple's judgments halved as the
+reference procedure does, both halves fitted; counting is biased once tuples are chosen by score);
+`shr_prior` fits the halves with the prior ridge 1 / s^2 of the release instead. Targets: Pearson 0.95;
+the release's own split-half on the same measure (printed), and 0.872 literally. Judgments-to-target are
+interpolated linearly between rounds; ratios are per seed (policy / fixed), with the mean, a bootstrap 95%
+interval of the mean over seeds, and the 2.5-97.5% range of the seeds. `slope`: the fit regressed on
+the truth (1 = the right scale). Coverage: share of items whose 95% MaxDiff bootstrap interval
+(`bootstrap_intervals`, Newton refits, 200 resamples) holds the centred truth, at the end of each run.
+
+Replay: the judgments of FILE (default the release) as a pool of tuples: start from a random third, buy
+`--replay-round` further tuples a round (their real judgments): random (the fixed design's order is
+random), naive (the tuples of smallest spread of current scores), adaptive (the rule of `plan_round` over
+the pool's tuples: a random quarter, the rest by `choose_tuples`); Pearson of the MaxDiff scores with
+those of all of FILE against judgments bought.
+
+    python benchmarks/bench_adaptive.py --seeds 3 --replay-seeds 1          # a quick look (about 1 CPU minute)
+    python benchmarks/bench_adaptive.py --json --figure docs/figures/adaptive.png   # the full run (20 seeds)
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+RELEASE = Path("/work/shared/data/fsb-upstream/FSB/fsb-tuples-annotations.csv")
+TARGET_PEARSON = 0.95
+RELEASE_SHR = 0.872
+
+
+def read_judgments(path: Path):
+    from fsb.bws.scoring import encode
+    from fsb.tables.judgments import read_annotations
+
+    c = encode(read_annotations(path, invalid="drop"))
+    return c.design, c.best, c.worst, c.tuple_index, c.n_items
+
+
+def release_truth(path: Path) -> tuple[np.ndarray, float, np.ndarray]:
+    """(shrunk centred utilities, prior ridge 1/s^2, judgments-per-tuple distribution) of a judgments file."""
+    from fsb.bws import maxdiff
+
+    design, best, worst, ti, n = read_judgments(path)
+    f = maxdiff.fit_maxdiff(design, best, worst, ti, n)
+    s2 = float(f.utility.var() - np.mean(f.se**2))
+    per = np.bincount(np.bincount(ti))
+    return (f.utility - f.utility.mean()) * np.sqrt(s2 / f.utility.var()), 1.0 / s2, per / per.sum()
+
+
+def judge(u, design, ti, rng):
+    """MaxDiff judgments of design[ti]: best then worst, by Gumbel draws."""
+    rows = design[ti]
+    x = u[rows]
+    b = np.argmax(x + rng.gumbel(size=x.shape), axis=1)
+    y = -x + rng.gumbel(size=x.shape)
+    y[np.arange(len(b)), b] = -np.inf
+    w = np.argmax(y, axis=1)
+    return rows[np.arange(len(b)), b], rows[np.arange(len(b)), w]
+
+
+def halves(ti, rng):
+    """Each tuple's judgments halved: floor(n/2) to half 1, one more with probability 1/2 when n is odd."""
+    n_t = np.bincount(ti)
+    order = np.lexsort((rng.random(ti.size), ti))
+    start = np.cumsum(n_t) - n_t
+    rank = np.empty(ti.size, np.int64)
+    rank[order] = np.arange(ti.size) - start[ti[order]]
+    cut = n_t // 2 + ((n_t % 2 == 1) & (rng.random(n_t.size) < 0.5))
+    return rank < cut[ti]
+
+
+def split_half(design, best, worst, ti, n, ridge, rng, trials=2) -> float:
+    from fsb.bws import maxdiff
+
+    out = []
+    for _ in range(trials):
+        h = halves(ti, rng)
+        a = maxdiff.fit_maxdiff(design, best[h], worst[h], ti[h], n, ridge=ridge).utility
+        b = maxdiff.fit_maxdiff(design, best[~h], worst[~h], ti[~h], n, ridge=ridge).utility
+        both = (np.bincount(design[ti[h]].ravel(), minlength=n) > 0) & (np.bincount(design[ti[~h]].ravel(), minlength=n) > 0)
+        out.append(np.corrcoef(a[both], b[both])[0, 1])
+    return float(np.mean(out))
+
+
+class Study:
+    """A study in progress: distinct tuples and judgments (tuple_index into them)."""
+
+    def __init__(self, n, tuples, u, per_p, rng):
+        self.n, self.u, self.per_p, self.rng = n, u, per_p, rng
+        self.design = np.zeros((0, tuples.shape[1]), np.int64)
+        self.best = self.worst = self.ti = np.zeros(0, np.int64)
+        self.used: set[tuple[int, ...]] = set()
+        self.add(tuples)
+
+    def add(self, tuples):
+        from itertools import combinations
+
+        tuples = np.asarray(tuples, np.int64)
+        per = self.rng.choice(len(self.per_p), size=len(tuples), p=self.per_p)
+        ti = len(self.design) + np.repeat(np.arange(len(tuples)), per)
+        self.design = np.concatenate([self.design, tuples])
+        b, w = judge(self.u, self.design, ti, self.rng)
+        self.best, self.worst, self.ti = (np.concatenate([a, x]) for a, x in ((self.best, b), (self.worst, w), (self.ti, ti)))
+        for row in tuples.tolist():
+            self.used.update(combinations(sorted(row), 3))
+
+    def arrays(self):
+        return self.design, self.best, self.worst, self.ti, self.n
+
+
+def naive_round(study: Study, size: int, offset: int) -> np.ndarray:
+    """Items sorted by their current MaxDiff score, cut into consecutive groups of k from `offset`."""
+    from itertools import combinations
+
+    from fsb.bws import maxdiff
+
+    k = study.design.shape[1]
+    u = maxdiff.fit_maxdiff(*study.arrays()).utility
+    order = np.argsort(u, kind="stable")
+    out: list[list[int]] = []
+    start = offset % k
+    while len(out) < size:
+        for s in range(start, study.n - k + 1, k):
+            row = sorted(order[s : s + k].tolist())
+            subs = list(combinations(row, 3))
+            if not any(x in study.used for x in subs):
+                out.append(row)
+                study.used.update(subs)  # Study.add re-adds them
+            if len(out) == size:
+                break
+        start = (start + 1) % k
+    return np.array(out)
+
+
+def evaluate(study: Study, ridge: float, rng) -> dict:
+    from fsb.bws import maxdiff
+
+    fit = maxdiff.fit_maxdiff(*study.arrays())
+    return {
+        "judgments": int(study.best.size),
+        "tuples": len(study.design),
+        "pearson": float(np.corrcoef(fit.utility, study.u)[0, 1]),
+        "slope": float(np.polyfit(study.u - study.u.mean(), fit.utility, 1)[0]),  # the fit's scale against the truth
+        "shr": split_half(*study.arrays(), maxdiff.RIDGE, rng),
+        "shr_prior": split_half(*study.arrays(), ridge, rng),
+    }
+
+
+def coverage(study: Study) -> dict:
+    from fsb.bws.bootstrap import bootstrap_intervals
+    from fsb.bws.scoring import Coded
+
+    d, b, w, ti, n = study.arrays()
+    low, high = bootstrap_intervals(Coded(np.arange(n), d[ti], d, ti, b, w), method="maxdiff", n_boot=200, seed=0)
+    ok = np.isfinite(low) & np.isfinite(high)
+    truth = study.u - study.u.mean()
+    return {
+        "coverage": float(np.mean((low[ok] <= truth[ok]) & (truth[ok] <= high[ok]))),
+        "items_with_interval": int(ok.sum()),
+        "coverage_at_judgments": int(b.size),
+    }
+
+
+def crossing(curve: list[dict], key: str, target: float) -> float:
+    """Judgments at which curve[key] first reaches target (linear between rounds); nan if never."""
+    for a, b in itertools.pairwise(curve):
+        if a[key] >= target:
+            return float(a["judgments"])
+        if b[key] >= target:
+            return float(a["judgments"] + (target - a[key]) / (b[key] - a[key]) * (b["judgments"] - a["judgments"]))
+    return float(curve[0]["judgments"]) if curve and curve[0][key] >= target else float("nan")
+
+
+def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
+    from fsb import bws
+    from fsb.bws import adaptive
+
+    rng = np.random.default_rng(1000 + seed)
+    n = args.items
+    u = beta * (rng.permutation(base_u) if n == base_u.size else rng.choice(base_u, size=n))
+    fixed_all = bws.bws_design(n, 4, 16, seed=seed)
+    start = fixed_all[: n * args.start // 4]
+    out = {}
+    for policy in ("fixed", "naive", "adaptive"):
+        study = Study(n, start, u, per_p, np.random.default_rng(seed))
+        curve = [evaluate(study, ridge, rng)]
+        nxt, r = len(start), 0
+        while len(study.design) < args.max_tuples:
+            if policy == "fixed":
+                new = fixed_all[nxt : nxt + args.round]
+                nxt += args.round
+            elif policy == "naive":
+                new = naive_round(study, args.round, r)
+            else:
+                new = adaptive.plan_round(*study.arrays(), args.round, seed=seed * 100 + r, **args.rule)[0]
+            study.add(new)
+            r += 1
+            curve.append(evaluate(study, ridge, rng))
+            if all(curve[-1][key] >= t for key, t in targets.values()):
+                break
+        out[policy] = {"curve": curve, **{f"to_{name}": crossing(curve, key, t) for name, (key, t) in targets.items()}}
+        out[policy].update(coverage(study) if args.coverage else {})
+    return out
+
+
+def calibrate_beta(base_u, per_p, n, seeds=3) -> float:
+    """beta such that the counting split-half of a simulated 2N, 8-per-item study is the release's 0.872."""
+    from fsb import bws
+
+    studies = []
+    for s in range(seeds):
+        rng = np.random.default_rng(s)
+        d = bws.bws_design(n, 4, 8, seed=s)
+        ti = np.repeat(np.arange(len(d)), rng.choice(len(per_p), size=len(d), p=per_p))
+        studies.append((d, ti, rng.permutation(base_u) if n == base_u.size else rng.choice(base_u, size=n), s))
+    lo, hi = 0.3, 2.0
+    for _ in range(12):
+        beta = (lo + hi) / 2
+        shr = np.mean(
+            [
+                bws.split_half_reliability(d, *judge(beta * u, d, ti, np.random.default_rng(s)), ti, n, trials=10).pearson.mean()
+                for d, ti, u, s in studies
+            ]
+        )
+        lo, hi = (beta, hi) if shr < RELEASE_SHR else (lo, beta)
+    return (lo + hi) / 2
+
+
+def replay(path: Path, seed: int, round_size: int) -> dict:
+    """Replay on a pool of real judgments: each policy buys tuples of the pool round by round."""
+    from fsb.bws import adaptive, maxdiff
+
+    design, best, worst, ti, n = read_judgments(path)
+    full = maxdiff.fit_maxdiff(design, best, worst, ti, n).utility
+    rng = np.random.default_rng(seed)
+    t = len(design)
+    first = rng.permutation(t)[: t // 3]
+    out = {}
+    for policy in ("random", "naive", "adaptive"):
+        bought = np.zeros(t, bool)
+        bought[first] = True
+        prng = np.random.default_rng(seed)
+        curve = []
+        while True:
+            sel = bought[ti]
+            fit = maxdiff.fit_maxdiff(design, best[sel], worst[sel], ti[sel], n)
+            curve.append({"judgments": int(sel.sum()), "pearson": float(np.corrcoef(fit.utility, full)[0, 1])})
+            pool = np.flatnonzero(~bought)
+            if pool.size == 0:
+                break
+            size = min(round_size, pool.size)
+            if policy == "random":
+                pick = prng.choice(pool, size=size, replace=False)
+            elif policy == "naive":
+                x = fit.utility[design[pool]]
+                pick = pool[np.argsort(x.max(axis=1) - x.min(axis=1), kind="stable")[:size]]
+            else:
+                u, v, _, _ = adaptive.item_uncertainty(design, best[sel], worst[sel], ti[sel], n)
+                m = sel.sum() / bought.sum()
+                spine = prng.choice(pool, size=round(adaptive.SPINE * size), replace=False)  # the rule's random quarter
+                rest = np.setdiff1d(pool, spine)
+                cand = np.sort(design[rest], axis=1)
+                info = adaptive.expected_information(u[cand], v[cand], prng)
+                rows, _ = adaptive.choose_tuples(cand, u, v, size - spine.size, m, set(), info=info)
+                where = {tuple(r): i for i, r in zip(rest.tolist(), cand.tolist())}
+                pick = np.concatenate([spine, np.array([where[tuple(r)] for r in rows], dtype=np.int64)])
+                if pick.size < size:  # the greedy stops when no candidate is left that shares no item in a batch
+                    rest = np.setdiff1d(pool, pick)
+                    pick = np.concatenate([pick, prng.choice(rest, size=size - pick.size, replace=False)])
+            bought[pick] = True
+        out[policy] = curve
+    return out
+
+
+def summarise(values: np.ndarray, rng) -> dict:
+    v = values[np.isfinite(values)]
+    if v.size == 0:
+        return {"mean": None, "ci95": None, "range95": None, "seeds": 0}
+    boots = rng.choice(v, size=(2000, v.size)).mean(axis=1)
+    return {
+        "mean": round(float(v.mean()), 4),
+        "ci95": [round(float(x), 4) for x in np.quantile(boots, [0.025, 0.975])],
+        "range95": [round(float(x), 4) for x in np.quantile(v, [0.025, 0.975])],
+        "seeds": int(v.size),
+    }
+
+
+def mean_curve(curves: list[list[dict]], key: str, grid: np.ndarray) -> np.ndarray:
+    ys = [np.interp(grid, [c["judgments"] for c in cv], [c[key] for c in cv], right=np.nan) for cv in curves]
+    return np.nanmean(np.array(ys), axis=0)
+
+
+def figure(path: Path, sims: list[dict], reps: list[dict], targets: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    top = max(c["judgments"] for s in sims for p in s.values() for c in p["curve"])
+    grid = np.linspace(min(s["fixed"]["curve"][0]["judgments"] for s in sims), top, 60)
+    for ax, key, label in ((axes[0], "pearson", "Pearson with the truth"), (axes[1], "shr", "split-half (MaxDiff)")):
+        for policy in ("fixed", "naive", "adaptive"):
+            ax.plot(grid, mean_curve([s[policy]["curve"] for s in sims], key, grid), label=policy)
+        ax.axhline(targets[key], color="grey", ls=":", lw=1)
+        ax.set(xlabel="judgments", ylabel=label, title=f"simulation, {len(sims)} seeds (mean)")
+        ax.legend()
+    rgrid = np.linspace(reps[0]["random"][0]["judgments"], reps[0]["random"][-1]["judgments"], 40)
+    for policy in ("random", "naive", "adaptive"):
+        axes[2].plot(rgrid, mean_curve([r[policy] for r in reps], "pearson", rgrid), label=policy)
+    axes[2].set(xlabel="judgments bought", ylabel="Pearson with all judgments' scores", title=f"replay on the release, {len(reps)} seeds")
+    axes[2].legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--items", type=int, default=1000)
+    ap.add_argument("--start", type=int, default=2, help="tuples per item in the common first round")
+    ap.add_argument("--round", type=int, default=0, help="tuples bought a round (default items / 4)")
+    ap.add_argument("--max-per-item", type=float, default=12, help="stop a run at this many tuples per item")
+    ap.add_argument("--noise", type=float, default=1.0, help="divide the fitted utility scale by this (2: noisier annotators)")
+    ap.add_argument("--reach", type=float, default=None, help="the rule's reach (default adaptive.REACH)")
+    ap.add_argument("--draws", type=int, default=None, help="the rule's utility draws (default adaptive.DRAWS)")
+    ap.add_argument("--spine", type=float, default=None, help="the rule's random share (default adaptive.SPINE)")
+    ap.add_argument("--no-coverage", dest="coverage", action="store_false")
+    ap.add_argument("--judgments", type=Path, default=RELEASE, help="replay pool (Item1..Item4,BestItem,WorstItem[,Annotator])")
+    ap.add_argument("--replay-seeds", type=int, default=5)
+    ap.add_argument("--replay-round", type=int, default=0, help="tuples bought a replay round (default pool / 15)")
+    ap.add_argument("--skip-sim", action="store_true")
+    ap.add_argument("--figure", type=Path)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    args.round = args.round or args.items // 4
+    args.rule = {k: getattr(args, k) for k in ("reach", "draws", "spine") if getattr(args, k) is not None}
+    args.max_tuples = int(args.max_per_item * args.items / 4)
+    t0, c0 = time.time(), time.process_time()
+    base_u, ridge, per_p = release_truth(RELEASE)
+    result: dict = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
+    srng = np.random.default_rng(0)
+    sims: list[dict] = []
+    if not args.skip_sim:
+        beta = calibrate_beta(base_u, per_p, args.items) / args.noise
+        d, b, w, ti, n = read_judgments(RELEASE)
+        from fsb.bws import maxdiff
+
+        release_shr = split_half(d, b, w, ti, n, maxdiff.RIDGE, np.random.default_rng(0), trials=10)
+        release_prior = split_half(d, b, w, ti, n, ridge, np.random.default_rng(0), trials=10)
+        targets = {
+            "pearson": ("pearson", TARGET_PEARSON),
+            "shr_release": ("shr", release_shr),
+            "shr_0.872": ("shr", RELEASE_SHR),
+            "shr_prior_release": ("shr_prior", release_prior),
+        }
+        result["calibration"] = {"beta": round(beta, 4), "prior_ridge": round(ridge, 4)}
+        result["targets"] = {name: [key, round(t, 4)] for name, (key, t) in targets.items()}
+        for seed in range(args.seeds):
+            sims.append(simulate_seed(seed, args, base_u, per_p, ridge, beta, targets))
+            print(f"seed {seed} done ({time.time() - t0:.0f} s)", file=sys.stderr)
+        table = {}
+        for policy in ("fixed", "naive", "adaptive"):
+            row = {}
+            for name in targets:
+                need = np.array([s[policy][f"to_{name}"] for s in sims])
+                base = np.array([s["fixed"][f"to_{name}"] for s in sims])
+                row[f"judgments_to_{name}"] = summarise(need, srng)
+                row[f"ratio_to_fixed_{name}"] = summarise(need / base, srng)
+            row["slope_at_end"] = summarise(np.array([s[policy]["curve"][-1]["slope"] for s in sims]), srng)
+            if args.coverage:
+                for key in ("coverage", "coverage_at_judgments"):
+                    row[key] = summarise(np.array([s[policy][key] for s in sims], dtype=float), srng)
+            table[policy] = row
+        result["simulation"] = table
+        result["simulation_curves"] = sims
+    reps = [replay(args.judgments, s, args.replay_round or len(read_judgments(args.judgments)[0]) // 15) for s in range(args.replay_seeds)]
+    rows = []
+    for i in range(len(reps[0]["random"]) if reps else 0):
+        rows.append(
+            {"judgments": int(np.mean([r["random"][i]["judgments"] for r in reps]))}
+            | {p: round(float(np.mean([r[p][min(i, len(r[p]) - 1)]["pearson"] for r in reps])), 4) for p in ("random", "naive", "adaptive")}
+        )
+    result["replay"] = {"pool": str(args.judgments), "rows": rows, "curves": reps}
+    load = [round(x, 2) for x in os.getloadavg()]
+    result["load"] = {"wall_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time() - c0, 1), "loadavg_1_5_15min": load}
+    if args.figure and sims and reps:
+        figure(args.figure, sims, reps, {"pearson": TARGET_PEARSON, "shr": result["targets"]["shr_release"][1]})
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(json.dumps({k: v for k, v in result.items() if k not in ("simulation_curves",)} | {"replay": {"rows": rows}}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""Adaptive rounds (issue 30): the planner keeps the whole study's at-most-2-shared guarantee, balances
+positions within the round, is deterministic for a seed, refuses impossible budgets in one line, plans
+bound and never-judged items first, and its tuple information is the MaxDiff Fisher information."""
+
+from __future__ import annotations
+
+from itertools import combinations, permutations
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fsb import bws
+from fsb.bws import adaptive
+from fsb.bws.tuples import read_design
+from fsb.core.errors import FsbError
+
+
+def _study(n: int, appearances: int = 4, seed: int = 0, per_tuple: int = 3):
+    """A judged study: a design over n items, per_tuple MaxDiff judgments of each tuple (utility = item code / n)."""
+    design = bws.bws_design(n, 4, appearances, seed=seed)
+    rng = np.random.default_rng(seed)
+    ti = np.repeat(np.arange(len(design)), per_tuple)
+    u = 3.0 * np.arange(n) / n
+    rows = design[ti]
+    x = u[rows]
+    b = np.argmax(x + rng.gumbel(size=x.shape), axis=1)
+    y = -x + rng.gumbel(size=x.shape)
+    y[np.arange(len(b)), b] = -np.inf
+    w = np.argmax(y, axis=1)
+    return design, rows[np.arange(len(b)), b], rows[np.arange(len(b)), w], ti
+
+
+def _max_shared(tuples: np.ndarray, first_new: int) -> int:
+    """Brute force: the most items a tuple from index first_new on shares with any other tuple."""
+    sets = [set(r) for r in tuples.tolist()]
+    return max(len(sets[i] & sets[j]) for i in range(first_new, len(sets)) for j in range(len(sets)) if i != j)
+
+
+def test_no_new_tuple_shares_three_items_with_any_tuple_of_the_whole_study() -> None:
+    """A dense study (14 items: 364 3-subsets, 56 taken by the existing 14 tuples): a planner that checked
+    only the new tuples among themselves, or only the existing ones, would share 3 items somewhere here."""
+    design, best, worst, ti = _study(14)
+    codes, report = adaptive.plan_round(design, best, worst, ti, 14, 30, seed=3)
+    assert codes.shape == (30, 4)
+    assert (np.sort(codes, axis=1)[:, 1:] != np.sort(codes, axis=1)[:, :-1]).all()  # no item twice in a tuple
+    assert _max_shared(np.concatenate([design, codes]), len(design)) <= 2
+    assert report["max_shared_items_new_with_study"] <= 2
+
+
+def test_positions_are_balanced_within_the_round() -> None:
+    design, best, worst, ti = _study(40)
+    codes, report = adaptive.plan_round(design, best, worst, ti, 40, 24, seed=1)
+    counts = np.stack([np.bincount(codes[:, p], minlength=40) for p in range(4)], axis=1)
+    shown = counts.sum(axis=1) > 0
+    spread = counts[shown].max(axis=1) - counts[shown].min(axis=1)
+    assert spread.max() <= 1  # each item in each position floor or ceil of its appearances / 4
+    assert report["positions"]["items_spread_max"] == int(spread.max())
+    assert (np.diff(codes, axis=1) > 0).all(axis=1).sum() < len(codes)  # not left in sorted order
+
+
+def test_deterministic_for_a_seed_and_seeded() -> None:
+    design, best, worst, ti = _study(40)
+    a, ra = adaptive.plan_round(design, best, worst, ti, 40, 20, seed=7)
+    b, rb = adaptive.plan_round(design, best, worst, ti, 40, 20, seed=7)
+    c, _ = adaptive.plan_round(design, best, worst, ti, 40, 20, seed=8)
+    assert np.array_equal(a, b) and ra == rb
+    assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize(
+    ("budget", "words"),
+    [(0, "at least 1 new tuple"), (-3, "at least 1 new tuple"), (10**6, "ask for at most")],
+)
+def test_an_impossible_budget_is_refused_in_one_line(budget: int, words: str) -> None:
+    design, best, worst, ti = _study(14)
+    with pytest.raises(FsbError) as e:
+        adaptive.plan_round(design, best, worst, ti, 14, budget)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_counting_bound_is_exact_at_the_edge() -> None:
+    """14 items hold 364 3-subsets; the study takes some: one tuple more than the free subsets allow is
+    refused, and the largest budget the message offers is planned (or refused for the search, never
+    silently short)."""
+    design, best, worst, ti = _study(14)
+    taken = len({c for r in design.tolist() for c in combinations(sorted(r), 3)})
+    most = (364 - taken) // 4
+    with pytest.raises(FsbError, match=f"ask for at most {most}"):
+        adaptive.plan_round(design, best, worst, ti, 14, most + 1)
+    try:
+        codes, _ = adaptive.plan_round(design, best, worst, ti, 14, most)
+    except FsbError as e:
+        message = str(e)
+    else:
+        message = "could be found"
+        assert len(codes) == most and _max_shared(np.concatenate([design, codes]), len(design)) <= 2
+    assert "could be found" in message
+
+
+def test_no_judgments_is_refused() -> None:
+    with pytest.raises(FsbError, match="no judgments yet"):
+        adaptive.plan_round(np.zeros((0, 4), np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), 10, 2)
+
+
+def test_bound_and_never_judged_items_are_the_most_uncertain_and_planned_first() -> None:
+    """Items 36..39 are never judged, item 35 is chosen best in every judgment showing it: all five get the
+    largest planning variance (a planner reading the ridge-limited fit would call item 35 certain), and a
+    round of 3 tuples (12 places for 40 items) holds every one of them."""
+    design, best, worst, ti = _study(40)
+    keep = ~np.isin(design, [36, 37, 38, 39]).any(axis=1)
+    old = np.flatnonzero(keep)
+    design = design[keep]
+    sel = np.isin(ti, old)
+    ti = np.searchsorted(old, ti[sel])
+    best, worst = best[sel].copy(), worst[sel].copy()
+    shows = (design[ti] == 35).any(axis=1)
+    best[shows] = 35
+    worst[shows & (worst == 35)] = design[ti[shows & (worst == 35)]][:, 0]
+    worst = np.where((worst == best), np.where(design[ti][:, 1] != best, design[ti][:, 1], design[ti][:, 2]), worst)
+    bounds = adaptive.score_bounds(design, best, worst, ti, 40)
+    assert bounds["never"].sum() == 4 and bounds["always_best"][35] and bounds["always_best"].sum() == 1
+    _, v, bound, s2 = adaptive.item_uncertainty(design, best, worst, ti, 40)
+    assert set(np.flatnonzero(bound)) == {35, 36, 37, 38, 39}
+    assert np.all(v[bound] == s2) and v[~bound].max() < s2
+    codes, report = adaptive.plan_round(design, best, worst, ti, 40, 3, seed=0)
+    assert {35, 36, 37, 38, 39} <= set(codes.ravel().tolist())
+    assert report["bound_items_in_round"] == 5
+
+
+def test_tuple_information_is_the_expected_outer_product_of_the_score() -> None:
+    """J(S) = E[g g'] over every (best, worst) outcome, g the gradient of log P(best, worst) (brute force):
+    a wrong worst-choice term or a missing p_b weight fails here."""
+    x = np.array([0.3, -1.2, 0.8, 0.1])
+    k = x.size
+    expect = np.zeros((k, k))
+    for b, w in permutations(range(k), 2):
+        p = np.exp(x) / np.exp(x).sum()
+        rest = [i for i in range(k) if i != b]
+        q = np.zeros(k)
+        q[rest] = np.exp(-x[rest]) / np.exp(-x[rest]).sum()
+        g = -p + q
+        g[b] += 1
+        g[w] -= 1
+        expect += p[b] * q[w] * np.outer(g, g)
+    assert np.allclose(adaptive.tuple_information(x[None])[0], expect)
+
+
+def test_variance_drop_matches_a_dense_posterior() -> None:
+    v = np.array([[0.5, 1.0, 2.0, 0.3]])
+    info = adaptive.tuple_information(np.array([[0.0, 0.2, -0.1, 0.4]]))
+    gain, new_v = adaptive.variance_drop(v, info, 2.5)
+    post = np.linalg.inv(np.diag(1 / v[0]) + 2.5 * info[0])
+    assert np.allclose(new_v[0], np.diag(post)) and np.isclose(gain[0], v.sum() - np.trace(post))
+    assert (new_v < v).all()
+
+
+def test_plan_next_round_reads_files_and_plans_items_never_judged(tmp_path: Path) -> None:
+    """The judgments file holds items 1..20; the item list adds 21..24, never judged: the round (labels, not
+    codes) holds them, and a judged label missing from the item list is refused in one line."""
+    design, best, worst, ti = _study(20)
+    rows = design[ti] + 1
+    lines = ["Item1,Item2,Item3,Item4,BestItem,WorstItem"]
+    lines += [",".join(map(str, [*r, b + 1, w + 1])) for r, b, w in zip(rows.tolist(), best.tolist(), worst.tolist())]
+    judgments = tmp_path / "judgments.csv"
+    judgments.write_text("\n".join(lines) + "\n")
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(str(i) for i in range(1, 25)) + "\n")
+    tuples, report = adaptive.plan_next_round(judgments, items, 6, seed=2)
+    assert tuples.shape == (6, 4) and {21, 22, 23, 24} <= set(tuples.ravel().tolist())
+    assert tuples.min() >= 1 and tuples.max() <= 24
+    assert report["first_tuple_id"] == len(design) and report["bound_items"]["never"] == 4
+    frame = pd.DataFrame(tuples, columns=[f"Item{j + 1}" for j in range(4)])
+    frame.insert(0, "tuple_id", report["first_tuple_id"] + np.arange(len(frame)))
+    frame.to_csv(tmp_path / "next.csv", index=False)
+    assert read_design(tmp_path / "next.csv")["tuple_id"].tolist() == list(range(len(design), len(design) + 6))  # the design layout
+    with pytest.raises(FsbError, match="cannot take --invalid count"):
+        adaptive.plan_next_round(judgments, items, 6, invalid="count")
+    short = tmp_path / "short.txt"
+    short.write_text("\n".join(str(i) for i in range(2, 25)) + "\n")
+    with pytest.raises(FsbError, match="not in") as e:
+        adaptive.plan_next_round(judgments, short, 6)
+    assert "\n" not in str(e.value)
