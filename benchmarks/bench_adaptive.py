@@ -129,8 +129,10 @@ class Study:
         return self.design, self.best, self.worst, self.ti, self.n
 
 
-def naive_round(study: Study, size: int, offset: int) -> np.ndarray:
-    """Items sorted by their current MaxDiff score, cut into consecutive groups of k from `offset`."""
+def naive_round(study: Study, size: int, r: int) -> np.ndarray:
+    """Items sorted by their current MaxDiff score, cut into consecutive groups of k. Round r starts where
+    round r - 1 stopped on the scale (a round smaller than N / k covers every item in turn), with the
+    grouping offset by 1 each time the scale is run through."""
     from itertools import combinations
 
     from fsb.bws import maxdiff
@@ -138,18 +140,22 @@ def naive_round(study: Study, size: int, offset: int) -> np.ndarray:
     k = study.design.shape[1]
     u = maxdiff.fit_maxdiff(*study.arrays()).utility
     order = np.argsort(u, kind="stable")
+    groups = study.n // k
     out: list[list[int]] = []
-    start = offset % k
-    while len(out) < size:
-        for s in range(start, study.n - k + 1, k):
-            row = sorted(order[s : s + k].tolist())
-            subs = list(combinations(row, 3))
-            if not any(x in study.used for x in subs):
-                out.append(row)
-                study.used.update(subs)  # Study.add re-adds them
-            if len(out) == size:
-                break
-        start = (start + 1) % k
+    g = r * size  # groups handed out so far
+    for _ in range(4 * groups * k):  # every group of every offset, at most
+        if len(out) == size:
+            break
+        offset = (g // groups) % k
+        s = offset + (g % groups) * k
+        g += 1
+        if s + k > study.n:
+            continue
+        row = sorted(order[s : s + k].tolist())
+        subs = list(combinations(row, 3))
+        if not any(x in study.used for x in subs):
+            out.append(row)
+            study.used.update(subs)  # Study.add re-adds them
     return np.array(out)
 
 
