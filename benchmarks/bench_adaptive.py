@@ -1,5 +1,6 @@
 """Benchmark (issue 30): adaptive annotation rounds (`fsb.bws.adaptive`) against the fixed design and the
-naive rule, in seeded simulations and in a replay on real judgments.
+naive rule, in seeded simulations and in a replay on real judgments (size: the simulation, coverage,
+replay and figure of one issue share their study and scorer helpers, so they stay in one file).
 
 Simulation. Truth: the release's MaxDiff utilities (fit of its 5360 judgments), shrunk by
 sqrt(1 - mean se^2 / var u) to remove their estimation noise, times a factor beta, permuted over the items
@@ -129,8 +130,10 @@ class Study:
         return self.design, self.best, self.worst, self.ti, self.n
 
 
-def naive_round(study: Study, size: int, offset: int) -> np.ndarray:
-    """Items sorted by their current MaxDiff score, cut into consecutive groups of k from `offset`."""
+def naive_round(study: Study, size: int, r: int) -> np.ndarray:
+    """Items sorted by their current MaxDiff score, cut into consecutive groups of k. Round r starts where
+    round r - 1 stopped on the scale (a round smaller than N / k covers every item in turn), with the
+    grouping offset by 1 each time the scale is run through."""
     from itertools import combinations
 
     from fsb.bws import maxdiff
@@ -138,18 +141,22 @@ def naive_round(study: Study, size: int, offset: int) -> np.ndarray:
     k = study.design.shape[1]
     u = maxdiff.fit_maxdiff(*study.arrays()).utility
     order = np.argsort(u, kind="stable")
+    groups = study.n // k
     out: list[list[int]] = []
-    start = offset % k
-    while len(out) < size:
-        for s in range(start, study.n - k + 1, k):
-            row = sorted(order[s : s + k].tolist())
-            subs = list(combinations(row, 3))
-            if not any(x in study.used for x in subs):
-                out.append(row)
-                study.used.update(subs)  # Study.add re-adds them
-            if len(out) == size:
-                break
-        start = (start + 1) % k
+    g = r * size  # groups handed out so far
+    for _ in range(4 * groups * k):  # every group of every offset, at most
+        if len(out) == size:
+            break
+        offset = (g // groups) % k
+        s = offset + (g % groups) * k
+        g += 1
+        if s + k > study.n:
+            continue
+        row = sorted(order[s : s + k].tolist())
+        subs = list(combinations(row, 3))
+        if not any(x in study.used for x in subs):
+            out.append(row)
+            study.used.update(subs)  # Study.add re-adds them
     return np.array(out)
 
 

@@ -15,7 +15,7 @@ Inference 21), and m judgments of S shrink the items' variances from V_S = diag(
 for choice designs Kessels, Goos and Vandebroek 2006, J. Marketing Res. 43). The round is greedy: the
 best tuples sharing no item are taken, their items' variances updated, the gains recomputed (a gain only
 falls as variances fall). Candidates are built around every item i: i and 3 partners drawn from the items
-whose utility is within u_i +- 2 sqrt(v_i) (an item with no estimate: most of the scale). A quarter of
+whose utility is within u_i +- 4 sqrt(v_i) (an item with no estimate: most of the scale). A quarter of
 each round (`SPINE`) is uniformly random tuples, as the fixed design has.
 
 Why this rule: Pearson with the truth falls with the summed error variance of the scores over the items,
@@ -29,7 +29,8 @@ on already-precise items; expected information gain over sampled outcomes (EASL,
 closed form. The random quarter is measured, not derived: on tuples chosen from the judgments the MaxDiff
 fit stretches the scale (slope 1.36 against the truth in a simulation fitted to the release, 1.05 when
 the same tuples are judged afresh: the design depends on the noise) and the per-item intervals then
-cover too little; random tuples tie the scale down (slope 1.22-1.25 with a quarter, at the same Pearson).
+cover too little; random tuples and wide partners tie the scale down (slope 1.17 with a quarter of random
+tuples and partners within 4 sd, 1.35 with neither, at the same Pearson in 3 seeds: bench_adaptive).
 
 The estimates planned on: a MaxDiff fit with an empirical-Bayes prior (ridge 1 / s^2, s^2 the spread of
 the utilities less their mean squared standard error), so every item has a finite utility and variance
@@ -62,7 +63,7 @@ __all__ = ["choose_tuples", "item_uncertainty", "plan_next_round", "plan_round",
 
 WINDOW = 8  # neighbours on each side of an item on the current scale that its candidate tuples draw from
 PER_ITEM = 24  # candidate tuples built around each item
-REACH = 2.0  # partners are drawn within this many standard deviations of an item's utility
+REACH = 4.0  # partners are drawn within this many standard deviations of an item's utility
 DRAWS = 8  # utility draws averaged in a tuple's expected information
 MAX_CANDIDATES = 400_000  # candidates per pass at most (their information is (C, k, k) float64: 26 MB)
 SPINE = 0.25  # share of a round given to uniformly random tuples, which hold the scale (see the module docstring)
