@@ -324,3 +324,30 @@ def test_every_interval_written_holds_its_score_or_a_note_says_why_not(
         if m := _NOTE_COUNT.match(line):
             noted["aside" if "lies wholly to one side" in line else "empty"] += int(m.group(1))
     assert (empty, aside) == (noted["empty"], noted["aside"]), proc.stderr
+
+
+def test_tuples_next_round_writes_a_design_export_reads_and_refuses_a_lone_budget(tmp_path: Path) -> None:
+    """`fsb tuples ITEMS --next-round JUDGMENTS --budget N`: N new tuples in the design layout, tuple ids going on
+    from the study's distinct tuples, the same bytes for the same seed, never-judged items in the round, and a file
+    `fsb annotate export` takes unchanged; --budget without --next-round (or with --extend) is one line, exit 2."""
+    raw = make_raw(tmp_path / "raw", n=24, seed=3)
+    judgments = raw[1]
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(str(i) for i in range(1, 31)) + "\n")  # 24 judged items (uids 1..24), 6 never judged
+    outs = []
+    for name in ("a.csv", "b.csv"):
+        proc = run_fsb("tuples", items, "--next-round", judgments, "--budget", 8, "--seed", 5, "--out", tmp_path / name)
+        assert proc.returncode == 0, proc.stderr
+        outs.append((tmp_path / name).read_bytes())
+    assert outs[0] == outs[1]
+    design = read_design(tmp_path / "a.csv")
+    report = json.loads(run_fsb("tuples", items, "--next-round", judgments, "--budget", 8, "--seed", 5, "--out", tmp_path / "c.csv").stdout)
+    assert len(design) == 8 and design["tuple_id"].tolist() == list(range(report["first_tuple_id"], report["first_tuple_id"] + 8))
+    assert {25, 26, 27, 28, 29, 30} <= set(design[[f"Item{j}" for j in range(1, 5)]].to_numpy().ravel().tolist())
+    texts = tmp_path / "texts.csv"
+    texts.write_text("id,text\n" + "".join(f"{i},sentence {i}\n" for i in range(1, 31)))
+    assert run_fsb("annotate", "export", tmp_path / "a.csv", "--items", texts, "--out", tmp_path / "forms.csv").returncode == 0
+    for extra in (["--budget", 8], ["--budget", 8, "--next-round", judgments, "--extend", judgments]):
+        proc = run_fsb("tuples", items, *extra, "--out", tmp_path / "d.csv")
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "d.csv").exists()

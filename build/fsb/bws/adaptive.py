@@ -378,7 +378,7 @@ def plan_next_round(
     from the judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator]) and the study's items (an item
     list or generations file; None: the items of the judgments). Items of `items` never judged are planned
     first. The report adds first_tuple_id (the number of distinct tuples judged so far). Seeded."""
-    from fsb.bws.scoring import encode
+    from fsb.bws.coded import encode
     from fsb.core.readers import InputError
     from fsb.tables.items import read_items
     from fsb.tables.judgments import read_annotations

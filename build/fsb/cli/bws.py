@@ -207,7 +207,15 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         help="tie ITEMS (new items) to an existing study, a judgments or design file: writes only the new tuples, each holding "
         ">= 1 existing item spread over the existing scores; the tuple size is EXISTING's",
     )
-    add_invalid(t)  # with --extend: the quality-control rows of EXISTING's judgments, as in fsb score
+    t.add_argument(
+        "--next-round",
+        type=path_arg,
+        metavar="JUDGMENTS",
+        help="plan the next round of a study from its judgments so far (ITEMS: the study's item list or generations file): "
+        "--budget new 4-tuples where the MaxDiff scores are least certain (fsb.bws.adaptive)",
+    )
+    t.add_argument("--budget", type=pos_int, help="with --next-round: how many new tuples to plan")
+    add_invalid(t)  # with --extend or --next-round: the quality-control rows of the judgments, as in fsb score
     add_force(t)
 
 
@@ -218,8 +226,15 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
 )
 def _tuples(args: argparse.Namespace) -> int:
     from fsb.bws import tuples
+    from fsb.core.errors import FsbError
 
-    output_file(args.out, DESIGN_HEADER, tuples.DESIGN_KIND, force=args.force, inputs=[args.items, args.extend])
+    if (args.budget is None) != (args.next_round is None):
+        raise FsbError("--next-round and --budget go together: --next-round JUDGMENTS --budget N plans N new tuples")
+    if args.next_round and args.extend:
+        raise FsbError("--next-round and --extend are two ways to add tuples: give one")
+    output_file(args.out, DESIGN_HEADER, tuples.DESIGN_KIND, force=args.force, inputs=[args.items, args.extend, args.next_round])
+    if args.next_round:
+        return _next_round(args)
     if args.extend:
         from fsb.bws.extend import make_extension
 
@@ -240,4 +255,21 @@ def _tuples(args: argparse.Namespace) -> int:
         items=args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed, force=args.force
     )
     print_json(design)
+    return 0
+
+
+def _next_round(args: argparse.Namespace) -> int:
+    """`fsb tuples ITEMS --next-round JUDGMENTS --budget N`: the planned tuples as a design file (tuple ids go on
+    from the study's count of distinct tuples), readable by `fsb annotate export` as any design is."""
+    import pandas as pd
+
+    from fsb.bws.adaptive import plan_next_round
+    from fsb.bws.tuples import DESIGN_KIND
+    from fsb.core.seals import recorded_write
+
+    planned, report = plan_next_round(args.next_round, args.items, args.budget, seed=args.seed, invalid=args.invalid)
+    frame = pd.DataFrame(planned, columns=[f"Item{j + 1}" for j in range(planned.shape[1])])
+    frame.insert(0, "tuple_id", range(report["first_tuple_id"], report["first_tuple_id"] + len(frame)))
+    recorded_write(args.out, frame.to_csv(index=False, lineterminator="\n"), force=args.force, kind=DESIGN_KIND)
+    print_json({**report, "out": str(args.out)})
     return 0
