@@ -39,6 +39,7 @@ __all__ = [
     "canonical_id",
     "csv_records",
     "id_problem",
+    "lazy_lines",
     "read_csv_table",
     "read_generations",
     "require_columns",
@@ -71,9 +72,16 @@ def csv_records(text: str) -> list[tuple[int, list[str]]]:
     return out
 
 
-def record_lines(text: str) -> list[int]:
-    """Start line (1-based) of every data record (after the header)."""
-    return [line for line, _ in csv_records(text)[1:]]
+def lazy_lines(path: Path, text: str | None = None) -> Callable[[int], int]:
+    """data row -> its start line, computed on first use only (error messages), by one scan with Python's csv module."""
+    cache: list[int] = []
+
+    def line_of(row: int) -> int:
+        if not cache:
+            cache.extend(line for line, _ in csv_records(text if text is not None else read_utf8(path))[1:])
+        return cache[row] if row < len(cache) else row + 2
+
+    return line_of
 
 
 def check_header(path: Path, header: list[str]) -> list[str]:

@@ -30,16 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from fsb.core.readers import InputError
-from fsb.tables.csvrows import (
-    FAST_READER_BYTES,
-    INT32_MAX,
-    INT64_MAX,
-    INVALID_POLICIES,
-    Generations,
-    Invalid,
-    first_true,
-    parse_rows,
-)
+from fsb.tables.csvrows import FAST_READER_BYTES, INT32_MAX, INT64_MAX, INVALID_POLICIES, Generations, Invalid, first_true, parse_rows
 from fsb.tables.rules import IRREGULAR_KINDS, Cells, bom, header_of, label_fields, label_values, looks_numeric, refuse_nul, row_problems
 
 __all__ = [

@@ -16,18 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsb.core.readers import InputError, read_utf8
-from fsb.tables.csvrows import (
-    INT64_MAX,
-    canonical_id,
-    check_header,
-    first_true,
-    id_problem,
-    record_lines,
-    require_header,
-    show_label,
-    text_problem,
-)
+from fsb.core.readers import InputError
+from fsb.tables.csvrows import INT64_MAX, canonical_id, check_header, first_true, id_problem, require_header, show_label, text_problem
 
 __all__ = [
     "IRREGULAR_HINT",
@@ -38,7 +28,6 @@ __all__ = [
     "header_of",
     "label_fields",
     "label_values",
-    "lazy_lines",
     "looks_numeric",
     "refuse_nul",
     "row_problems",
@@ -65,18 +54,6 @@ class Cells:
     rank: np.ndarray | None = None
     chosen_in_items: bool = False  # every BestItem and WorstItem is known to be one of its row's items
     ascii_only: bool | None = None
-
-
-def lazy_lines(path, text: str | None = None) -> Callable[[int], int]:
-    """row -> line, computed on first use only (error messages), by one scan with Python's csv module."""
-    cache: list[int] = []
-
-    def line_of(row: int) -> int:
-        if not cache:
-            cache.extend(record_lines(text if text is not None else read_utf8(path)))
-        return cache[row] if row < len(cache) else row + 2
-
-    return line_of
 
 
 def bom(data: bytes | mmap.mmap) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from fsb.core.readers import InputError
+from fsb.tables.csvrows import lazy_lines
 from fsb.tables.labelcodes import (
     arrow_call,
     arrow_to_numpy,
@@ -39,7 +40,7 @@ from fsb.tables.labelcodes import (
     widest,
     word_keys,
 )
-from fsb.tables.rules import Cells, lazy_lines
+from fsb.tables.rules import Cells
 from fsb.tables.wholefile import csv_options
 
 __all__ = ["BLOCK_BYTES", "MERGE_MIN", "rows_expected", "stream_cells"]

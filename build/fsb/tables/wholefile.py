@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from fsb.core.readers import InputError, read_input_bytes
-from fsb.tables.csvrows import has_leading_zero, parse_rows, require_header
-from fsb.tables.rules import LAYOUT, Cells, bom, header_of, lazy_lines, looks_numeric
+from fsb.tables.csvrows import has_leading_zero, lazy_lines, parse_rows, require_header
+from fsb.tables.rules import LAYOUT, Cells, bom, header_of, looks_numeric
 
 __all__ = ["arrow_cells", "csv_options", "input_data", "python_cells"]
 
