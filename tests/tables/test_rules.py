@@ -61,6 +61,19 @@ def test_item_columns_with_a_gap_are_refused_naming_the_missing_column(tmp_path:
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("kind", PATHS)
+@pytest.mark.parametrize("extra", ["item5", "ITEM 5", "Item_5", "Item0"])
+def test_a_column_named_like_an_item_column_but_not_one_is_refused(tmp_path: Path, monkeypatch, kind: str, extra: str) -> None:
+    """Item1..Item4 and `item5` (or ITEM 5, Item_5, Item0): the extra column was read as a plain column and its items
+    never scored, exit 0 (found by the adversarial review). Refused in the header's line, naming it, on every path."""
+    read = _reader(kind, monkeypatch, [])
+    header = f"Item1,Item2,Item3,Item4,BestItem,WorstItem,{extra}"
+    path = _write(tmp_path / "near.csv", header, [["a", "b", "c", "d", "a", "b", "e"]], 50)
+    with pytest.raises(InputError) as e:
+        read(path)
+    assert str(e.value).startswith(f"{path}, line 1, field '{extra}': '{extra}' looks like an item column") and "\n" not in str(e.value)
+
+
 def test_label_fields_name_the_first_missing_item_column() -> None:
     """The missing column is the first gap, whatever the order or the other columns; no gap: K columns."""
     assert label_fields("f", ["Item2", "Item1", "WorstItem", "x", "BestItem"]) == (["Item1", "Item2", "BestItem", "WorstItem"], None, None)

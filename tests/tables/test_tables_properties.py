@@ -207,8 +207,8 @@ def test_string_labels_fast_path_agrees_with_pythons_reader(rows: list[tuple[lis
 @st.composite
 def _judgments_files(draw: st.DrawFn) -> tuple[list[str], list[list[str]], str | None]:
     """(header, rows, the field a refusal must name, or None when the file must be read). Item1..ItemK with
-    K in 2..16, up to two of them left out (a gap, or fewer than two), maybe one name repeated, extra columns,
-    all in any order; each row's items distinct, best and worst two of them."""
+    K in 2..16, up to two of them left out (a gap, or fewer than two), maybe one name repeated, extra columns
+    (Item0 and item9 look like item columns and are refused), all in any order; each row's items distinct, best and worst two of them."""
     k = draw(st.integers(2, 16))
     dropped = draw(st.sets(st.integers(1, k), max_size=2)) if draw(st.integers(0, 2)) == 0 else set()
     items = [f"Item{j}" for j in range(1, k + 1) if j not in dropped]
@@ -225,7 +225,8 @@ def _judgments_files(draw: st.DrawFn) -> tuple[list[str], list[list[str]], str |
     present = {int(name[4:]) for name in items}
     first_missing = next(j for j in range(1, k + 2) if j not in present)
     gap = first_missing <= 2 or any(j > first_missing for j in present)
-    return header, rows, repeated if repeated else f"Item{first_missing}" if gap else None
+    near = next((name for name in header if name in ("Item0", "item9")), None)  # named like an item column: refused
+    return header, rows, repeated if repeated else f"Item{first_missing}" if gap else near
 
 
 def _is_item_column(name: str) -> bool:

@@ -37,6 +37,7 @@ IRREGULAR_KINDS = ("repeated item", "best = worst")
 IRREGULAR_HINT = " (a quality-control row? --invalid count scores it as the reference Perl script does, --invalid drop leaves it out)"
 LAYOUT = "Item1..ItemK, BestItem, WorstItem"  # what a refusal of the header says fsb expected
 _ITEM = re.compile(r"Item([1-9][0-9]*)")
+_NEAR_ITEM = re.compile(r"\s*item\s*[-_ ]?\s*[0-9]+\s*", re.IGNORECASE)  # item5, ITEM 5, Item0: meant as an item column
 
 
 @dataclass
@@ -87,9 +88,18 @@ def label_fields(path, header: Sequence[str]) -> tuple[list[str], str | None, st
         after = f": the header names Item{numbers[-1]} but not {missing} (item columns have no gap)" if numbers and numbers[-1] > k else ""
         require_header(path, header, (missing,), LAYOUT, after)
     require_header(path, header, ("BestItem", "WorstItem"), LAYOUT)
+    items = [f"Item{j + 1}" for j in range(k)]
+    near = next((h for h in header if _NEAR_ITEM.fullmatch(h) and h.strip() not in items), None)
+    if near is not None:  # read as an extra column, it would drop that column's items silently
+        raise InputError(
+            path,
+            f"{near!r} looks like an item column but is not one of {items[0]}..{items[-1]} (names are Item1..ItemK, exact case, no gap)",
+            line=1,
+            field=near,
+        )
     annotator = next((c for c in ("Annotator", "annotator") if c in header), None)
     timestamp = next((c for c in ("Timestamp", "timestamp") if c in header), None)
-    return [*(f"Item{j + 1}" for j in range(k)), "BestItem", "WorstItem"], annotator, timestamp
+    return [*items, "BestItem", "WorstItem"], annotator, timestamp
 
 
 def looks_numeric(head: bytes, columns: list[int], rows: int = 50) -> bool:
