@@ -239,7 +239,7 @@ def test_score_to_stdout_is_the_file_byte_for_byte_on_the_fast_writer(tmp_path: 
 _HEADER4 = "Item1,Item2,Item3,Item4,BestItem,WorstItem\n"
 
 
-@pytest.mark.parametrize("count", ["1", "2", "38"])
+@pytest.mark.parametrize("count", ["-5", "0", "1", "2", "38"])
 def test_score_refuses_fewer_resamples_than_a_95_percent_interval_needs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], count: str
 ) -> None:

@@ -36,13 +36,16 @@ CI_RESAMPLES = 200
 def _ci_resamples(text: str) -> int:
     """--bootstrap: resamples as `resamples` allows, and at least CI_MIN_RESAMPLES (`fsb.bws.bootstrap.minimum_resamples`:
     fewer draws cannot give a 95% percentile interval; 1 or 2 gave zero-width intervals beside the score)."""
-    value = resamples(text)
-    if value < CI_MIN_RESAMPLES:
+    try:
+        value = int(text)
+    except ValueError:
+        return resamples(text)  # not a number: its own message
+    if value < CI_MIN_RESAMPLES:  # 0 and negative counts too: the minimum that matters is this one, not 1
         raise argparse.ArgumentTypeError(
             f"a 95% interval needs at least {CI_MIN_RESAMPLES} resamples (the lowest and highest of R resampled scores enclose "
             f"only (R-1)/(R+1) of their distribution, under 95% below {CI_MIN_RESAMPLES}), got {value}"
         )
-    return value
+    return resamples(text)
 
 
 def _score_arguments(s: argparse.ArgumentParser) -> None:
