@@ -123,6 +123,24 @@ def test_a_dash_is_standard_input_for_the_commands_input_files_and_errors_name_i
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "fsb-stdin-*"))) == before  # every private copy removed
 
 
+def test_help_and_version_to_a_full_or_closed_stdout_are_one_line(tmp_path: Path) -> None:
+    """`fsb score --help > /dev/full` and `fsb --version >&-` ended in a 30-line traceback, exit 1 (adversarial
+    review): one line naming standard output, exit 2, as every command's own output."""
+    cases = [
+        (["score", "--help"], "full", "fsb score: error: cannot write to standard output"),
+        (["--version"], "closed", "fsb: error: standard output is closed"),
+    ]
+    for args, how, start in cases:
+        with open("/dev/full", "w") as full:
+            out = full if how == "full" else subprocess.DEVNULL
+            command = [sys.executable, "-m", "fsb", *args]
+            if how == "closed":
+                command = ["sh", "-c", " ".join(f"'{c}'" for c in command) + " >&-"]
+            proc = subprocess.run(command, cwd=tmp_path, stdout=out, stderr=subprocess.PIPE, text=True, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith(start), proc.stderr
+
+
 def test_a_full_standard_output_is_named_in_its_one_line(tmp_path: Path) -> None:
     """Issue 32: `fsb score j.csv > /dev/full` said only "No space left on device"; the line names standard output."""
     (tmp_path / "j.csv").write_text(JUDGMENTS, encoding="utf-8")

@@ -201,7 +201,12 @@ def _main(argv: Sequence[str] | None) -> int:
     install_log_redaction()  # first: every log record and warning of the run (retry warnings name URLs) is redacted
     argv = list(sys.argv[1:] if argv is None else argv)
     parser, handlers = _parser(argv)
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except FsbError as e:  # --help or --version printed to a full or closed stdout: one line, as for any command
+        command = " ".join(["fsb", *argv[:1]]) if argv and not argv[0].startswith("-") else "fsb"
+        print(f"{command}: error: {e}", file=sys.stderr)
+        return 2
     try:
         status = handlers[args.command](args)
         sys.stdout.flush()  # the last buffered bytes: a refused write (a full disk) is reported like any failure
