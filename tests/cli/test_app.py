@@ -120,6 +120,14 @@ def test_a_dash_is_standard_input_for_the_commands_input_files_and_errors_name_i
     imported = _piped("annotate", "import", "-", "--tuples", "design.csv", "--out", "j2.csv", data=answers, cwd=tmp_path)
     assert imported.returncode == 0, imported.stderr
     assert (tmp_path / "j2.csv").read_text(encoding="utf-8").splitlines()[1] == "a,b,c,d,a,d"
+    items = "".join(f"{i}\n" for i in range(1, 13))  # fsb tuples and annotate export --items took no `-` (new-user review)
+    (tmp_path / "items.txt").write_text(items, encoding="utf-8")
+    assert _piped("tuples", "-", "--out", "t1.csv", data=items, cwd=tmp_path).returncode == 0
+    assert _piped("tuples", "items.txt", "--out", "t2.csv", data="", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "t1.csv").read_bytes() == (tmp_path / "t2.csv").read_bytes()
+    texts = "id,text\n" + "".join(f"{i},sentence {i}\n" for i in range(1, 13))
+    exported = _piped("annotate", "export", "t1.csv", "--items", "-", "--out", "f.csv", data=texts, cwd=tmp_path)
+    assert exported.returncode == 0 and "sentence 1" in (tmp_path / "f.csv").read_text(encoding="utf-8"), exported.stderr
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "fsb-stdin-*"))) == before  # every private copy removed
 
 

@@ -29,7 +29,7 @@ def _export_arguments(ex: argparse.ArgumentParser) -> None:
     ex.add_argument(
         "--items",
         "--generations",
-        type=path_arg,
+        type=input_file,
         dest="generations",
         metavar="ITEMS",
         action="append",

@@ -196,7 +196,7 @@ def _reliability(args: argparse.Namespace) -> int:
 def _tuples_arguments(t: argparse.ArgumentParser) -> None:
     t.add_argument(
         "items",
-        type=path_arg,
+        type=input_file,
         help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file",
     )
     t.add_argument("--out", type=path_arg, required=True, help="CSV with tuple_id,Item1..ItemK")
@@ -205,14 +205,14 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
     t.add_argument("--seed", type=seed, default=0)
     t.add_argument(
         "--extend",
-        type=path_arg,
+        type=input_file,
         metavar="EXISTING",
         help="tie ITEMS (new items) to an existing study, a judgments or design file: writes only the new tuples, each holding "
         ">= 1 existing item spread over the existing scores; the tuple size is EXISTING's",
     )
     t.add_argument(
         "--next-round",
-        type=path_arg,
+        type=input_file,
         metavar="JUDGMENTS",
         help="plan the next round of a study from its judgments so far (ITEMS: the study's item list or generations file): "
         "--budget new 4-tuples where the MaxDiff scores are least certain (fsb.bws.adaptive)",
