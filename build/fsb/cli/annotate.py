@@ -106,32 +106,86 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+LAYOUTS = ("best-worst-tools", "mturk", "columns")  # the layouts other tools write (fsb.annotate.layouts), besides label-studio
+
+
 def _import_arguments(im: argparse.ArgumentParser) -> None:
     im.add_argument(
-        "responses", type=input_file, help="CSV of answers (tuple_id,best,worst[,annotator][,timestamp]) or Label Studio's JSON export"
+        "responses",
+        type=input_file,
+        help="answers (tuple_id,best,worst[,annotator][,timestamp]), Label Studio's JSON or CSV export, or another tool's "
+        "judgments (--format); best-worst-tools: a file or a folder of per-participant files",
     )
-    im.add_argument("--format", choices=FORMATS, default="csv")
     im.add_argument(
-        "--tuples", type=input_file, help="the exported forms or the design CSV (required for CSV; checks a Label Studio export)"
+        "--format",
+        choices=(*FORMATS, *LAYOUTS),
+        default="csv",
+        help="csv: answers to fsb's forms (needs --tuples); label-studio: its JSON or CSV export; best-worst-tools: Hollis's "
+        "best,worst,option1..optionK; mturk: an MTurk batch results CSV (Input.Item1..K, Answer.best, Answer.worst, WorkerId; "
+        "Rejected assignments left out); columns: any CSV, with --items-cols, --best-col, --worst-col",
+    )
+    im.add_argument(
+        "--tuples", type=input_file, help="the exported forms or the design CSV (required for csv; checks a Label Studio JSON export)"
     )
     im.add_argument("--out", type=path_arg, required=True, help="the judgments CSV (Item1..K,BestItem,WorstItem[,Annotator,Timestamp])")
-    im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
+    im.add_argument(
+        "--positions", action="store_true", help="best/worst are 1-based positions in the item order, not ids (csv, mturk, columns)"
+    )
+    im.add_argument(
+        "--items-cols", metavar="A,B,..", help="the item columns, in order (columns; or another MTurk template or option columns)"
+    )
+    im.add_argument("--best-col", metavar="COL", help="the column of the best choice (columns; default best, Answer.best)")
+    im.add_argument("--worst-col", metavar="COL", help="the column of the worst choice (columns; default worst, Answer.worst)")
+    im.add_argument(
+        "--annotator-col",
+        metavar="COL",
+        help="the annotator's column, kept as Annotator (default: best-worst-tools User or uuid, else the file's name in a folder; "
+        "mturk WorkerId; columns none)",
+    )
     add_force(im)
+
+
+def _column_map(args: argparse.Namespace) -> object:
+    """The --items-cols/--best-col/--worst-col/--annotator-col map, refused (not ignored) where the layout is fixed."""
+    from fsb.annotate.layouts import ColumnMap
+
+    given = [f"--{n.replace('_', '-')}" for n in ("items_cols", "best_col", "worst_col", "annotator_col") if getattr(args, n)]
+    if given and args.format not in LAYOUTS:
+        raise FsbError(f"{given[0]} maps another tool's columns: it applies to --format {', '.join(LAYOUTS)}, not {args.format}")
+    if args.tuples and args.format in LAYOUTS:
+        raise FsbError(f"--tuples checks answers to fsb's forms and Label Studio exports; --format {args.format} files hold their items")
+    if args.positions and args.format in ("label-studio", "best-worst-tools"):
+        always = "positions" if args.format == "label-studio" else "the items themselves"
+        raise FsbError(f"--positions does not apply to --format {args.format}: its choices are always {always}")
+    items = [c.strip() for c in args.items_cols.split(",")] if args.items_cols else None
+    if items is not None and (len(items) < 2 or not all(items) or len(set(items)) < len(items)):
+        raise FsbError(f"--items-cols needs 2 or more distinct column names, comma-separated, got {args.items_cols!r}")
+    return ColumnMap(items, args.best_col, args.worst_col, args.annotator_col)
 
 
 @actions.add(
     "import",
     arguments=_import_arguments,
-    help="answers (CSV or Label Studio JSON export) -> Item1..K,BestItem,WorstItem[,Annotator,Timestamp]",
-    description="Turn annotators' answers into the judgments file that fsb score, fsb reliability and fsb build read; "
-    "every answer is checked against its tuple. Prints a JSON summary on stdout.",
+    help="answers (CSV, Label Studio, best-worst tools, MTurk, any columns) -> Item1..K,BestItem,WorstItem[,Annotator,Timestamp]",
+    description="Turn annotators' answers, or judgments in the layout another tool writes, into the judgments file that fsb "
+    "score, fsb reliability and fsb build read (the one door: those read fsb's layout only); every answer is checked. "
+    "Prints a JSON summary on stdout.",
 )
 def _import(args: argparse.Namespace) -> int:
     from fsb.annotate import forms as annotate
+    from fsb.annotate import layouts
 
+    columns = _column_map(args)
     output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[args.responses, args.tuples])
-    if args.format == "label-studio":
+    ls_json = args.format == "label-studio" and layouts.is_json(args.responses)
+    if args.format != "columns" and not ls_json and not Path(args.responses).is_dir():
+        layouts.check_layout(args.responses, args.format)  # a file of another layout: one line naming it and the --format
+    if ls_json:
         result = annotate.import_label_studio(export_json=args.responses, out=args.out, design_csv=args.tuples, force=args.force)
+    elif args.format == "label-studio" and args.tuples:
+        raise FsbError("--tuples checks a Label Studio JSON export; its CSV export is read on its own")
+    elif args.format in (*LAYOUTS, "label-studio"):
+        result = layouts.import_layout(args.responses, args.format, args.out, columns=columns, positions=args.positions, force=args.force)
     elif not args.tuples:
         raise FsbError("--tuples is required for CSV answers (the exported forms or the design)")
     else:

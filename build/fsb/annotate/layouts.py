@@ -1,0 +1,330 @@
+"""Judgments in the layouts other tools write -> fsb's judgments layout (`Item1..ItemK,BestItem,WorstItem
+[,Annotator][,Timestamp]`), for `fsb annotate import --format F`: the one door, since `fsb score`, `fsb
+reliability` and `fsb build` read fsb's layout only and name this command when given another
+(`fsb.tables.rules.foreign_layout`, the one table of the layouts).
+
+- `best-worst-tools`: Hollis's best-worst tools, one file or a folder of per-participant .csv files:
+  best, worst, option1..optionM; the annotator is a User or uuid column, else (a folder) the file's stem;
+- `mturk`: Amazon Mechanical Turk's batch results CSV of fsb's forms: Input.Item1..K, Answer.best,
+  Answer.worst, WorkerId; Rejected assignments (AssignmentStatus) left out and counted;
+- `label-studio`: Label Studio's CSV export (its JSON export: `fsb.annotate.forms.import_label_studio`):
+  item1..itemK, best and worst as positions 1..K, annotator (the user id), created_at;
+- `columns`: anything else, by a column map (`ColumnMap`), which also names other columns for the first two.
+
+Hollis's tools write two variants, told apart per row: the tools' README lists all K items in the option
+columns (best and worst among them); their raw data files list only the K-2 unchosen items there. A row
+whose best and worst are both among its options is of the first, one where neither is of the second; one
+where only one of them is, is ambiguous and refused. Every row of every file must give the same K.
+Labels follow fsb's rules (`fsb.tables.rules.label_values`: stripped, NFC, no invisible or bidi control
+character); a refusal names the file, the line and the field, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsb.annotate.forms import JUDGMENTS_KIND
+from fsb.core.readers import InputError, quoted
+from fsb.core.seals import recorded_write
+from fsb.tables.csvrows import Rows, parse_rows, require_header, text_problem
+from fsb.tables.rules import foreign_layout
+
+__all__ = ["FORMATS", "ColumnMap", "check_layout", "import_layout", "is_json"]
+
+FORMATS = ("best-worst-tools", "mturk", "label-studio", "columns")
+HOLLIS_ANNOTATOR = ("User", "uuid")  # flag_noncompliant_users.py --filter writes User; the tools' raw data has uuid
+MTURK_STATUSES = ("Submitted", "Approved", "Rejected")
+
+
+@dataclass(frozen=True)
+class ColumnMap:
+    """Which columns hold the items, the best and worst choices and the annotator; None: the format's own."""
+
+    items: Sequence[str] | None = None
+    best: str | None = None
+    worst: str | None = None
+    annotator: str | None = None
+
+
+def check_layout(path: str | os.PathLike[str], fmt: str, header: Sequence[str] | None = None) -> None:
+    """Refuse, in one line naming the layout it sees and the option to use, a file of another layout than
+    `fmt` (the layouts of `fsb.tables.rules.foreign_layout`, and fsb's own judgments)."""
+    if header is None:
+        header = _first_line(Path(path))
+    names = {h.strip() for h in header}
+    if {"Item1", "Item2", "BestItem", "WorstItem"} <= names:
+        raise InputError(path, "this is already fsb's judgments layout (Item1..ItemK, BestItem, WorstItem): give it to fsb score as it is")
+    seen = foreign_layout(header)
+    if seen is not None and seen[0] != fmt:
+        tuples = " --tuples FORMS.csv" if seen[0] == "csv" else ""
+        raise InputError(path, f"this looks like {seen[1]}, not --format {fmt}: use --format {seen[0]}{tuples}")
+
+
+def is_json(path: str | os.PathLike[str]) -> bool:
+    """Whether a file starts (after a byte order mark and blanks) like JSON: Label Studio's JSON export, not its CSV."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{")
+    except OSError:
+        return False
+
+
+def _first_line(path: Path) -> list[str]:
+    try:
+        with path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
+            return next(csv.reader([f.readline()]), [])
+    except OSError:
+        return []  # the reader names the problem
+
+
+@dataclass
+class _Judgments:
+    """The converted rows, checked as they come: labels by fsb's rules, one K throughout, no repeated item,
+    best and worst two different items of the row; `seen` finds an annotator's second answer to one tuple."""
+
+    rows: list[list[str]] = field(default_factory=list)
+    k: int | None = None
+    first: str = ""
+    labels: dict[str, str | tuple[str]] = field(default_factory=dict)
+    seen: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def label(self, path: Path, line: int, name: str, raw: str) -> str:
+        """`raw` as fsb reads a label: stripped and NFC-normalised; empty, multi-line or invisible ones refused."""
+        got = self.labels.get(raw)
+        if got is None:
+            text = raw.strip()
+            problem = "empty value" if not text else "a line break inside an id" if "\n" in text or "\r" in text else text_problem(text)
+            got = (problem,) if problem else unicodedata.normalize("NFC", text)
+            self.labels[raw] = got
+        if isinstance(got, tuple):
+            raise InputError(path, got[0], line=line, field=name)
+        return got
+
+    def add(
+        self, path: Path, line: int, items: list[tuple[str, str]], best: tuple[str, str], worst: tuple[str, str], extra: list[str]
+    ) -> None:
+        """One judgment: (column, label) of each item in order, of the best and the worst choice."""
+        seen: dict[str, str] = {}
+        for name, item in items:
+            if item in seen:
+                raise InputError(path, f"the tuple repeats item {quoted(item)} (also in {seen[item]!r})", line=line, field=name)
+            seen[item] = name
+        for (name, chosen), what in ((best, "best"), (worst, "worst")):
+            if chosen not in seen:
+                shown = ", ".join(quoted(i) for _, i in items)
+                raise InputError(
+                    path, f"the {what} choice {quoted(chosen)} is not one of the tuple's items ({shown})", line=line, field=name
+                )
+        if best[1] == worst[1]:
+            raise InputError(path, f"best and worst are the same item {quoted(best[1])}", line=line, field=worst[0])
+        if self.k is None:
+            self.k, self.first = len(items), f"{path} line {line}"
+        elif len(items) != self.k:
+            raise InputError(path, f"a tuple of {len(items)} items where the first ({self.first}) has {self.k}", line=line)
+        self.rows.append([*(i for _, i in items), best[1], worst[1], *extra])
+
+    def once(self, path: Path, line: int, name: str, annotator: str, tuple_key: str) -> None:
+        """Refuse an annotator's second judgment of one tuple (naming the first's line)."""
+        if annotator:
+            if (annotator, tuple_key) in self.seen:
+                raise InputError(
+                    path,
+                    f"annotator {quoted(annotator)} already judged this tuple (line {self.seen[(annotator, tuple_key)]})",
+                    line=line,
+                    field=name,
+                )
+            self.seen[(annotator, tuple_key)] = line
+
+
+def _columns(table: Rows, names: Sequence[str], expected: str) -> list[int]:
+    require_header(table.path, table.header, names, expected)
+    return [table.header.index(n) for n in names]
+
+
+def _numbered(header: Sequence[str], prefix: str, start: int = 1) -> list[str]:
+    """prefix1, prefix2, ... as long as the header has them, without a gap."""
+    names: list[str] = []
+    while f"{prefix}{start + len(names)}" in header:
+        names.append(f"{prefix}{start + len(names)}")
+    return names
+
+
+def _choice(got: _Judgments, table: Rows, i: int, col: int, items: list[tuple[str, str]], positions: bool) -> tuple[str, str]:
+    """The (column, item) a best or worst cell names: an item id, or with `positions` a place 1..K."""
+    name, raw, line = table.header[col], table.rows[i][col].strip(), table.lines[i]
+    if not positions:
+        return name, got.label(table.path, line, name, raw)
+    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= len(items):
+        raise InputError(table.path, f"{quoted(raw)} is not a position 1..{len(items)}", line=line, field=name)
+    return name, items[int(raw) - 1][1]
+
+
+def _best_worst_tools(path: Path, cmap: ColumnMap, got: _Judgments) -> dict[str, Any]:
+    """Hollis's layout: one file, or a folder of *.csv files (one a participant); see the module's docstring."""
+    files = sorted(p for p in path.iterdir() if p.suffix.lower() == ".csv" and p.is_file()) if path.is_dir() else [path]
+    if not files:
+        raise InputError(path, "a folder without .csv files (Hollis's best-worst tools write one .csv file a participant)")
+    variants = {"all items among the options": 0, "only unchosen items among the options": 0}
+    who_from = None
+    for f in files:
+        table = parse_rows(f)
+        check_layout(f, "best-worst-tools", table.header)
+        options = list(cmap.items or _numbered(table.header, "option")) or ["option1"]
+        best_col, worst_col = cmap.best or "best", cmap.worst or "worst"
+        cols = _columns(table, [best_col, worst_col, *options], "best, worst, option1..optionK")
+        who = cmap.annotator or next((c for c in HOLLIS_ANNOTATOR if c in table.header), None)
+        who_col = _columns(table, [who], "the --annotator-col column")[0] if who else None
+        who_from = who or ("the file's name" if path.is_dir() else None)
+        for i, row in enumerate(table.rows):
+            line = table.lines[i]
+            best = (best_col, got.label(f, line, best_col, row[cols[0]]))
+            worst = (worst_col, got.label(f, line, worst_col, row[cols[1]]))
+            opts = [(n, got.label(f, line, n, row[c])) for n, c in zip(options, cols[2:])]
+            among = [any(v == chosen[1] for _, v in opts) for chosen in (best, worst)]
+            if among[0] != among[1]:
+                inside, outside = (best, worst) if among[0] else (worst, best)
+                raise InputError(
+                    f,
+                    f"ambiguous: {inside[0]} {quoted(inside[1])} is among the options but {outside[0]} {quoted(outside[1])} is not "
+                    f"(both are in the README's layout, neither in the raw-data layout of the unchosen items)",
+                    line=line,
+                    field=outside[0],
+                )
+            variants[f"{'all' if among[0] else 'only unchosen'} items among the options"] += 1
+            annotator = row[who_col].strip() if who_col is not None else f.stem if path.is_dir() else None
+            got.add(f, line, opts if among[0] else [best, worst, *opts], best, worst, [] if annotator is None else [annotator])
+    return {"files": len(files), "annotator_from": who_from, "rows": variants}
+
+
+def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dict[str, Any]:
+    """An MTurk batch results CSV: a row per assignment, Rejected ones left out and counted."""
+    table = parse_rows(path)
+    check_layout(path, "mturk", table.header)
+    items = list(cmap.items or _numbered(table.header, "Input.Item")) or ["Input.Item1"]
+    best_col, worst_col, who = cmap.best or "Answer.best", cmap.worst or "Answer.worst", cmap.annotator or "WorkerId"
+    expected = (
+        "AssignmentStatus, WorkerId, Input.Item1..K, Answer.best, Answer.worst; another template: --items-cols, --best-col, --worst-col"
+    )
+    cols = _columns(table, ["AssignmentStatus", who, best_col, worst_col, *items], expected)
+    key = table.header.index("HITId") if "HITId" in table.header else None
+    rejected = 0
+    for i, row in enumerate(table.rows):
+        line, status = table.lines[i], row[cols[0]].strip()
+        if status not in MTURK_STATUSES:
+            raise InputError(
+                path, f"status {quoted(status)} is not one of {', '.join(MTURK_STATUSES)}", line=line, field="AssignmentStatus"
+            )
+        if status == "Rejected":
+            rejected += 1
+            continue
+        shown = [(n, got.label(path, line, n, row[c])) for n, c in zip(items, cols[4:])]
+        best, worst = (_choice(got, table, i, c, shown, positions) for c in cols[2:4])
+        annotator = row[cols[1]].strip()
+        got.once(path, line, who, annotator, row[key] if key is not None else "|".join(sorted(v for _, v in shown)))
+        got.add(path, line, shown, best, worst, [annotator])
+    return {"files": 1, "annotator_from": who, "rejected_left_out": rejected}
+
+
+def _label_studio_csv(path: Path, got: _Judgments) -> dict[str, Any]:
+    """Label Studio's CSV export of a project `fsb annotate export --format label-studio` made: a row per
+    submitted annotation (cancelled ones are not exported), best and worst as positions 1..K in the row's
+    item1..itemK; a task nobody annotated is a row without annotation_id, left out and counted."""
+    table = parse_rows(path)
+    check_layout(path, "label-studio", table.header)
+    items = _numbered(table.header, "item") or ["item1"]
+    cols = _columns(table, ["annotation_id", "annotator", "created_at", "tuple_id", "best", "worst", *items], "Label Studio's CSV export")
+    unannotated = 0
+    for i, row in enumerate(table.rows):
+        line = table.lines[i]
+        if not row[cols[0]].strip():
+            unannotated += 1
+            continue
+        shown = [(n, got.label(path, line, n, row[c])) for n, c in zip(items, cols[6:])]
+        best, worst = (_choice(got, table, i, c, shown, True) for c in cols[4:6])
+        annotator = row[cols[1]].strip()
+        got.once(path, line, "annotator", annotator, row[cols[3]].strip())
+        got.add(path, line, shown, best, worst, [annotator, row[cols[2]].strip()])
+    return {"files": 1, "annotator_from": "annotator", "tasks_without_annotation": unannotated}
+
+
+def _columns_map(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dict[str, Any]:
+    """Any CSV with one row a judgment: the item, best, worst (and annotator) columns as mapped."""
+    if not (cmap.items and cmap.best and cmap.worst):
+        raise InputError(path, "--format columns needs --items-cols A,B,.. (2 or more), --best-col and --worst-col")
+    table = parse_rows(path)
+    names = [cmap.best, cmap.worst, *([cmap.annotator] if cmap.annotator else []), *cmap.items]
+    cols = _columns(table, names, "the columns --items-cols, --best-col, --worst-col and --annotator-col name")
+    n = 3 if cmap.annotator else 2
+    for i, row in enumerate(table.rows):
+        line = table.lines[i]
+        shown = [(name, got.label(path, line, name, row[c])) for name, c in zip(cmap.items, cols[n:])]
+        best, worst = (_choice(got, table, i, c, shown, positions) for c in cols[:2])
+        extra = [row[cols[2]].strip()] if cmap.annotator else []
+        got.add(path, line, shown, best, worst, extra)
+    return {"files": 1, "annotator_from": cmap.annotator}
+
+
+def import_layout(
+    source: str | os.PathLike[str],
+    fmt: str,
+    out: str | os.PathLike[str],
+    *,
+    columns: ColumnMap | None = None,
+    positions: bool = False,
+    force: bool = False,
+) -> dict[str, Any]:
+    """Convert judgments in the layout `fmt` (`FORMATS`; Label Studio's JSON export is
+    `fsb.annotate.forms.import_label_studio`'s) into fsb's judgments file `out`, all checked before anything
+    is written; an existing `out` is replaced only if fsb wrote it and nobody changed it, or with `force`.
+
+    Parameters
+    ----------
+    source
+        the file (best-worst-tools: or a folder of per-participant .csv files).
+    fmt
+        one of `FORMATS`.
+    out
+        the judgments CSV.
+    columns
+        the column map (`--format columns`), or columns other than a format's own (e.g. an MTurk template's).
+    positions
+        best and worst are 1-based places in the item columns, not ids (mturk, columns).
+    force
+        replace a file that is not fsb's unchanged output.
+
+    Returns
+    -------
+    dict
+        format, files, judgments, tuple_size, annotators, where the annotator came from, what was left out, out.
+    """
+    path, cmap, got = Path(source), columns or ColumnMap(), _Judgments()
+    if fmt == "best-worst-tools":
+        report = _best_worst_tools(path, cmap, got)
+    elif fmt == "mturk":
+        report = _mturk(path, cmap, got, positions)
+    elif fmt == "label-studio":
+        report = _label_studio_csv(path, got)
+    elif fmt == "columns":
+        report = _columns_map(path, cmap, got, positions)
+    else:
+        raise ValueError(f"format must be one of {FORMATS}")
+    if not got.rows:
+        raise InputError(
+            path, "no judgments to import" + (f" ({report['rejected_left_out']} rejected)" if report.get("rejected_left_out") else "")
+        )
+    k = got.k or 0
+    extra = ["Annotator"] * (len(got.rows[0]) > k + 2) + ["Timestamp"] * (len(got.rows[0]) > k + 3)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow([*(f"Item{j + 1}" for j in range(k)), "BestItem", "WorstItem", *extra])
+    writer.writerows(got.rows)
+    recorded_write(out, buffer.getvalue(), force=force, kind=JUDGMENTS_KIND)
+    annotators = {r[k + 2] for r in got.rows if extra and r[k + 2]}
+    return {"format": fmt, **report, "judgments": len(got.rows), "tuple_size": k, "annotators": len(annotators), "out": str(out)}
