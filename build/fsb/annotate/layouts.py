@@ -227,8 +227,8 @@ def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dic
         shown = [(n, got.label(path, line, n, row[c])) for n, c in zip(items, cols[4:])]
         best, worst = (_choice(got, table, i, c, shown, positions) for c in cols[2:4])
         annotator = row[cols[1]].strip()
-        got.once(path, line, who, annotator, row[key] if key is not None else "|".join(sorted(v for _, v in shown)))
         got.add(path, line, shown, best, worst, [annotator])
+        got.once(path, line, who, annotator, row[key] if key is not None else "|".join(sorted(v for _, v in shown)))
     return {"files": 1, "annotator_from": who, "rejected_left_out": rejected}
 
 
@@ -249,8 +249,8 @@ def _label_studio_csv(path: Path, got: _Judgments) -> dict[str, Any]:
         shown = [(n, got.label(path, line, n, row[c])) for n, c in zip(items, cols[6:])]
         best, worst = (_choice(got, table, i, c, shown, True) for c in cols[4:6])
         annotator = row[cols[1]].strip()
-        got.once(path, line, "annotator", annotator, row[cols[3]].strip())
         got.add(path, line, shown, best, worst, [annotator, row[cols[2]].strip()])
+        got.once(path, line, "annotator", annotator, row[cols[3]].strip())
     return {"files": 1, "annotator_from": "annotator", "tasks_without_annotation": unannotated}
 
 
