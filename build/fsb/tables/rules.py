@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import csv
 import mmap
+import os
 import re
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from fsb.core.readers import InputError
+from fsb.core.readers import STDIN_COPIES, InputError
 from fsb.tables.csvrows import INT64_MAX, canonical_id, check_header, first_true, id_problem, require_header, show_label, text_problem
 
 __all__ = [
@@ -105,7 +107,8 @@ def label_fields(path, header: Sequence[str]) -> tuple[list[str], str | None, st
     if not {"Item1", "Item2", "BestItem", "WorstItem"} <= set(header) and (foreign := foreign_layout(header)):
         fmt, what = foreign
         tuples = " --tuples FORMS.csv" if fmt == "csv" else ""
-        command = f"fsb annotate import FILE --format {fmt}{tuples} --out judgments.csv"
+        name = "-" if os.fspath(path) in STDIN_COPIES else shlex.quote(os.fspath(path))
+        command = f"fsb annotate import {name} --format {fmt}{tuples} --out judgments.csv"
         raise InputError(path, f"this looks like {what}, not judgments ({LAYOUT}): convert it with `{command}`", line=1)
     numbers = sorted(int(m.group(1)) for h in header if (m := _ITEM.fullmatch(h)))
     k = next((j for j in range(1, len(numbers) + 2) if j not in numbers), 1) - 1
