@@ -63,7 +63,7 @@ def test_hollis_raw_data_folder_one_file_a_participant(tmp_path: Path) -> None:
     out = tmp_path / "j.csv"
     report = import_layout(folder, "best-worst-tools", out)
     assert report["files"] == 2 and report["judgments"] == 3 and report["tuple_size"] == 4 and report["annotators"] == 2
-    assert report["annotator_from"] == "uuid" and report["rows"]["only unchosen items among the options"] == 3
+    assert report["annotator_from"] == "uuid" and report["rows_by_variant"]["only unchosen items among the options"] == 3
     assert judgments(out) == [
         ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem", "Annotator"],
         ["stress", "twilight", "pamphlet", "irritate", "stress", "twilight", "1485986147"],
@@ -84,7 +84,7 @@ def test_hollis_readme_layout_lists_all_items_and_a_folder_names_annotators_by_f
     hollis_file(tmp_path / "p" / "anna.csv", header, [["dog", "ennui", "justice", "dog", "haven", "ennui", 1532]])
     hollis_file(tmp_path / "p" / "ben.csv", header, [["haven", "justice", "justice", "dog", "haven", "ennui", 988]])
     report = import_layout(tmp_path / "p", "best-worst-tools", tmp_path / "j.csv")
-    assert report["rows"] == {"all items among the options": 2, "only unchosen items among the options": 0}
+    assert report["rows_by_variant"] == {"all items among the options": 2, "only unchosen items among the options": 0}
     assert report["annotator_from"] == "the file's name"
     assert judgments(tmp_path / "j.csv")[1:] == [
         ["justice", "dog", "haven", "ennui", "dog", "ennui", "anna"],
@@ -116,6 +116,7 @@ def test_hollis_single_file_without_id_has_no_annotator_and_filtered_output_keep
         (["dog", "ennui", "dog", "dog", "haven", "ennui"], "option2", "the tuple repeats item 'dog'"),
         (["dog", "", "justice", "dog", "haven", "ennui"], "worst", "empty value"),
         (["dog", "ennui", "jus\u200btice", "dog", "haven", "ennui"], "option1", "U+200B"),
+        (["dog", "ennui", "jus\ntice", "dog", "haven", "ennui"], "option1", "a line break inside an id"),
     ],
 )
 def test_ambiguous_hollis_rows_are_refused_naming_file_line_and_field(tmp_path: Path, row: list[str], field: str, words: str) -> None:
@@ -331,3 +332,12 @@ def test_each_format_refuses_another_layout_naming_it(tmp_path: Path, header: li
     with pytest.raises(InputError) as e:
         check_layout(path, fmt)
     assert words in e.value.message and "\n" not in str(e.value)
+
+
+def test_a_tab_separated_hollis_file_is_refused_saying_so(tmp_path: Path) -> None:
+    """Layout: the tools also read .tsv files (spreadsheet.py, tab for .tsv); fsb reads comma-separated ones and
+    says so rather than "missing column 'best'"."""
+    path = tmp_path / "p1.tsv"
+    path.write_text("best\tworst\toption1\toption2\na\tb\tc\td\n")
+    with pytest.raises(InputError, match=r"tab-separated \(\.tsv\) file: .* save it as \.csv"):
+        import_layout(path, "best-worst-tools", tmp_path / "j.csv")

@@ -15,8 +15,9 @@ Hollis's tools write two variants, told apart per row: the tools' README lists a
 columns (best and worst among them); their raw data files list only the K-2 unchosen items there. A row
 whose best and worst are both among its options is of the first, one where neither is of the second; one
 where only one of them is, is ambiguous and refused. Every row of every file must give the same K.
-Labels follow fsb's rules (`fsb.tables.rules.label_values`: stripped, NFC, no invisible or bidi control
-character); a refusal names the file, the line and the field, and nothing is written.
+Labels follow fsb's rules for ids (stripped, NFC-normalised as `fsb.tables.rules.label_values` does; no
+line break, NUL or invisible or bidi control character: `fsb.tables.csvrows.text_problem`); a refusal names
+the file, the line and the field, and nothing is written.
 """
 
 from __future__ import annotations
@@ -100,12 +101,19 @@ class _Judgments:
         got = self.labels.get(raw)
         if got is None:
             text = raw.strip()
-            problem = "empty value" if not text else "a line break inside an id" if "\n" in text or "\r" in text else text_problem(text)
+            problem = "empty value" if not text else _break(text) or text_problem(text)
             got = (problem,) if problem else unicodedata.normalize("NFC", text)
             self.labels[raw] = got
         if isinstance(got, tuple):
             raise InputError(path, got[0], line=line, field=name)
         return got
+
+    def who(self, path: Path, line: int, name: str, raw: str) -> str:
+        """An annotator id as written, stripped (empty: none); one holding a line break or a NUL is refused."""
+        text = raw.strip()
+        if problem := _break(text):
+            raise InputError(path, problem.replace("an id", "an annotator id"), line=line, field=name)
+        return text
 
     def add(
         self, path: Path, line: int, items: list[tuple[str, str]], best: tuple[str, str], worst: tuple[str, str], extra: list[str]
@@ -143,6 +151,13 @@ class _Judgments:
             self.seen[(annotator, tuple_key)] = line
 
 
+def _break(text: str) -> str | None:
+    """Why a label cannot be one field of a judgments line: a line break or a NUL byte inside it."""
+    if "\n" in text or "\r" in text:
+        return "a line break inside an id"
+    return "a NUL byte (\\0) inside an id" if "\0" in text else None
+
+
 def _columns(table: Rows, names: Sequence[str], expected: str) -> list[int]:
     require_header(table.path, table.header, names, expected)
     return [table.header.index(n) for n in names]
@@ -170,8 +185,10 @@ def _best_worst_tools(path: Path, cmap: ColumnMap, got: _Judgments) -> dict[str,
     """Hollis's layout: one file, or a folder of *.csv files (one a participant); see the module's docstring."""
     files = sorted(p for p in path.iterdir() if p.suffix.lower() == ".csv" and p.is_file()) if path.is_dir() else [path]
     if not files:
-        raise InputError(path, "a folder without .csv files (Hollis's best-worst tools write one .csv file a participant)")
-    variants = {"all items among the options": 0, "only unchosen items among the options": 0}
+        raise InputError(path, "a folder without .csv files (one a participant; .tsv files are not read: save them as .csv)")
+    if files[0].suffix.lower() == ".tsv":
+        raise InputError(path, "a tab-separated (.tsv) file: fsb reads comma-separated files; save it as .csv")
+    variants = {"all items among the options": 0, "only unchosen items among the options": 0}  # rows of each
     who_from = None
     for f in files:
         table = parse_rows(f)
@@ -198,9 +215,9 @@ def _best_worst_tools(path: Path, cmap: ColumnMap, got: _Judgments) -> dict[str,
                     field=outside[0],
                 )
             variants[f"{'all' if among[0] else 'only unchosen'} items among the options"] += 1
-            annotator = row[who_col].strip() if who_col is not None else f.stem if path.is_dir() else None
+            annotator = got.who(f, line, who, row[who_col]) if who and who_col is not None else f.stem if path.is_dir() else None
             got.add(f, line, opts if among[0] else [best, worst, *opts], best, worst, [] if annotator is None else [annotator])
-    return {"files": len(files), "annotator_from": who_from, "rows": variants}
+    return {"files": len(files), "annotator_from": who_from, "rows_by_variant": variants}
 
 
 def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dict[str, Any]:
@@ -226,7 +243,7 @@ def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dic
             continue
         shown = [(n, got.label(path, line, n, row[c])) for n, c in zip(items, cols[4:])]
         best, worst = (_choice(got, table, i, c, shown, positions) for c in cols[2:4])
-        annotator = row[cols[1]].strip()
+        annotator = got.who(path, line, who, row[cols[1]])
         got.add(path, line, shown, best, worst, [annotator])
         got.once(path, line, who, annotator, row[key] if key is not None else "|".join(sorted(v for _, v in shown)))
     return {"files": 1, "annotator_from": who, "rejected_left_out": rejected}
@@ -248,8 +265,8 @@ def _label_studio_csv(path: Path, got: _Judgments) -> dict[str, Any]:
             continue
         shown = [(n, got.label(path, line, n, row[c])) for n, c in zip(items, cols[6:])]
         best, worst = (_choice(got, table, i, c, shown, True) for c in cols[4:6])
-        annotator = row[cols[1]].strip()
-        got.add(path, line, shown, best, worst, [annotator, row[cols[2]].strip()])
+        annotator = got.who(path, line, "annotator", row[cols[1]])
+        got.add(path, line, shown, best, worst, [annotator, got.who(path, line, "created_at", row[cols[2]])])
         got.once(path, line, "annotator", annotator, row[cols[3]].strip())
     return {"files": 1, "annotator_from": "annotator", "tasks_without_annotation": unannotated}
 
@@ -266,7 +283,7 @@ def _columns_map(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) 
         line = table.lines[i]
         shown = [(name, got.label(path, line, name, row[c])) for name, c in zip(cmap.items, cols[n:])]
         best, worst = (_choice(got, table, i, c, shown, positions) for c in cols[:2])
-        extra = [row[cols[2]].strip()] if cmap.annotator else []
+        extra = [got.who(path, line, cmap.annotator, row[cols[2]])] if cmap.annotator else []
         got.add(path, line, shown, best, worst, extra)
     return {"files": 1, "annotator_from": cmap.annotator}
 
