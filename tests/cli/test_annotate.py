@@ -142,3 +142,7 @@ def test_column_map_options_through_the_command_line(tmp_path: Path) -> None:
     assert (tmp_path / "j.csv").read_text() == "Item1,Item2,Item3,BestItem,WorstItem,Annotator\nox,cat,ant,ant,ox,r1\n"
     proc = fsb("annotate", "import", tmp_path / "lab.csv", "--tuples", tmp_path / "lab.csv", *cols, "--out", tmp_path / "k.csv")
     assert proc.returncode == 2 and "--items-cols maps another tool's columns" in proc.stderr and not (tmp_path / "k.csv").exists()
+    cols[1] = "w1,w2,w4"  # a column the file does not have
+    proc = fsb("annotate", "import", tmp_path / "lab.csv", "--format", "columns", *cols, "--out", tmp_path / "k.csv")
+    assert proc.returncode == 2 and "line 1, field 'w4': missing column" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "k.csv").exists()
