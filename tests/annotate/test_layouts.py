@@ -341,3 +341,36 @@ def test_a_tab_separated_hollis_file_is_refused_saying_so(tmp_path: Path) -> Non
     path.write_text("best\tworst\toption1\toption2\na\tb\tc\td\n")
     with pytest.raises(InputError, match=r"tab-separated \(\.tsv\) file: .* save it as \.csv"):
         import_layout(path, "best-worst-tools", tmp_path / "j.csv")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "header", "field", "words"),
+    [
+        ("best-worst-tools", ["best", "worst", "option1", "option2", "option4", "option5"], "option3", "names option5 but not option3"),
+        ("best-worst-tools", ["best", "worst", "option0", "option1", "option2"], "option0", "'option0' looks like an item column"),
+        ("best-worst-tools", ["best", "worst", "option1", "option2", "Option 3"], "Option 3", "looks like an item column"),
+        ("best-worst-tools", ["best", "worst", "option1", "option2", "option3\0"], "option3\0", "looks like an item column"),
+        (
+            "mturk",
+            ["HITId", "WorkerId", "AssignmentStatus", "Input.Item1", "Input.Item2", "Input.Item4", "Answer.best", "Answer.worst"],
+            "Input.Item3",
+            "names Input.Item4 but not Input.Item3",
+        ),
+        (
+            "label-studio",
+            [*LS_HEADER[:5], "item1", "item2", "item4", "lead_time", "tuple_id", "worst"],
+            "item3",
+            "names item4 but not item3",
+        ),
+    ],
+)
+def test_item_columns_after_a_gap_are_refused_not_dropped(tmp_path: Path, fmt: str, header: list[str], field: str, words: str) -> None:
+    """Layouts: Hollis's (option1..optionK), MTurk's (Input.Item1..K), Label Studio's CSV (item1..itemK), each with
+    a gap or a near name in its item columns: read as a shorter tuple they would drop items silently (bee and eel
+    here), so the header is refused naming the column, as fsb's judgments reader refuses Item1, Item2, Item4."""
+    values = {"best": "ant", "worst": "cat", "option1": "dog", "option2": "bee", "option4": "eel", "option5": "fox"}
+    path = write_csv(tmp_path / "a.csv", header, [[values.get(h, "1") for h in header]])
+    with pytest.raises(InputError) as e:
+        import_layout(path, fmt, tmp_path / "j.csv")
+    assert (e.value.line, e.value.field) == (1, field) and words in e.value.message, e.value
+    assert not (tmp_path / "j.csv").exists()

@@ -163,12 +163,25 @@ def _columns(table: Rows, names: Sequence[str], expected: str) -> list[int]:
     return [table.header.index(n) for n in names]
 
 
-def _numbered(header: Sequence[str], prefix: str, start: int = 1) -> list[str]:
-    """prefix1, prefix2, ... as long as the header has them, without a gap."""
-    names: list[str] = []
-    while f"{prefix}{start + len(names)}" in header:
-        names.append(f"{prefix}{start + len(names)}")
-    return names
+def _numbered(path: Path, header: Sequence[str], prefix: str) -> list[str]:
+    """prefix1..prefixK, the item columns of a layout, numbered from 1 with no gap (as fsb's judgments reader
+    wants Item1..ItemK): a gap (option1, option2, option4), option0, or a near name (`Option 3`, `option3` with
+    a NUL or a line break in it) is refused in one line naming the column, never read as a shorter tuple."""
+    numbers: dict[int, str] = {}
+    for name in header:
+        squeezed = "".join(c for c in name if c.isalnum() or c == ".").lower()
+        if not (squeezed.startswith(prefix.lower()) and squeezed[len(prefix) :].isdigit()):
+            continue
+        digits = name[len(prefix) :]
+        if not (name.startswith(prefix) and digits.isascii() and digits.isdigit() and digits[0] != "0"):
+            message = f"{quoted(name)} looks like an item column but is not one of {prefix}1..{prefix}K (exact case, from 1)"
+            raise InputError(path, message, line=1, field=name)
+        numbers[int(digits)] = name
+    k = next(j for j in range(1, len(numbers) + 2) if j not in numbers) - 1
+    if k < len(numbers):
+        message = f"missing column: the header names {prefix}{max(numbers)} but not {prefix}{k + 1} (item columns have no gap)"
+        raise InputError(path, message, line=1, field=f"{prefix}{k + 1}")
+    return [numbers[j] for j in range(1, k + 1)]
 
 
 def _choice(got: _Judgments, table: Rows, i: int, col: int, items: list[tuple[str, str]], positions: bool) -> tuple[str, str]:
@@ -193,7 +206,7 @@ def _best_worst_tools(path: Path, cmap: ColumnMap, got: _Judgments) -> dict[str,
     for f in files:
         table = parse_rows(f)
         check_layout(f, "best-worst-tools", table.header)
-        options = list(cmap.items or _numbered(table.header, "option")) or ["option1"]
+        options = list(cmap.items or _numbered(f, table.header, "option")) or ["option1"]
         best_col, worst_col = cmap.best or "best", cmap.worst or "worst"
         cols = _columns(table, [best_col, worst_col, *options], "best, worst, option1..optionK")
         who = cmap.annotator or next((c for c in HOLLIS_ANNOTATOR if c in table.header), None)
@@ -224,7 +237,7 @@ def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dic
     """An MTurk batch results CSV: a row per assignment, Rejected ones left out and counted."""
     table = parse_rows(path)
     check_layout(path, "mturk", table.header)
-    items = list(cmap.items or _numbered(table.header, "Input.Item")) or ["Input.Item1"]
+    items = list(cmap.items or _numbered(path, table.header, "Input.Item")) or ["Input.Item1"]
     best_col, worst_col, who = cmap.best or "Answer.best", cmap.worst or "Answer.worst", cmap.annotator or "WorkerId"
     expected = (
         "AssignmentStatus, WorkerId, Input.Item1..K, Answer.best, Answer.worst; another template: --items-cols, --best-col, --worst-col"
@@ -255,7 +268,7 @@ def _label_studio_csv(path: Path, got: _Judgments) -> dict[str, Any]:
     item1..itemK; a task nobody annotated is a row without annotation_id, left out and counted."""
     table = parse_rows(path)
     check_layout(path, "label-studio", table.header)
-    items = _numbered(table.header, "item") or ["item1"]
+    items = _numbered(path, table.header, "item") or ["item1"]
     cols = _columns(table, ["annotation_id", "annotator", "created_at", "tuple_id", "best", "worst", *items], "Label Studio's CSV export")
     unannotated = 0
     for i, row in enumerate(table.rows):
