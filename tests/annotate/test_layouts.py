@@ -62,8 +62,9 @@ def test_hollis_raw_data_folder_one_file_a_participant(tmp_path: Path) -> None:
     (folder / "notes.txt").write_text("not a data file")
     out = tmp_path / "j.csv"
     report = import_layout(folder, "best-worst-tools", out)
+    assert report["skipped"] == {str(folder / "notes.txt"): "not a .csv file (.txt)"}
     assert report["files"] == 2 and report["judgments"] == 3 and report["tuple_size"] == 4 and report["annotators"] == 2
-    assert report["annotator_from"] == "uuid" and report["rows_by_variant"]["only unchosen items among the options"] == 3
+    assert report["annotator_from"] == {"uuid": 2} and report["rows_by_variant"]["only unchosen items among the options"] == 3
     assert judgments(out) == [
         ["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem", "Annotator"],
         ["stress", "twilight", "pamphlet", "irritate", "stress", "twilight", "1485986147"],
@@ -85,7 +86,7 @@ def test_hollis_readme_layout_lists_all_items_and_a_folder_names_annotators_by_f
     hollis_file(tmp_path / "p" / "ben.csv", header, [["haven", "justice", "justice", "dog", "haven", "ennui", 988]])
     report = import_layout(tmp_path / "p", "best-worst-tools", tmp_path / "j.csv")
     assert report["rows_by_variant"] == {"all items among the options": 2, "only unchosen items among the options": 0}
-    assert report["annotator_from"] == "the file's name"
+    assert report["annotator_from"] == {"the file's name": 2}
     assert judgments(tmp_path / "j.csv")[1:] == [
         ["justice", "dog", "haven", "ennui", "dog", "ennui", "anna"],
         ["justice", "dog", "haven", "ennui", "haven", "justice", "ben"],
@@ -100,7 +101,7 @@ def test_hollis_single_file_without_id_has_no_annotator_and_filtered_output_keep
     import_layout(plain, "best-worst-tools", tmp_path / "j1.csv")
     assert judgments(tmp_path / "j1.csv") == [["Item1", "Item2", "Item3", "Item4", "BestItem", "WorstItem"], ["a", "b", "c", "d", "a", "b"]]
     filtered = hollis_file(tmp_path / "kept.csv", ["User", "best", "worst", "option1", "option2"], [["p7", "a", "b", "c", "d"]])
-    assert import_layout(filtered, "best-worst-tools", tmp_path / "j2.csv")["annotator_from"] == "User"
+    assert import_layout(filtered, "best-worst-tools", tmp_path / "j2.csv")["annotator_from"] == {"User": 1}
     assert judgments(tmp_path / "j2.csv")[1] == ["a", "b", "c", "d", "a", "b", "p7"]
     other = hollis_file(tmp_path / "o.csv", ["subject", "best", "worst", "option1", "option2"], [["s1", "a", "b", "c", "d"]])
     import_layout(other, "best-worst-tools", tmp_path / "j3.csv", columns=ColumnMap(annotator="subject"))
@@ -373,4 +374,21 @@ def test_item_columns_after_a_gap_are_refused_not_dropped(tmp_path: Path, fmt: s
     with pytest.raises(InputError) as e:
         import_layout(path, fmt, tmp_path / "j.csv")
     assert (e.value.line, e.value.field) == (1, field) and words in e.value.message, e.value
+    assert not (tmp_path / "j.csv").exists()
+
+
+def test_a_participant_judging_one_tuple_twice_is_refused_across_files_and_in_columns(tmp_path: Path) -> None:
+    """Layouts: Hollis's raw data (uuid the participant) in two files of one folder, the second repeating a
+    tuple of the first (its items in another order), and a lab's sheet read by --format columns with an
+    annotator column: one annotator's second judgment of a tuple is refused, as mturk, label-studio and fsb's
+    own answers refuse it, naming the first judgment's file and line."""
+    hollis_file(tmp_path / "raw" / "a.csv", HOLLIS_RAW, [[1, 10, 77, 0, "x", "y", "ant", "bee", "cat", "dog"]])
+    hollis_file(tmp_path / "raw" / "b.csv", HOLLIS_RAW, [[1, 10, 77, 1, "x", "y", "dog", "cat", "bee", "ant"]])
+    with pytest.raises(InputError, match=r"annotator '77' already judged this tuple \(.*a\.csv line 2\)") as e:
+        import_layout(tmp_path / "raw", "best-worst-tools", tmp_path / "j.csv")
+    assert e.value.path.endswith("b.csv") and (e.value.line, e.value.field) == (2, "uuid")
+    path = write_csv(tmp_path / "lab.csv", ["rater", "w1", "w2", "w3", "most", "least"], [["r1", "ox", "cat", "ant", "cat", "ox"]] * 2)
+    cmap = ColumnMap(items=["w1", "w2", "w3"], best="most", worst="least", annotator="rater")
+    with pytest.raises(InputError, match=r"annotator 'r1' already judged this tuple \(line 2\)"):
+        import_layout(path, "columns", tmp_path / "j.csv", columns=cmap)
     assert not (tmp_path / "j.csv").exists()

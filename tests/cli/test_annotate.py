@@ -146,3 +146,36 @@ def test_column_map_options_through_the_command_line(tmp_path: Path) -> None:
     proc = fsb("annotate", "import", tmp_path / "lab.csv", "--format", "columns", *cols, "--out", tmp_path / "k.csv")
     assert proc.returncode == 2 and "line 1, field 'w4': missing column" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert not (tmp_path / "k.csv").exists()
+
+
+def test_an_out_among_the_participants_files_is_refused_even_with_force(tmp_path: Path) -> None:
+    """Layout: Hollis's raw data folder. `--out d/p1.csv --force` would replace a participant's file: every file
+    read is an input, so it is refused and p1.csv is left as it was. `--out d/judgments.csv` twice: the second
+    run skips the judgments and the record the first wrote there, and says so."""
+    header = ["group", "id", "uuid", "trial", "best_text", "worst_text", "best", "worst", "option1", "option2"]
+    (tmp_path / "d").mkdir()
+    write_csv(tmp_path / "d" / "p1.csv", header, [[1, 1, 11, 0, "most", "least", "ant", "bee", "cat", "dog"]])
+    write_csv(tmp_path / "d" / "p2.csv", header, [[1, 2, 12, 0, "most", "least", "cat", "dog", "ant", "bee"]])
+    before = (tmp_path / "d" / "p1.csv").read_bytes()
+    proc = fsb("annotate", "import", tmp_path / "d", "--format", "best-worst-tools", "--out", tmp_path / "d" / "p1.csv", "--force")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and (tmp_path / "d" / "p1.csv").read_bytes() == before, proc.stderr
+    for _ in range(2):
+        proc = fsb("annotate", "import", tmp_path / "d", "--format", "best-worst-tools", "--out", tmp_path / "d" / "judgments.csv")
+        assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert (summary["files"], summary["judgments"]) == (2, 2)
+    assert sorted(summary["skipped"]) == [str(tmp_path / "d" / ".fsb-files.json"), str(tmp_path / "d" / "judgments.csv")]
+
+
+def test_several_files_from_a_shell_glob_are_read_as_participants(tmp_path: Path) -> None:
+    """Layout: Hollis's README variant, one file a participant, passed as `raw/*` (the tools' README runs
+    `score_trials.py samples/aoa_raw_data/*`); other formats read one file and say so."""
+    (tmp_path / "raw").mkdir()
+    write_csv(tmp_path / "raw" / "anna.csv", ["best", "worst", "option1", "option2"], [["ant", "bee", "cat", "dog"]])
+    write_csv(tmp_path / "raw" / "ben.csv", ["best", "worst", "option1", "option2"], [["cat", "dog", "ant", "bee"]])
+    files = sorted((tmp_path / "raw").iterdir())
+    proc = fsb("annotate", "import", *files, "--format", "best-worst-tools", "--out", tmp_path / "j.csv")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "j.csv").read_text().splitlines()[1:] == ["ant,bee,cat,dog,ant,bee,anna", "cat,dog,ant,bee,cat,dog,ben"]
+    proc = fsb("annotate", "import", *files, "--format", "mturk", "--out", tmp_path / "k.csv")
+    assert proc.returncode == 2 and "--format mturk reads one file; only --format best-worst-tools" in proc.stderr, proc.stderr

@@ -26,12 +26,13 @@ import csv
 import io
 import os
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from fsb.annotate.forms import JUDGMENTS_KIND
+from fsb.annotate.layouts_folder import Participants, participant_files
 from fsb.core.readers import InputError, quoted
 from fsb.core.seals import recorded_write
 from fsb.tables.csvrows import Rows, parse_rows, require_header, text_problem
@@ -94,7 +95,7 @@ class _Judgments:
     k: int | None = None
     first: str = ""
     labels: dict[str, str | tuple[str]] = field(default_factory=dict)
-    seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    seen: dict[tuple[str, Hashable], tuple[Path, int]] = field(default_factory=dict)
 
     def label(self, path: Path, line: int, name: str, raw: str) -> str:
         """`raw` as fsb reads a label: stripped and NFC-normalised; empty, multi-line or invisible ones refused."""
@@ -108,11 +109,11 @@ class _Judgments:
             raise InputError(path, got[0], line=line, field=name)
         return got
 
-    def who(self, path: Path, line: int, name: str, raw: str) -> str:
+    def who(self, path: Path, line: int | None, name: str | None, raw: str, what: str = "an annotator id") -> str:
         """An annotator id as written, stripped (empty: none); one holding a line break or a NUL is refused."""
         text = raw.strip()
         if problem := _break(text):
-            raise InputError(path, problem.replace("an id", "an annotator id"), line=line, field=name)
+            raise InputError(path, problem.replace("an id", what), line=line, field=name)
         return text
 
     def add(
@@ -138,17 +139,13 @@ class _Judgments:
             raise InputError(path, f"a tuple of {len(items)} items where the first ({self.first}) has {self.k}", line=line)
         self.rows.append([*(i for _, i in items), best[1], worst[1], *extra])
 
-    def once(self, path: Path, line: int, name: str, annotator: str, tuple_key: str) -> None:
-        """Refuse an annotator's second judgment of one tuple (naming the first's line)."""
+    def once(self, path: Path, line: int, name: str, annotator: str, tuple_key: Hashable) -> None:
+        """Refuse an annotator's second judgment of one tuple (`tuple_key`), naming the first's file and line."""
         if annotator:
-            if (annotator, tuple_key) in self.seen:
-                raise InputError(
-                    path,
-                    f"annotator {quoted(annotator)} already judged this tuple (line {self.seen[(annotator, tuple_key)]})",
-                    line=line,
-                    field=name,
-                )
-            self.seen[(annotator, tuple_key)] = line
+            first = self.seen.setdefault((annotator, tuple_key), (path, line))
+            if first != (path, line):
+                where = f"line {first[1]}" if first[0] == path else f"{first[0]} line {first[1]}"
+                raise InputError(path, f"annotator {quoted(annotator)} already judged this tuple ({where})", line=line, field=name)
 
 
 def _break(text: str) -> str | None:
@@ -194,16 +191,12 @@ def _choice(got: _Judgments, table: Rows, i: int, col: int, items: list[tuple[st
     return name, items[int(raw) - 1][1]
 
 
-def _best_worst_tools(path: Path, cmap: ColumnMap, got: _Judgments) -> dict[str, Any]:
-    """Hollis's layout: one file, or a folder of *.csv files (one a participant); see the module's docstring."""
-    files = sorted(p for p in path.iterdir() if p.suffix.lower() == ".csv" and p.is_file()) if path.is_dir() else [path]
-    if not files:
-        raise InputError(path, "a folder without .csv files (one a participant; .tsv files are not read: save them as .csv)")
-    if files[0].suffix.lower() == ".tsv":
-        raise InputError(path, "a tab-separated (.tsv) file: fsb reads comma-separated files; save it as .csv")
+def _best_worst_tools(found: Participants, cmap: ColumnMap, got: _Judgments) -> dict[str, Any]:
+    """Hollis's layout: the files `fsb.annotate.layouts_folder.participant_files` lists; see the module's docstring."""
     variants = {"all items among the options": 0, "only unchosen items among the options": 0}  # rows of each
-    who_from = None
-    for f in files:
+    annotator_from: dict[str, int] = {}  # where each file's annotators come from -> files
+    stems: dict[str, Path] = {}
+    for f in found.files:
         table = parse_rows(f)
         check_layout(f, "best-worst-tools", table.header)
         options = list(cmap.items or _numbered(f, table.header, "option")) or ["option1"]
@@ -211,7 +204,13 @@ def _best_worst_tools(path: Path, cmap: ColumnMap, got: _Judgments) -> dict[str,
         cols = _columns(table, [best_col, worst_col, *options], "best, worst, option1..optionK")
         who = cmap.annotator or next((c for c in HOLLIS_ANNOTATOR if c in table.header), None)
         who_col = _columns(table, [who], "the --annotator-col column")[0] if who else None
-        who_from = who or ("the file's name" if path.is_dir() else None)
+        stem = None
+        if who is None and found.one_a_participant:
+            stem = got.who(f.parent, None, None, f.stem, what=f"the file name {quoted(f.name)}, the annotator,")
+            if stems.setdefault(stem, f) != f:
+                raise InputError(f, f"the annotator is the file's name, {quoted(stem)}, as for {stems[stem]}: rename one")
+        source = who or ("the file's name" if stem is not None else "none")
+        annotator_from[source] = annotator_from.get(source, 0) + 1
         for i, row in enumerate(table.rows):
             line = table.lines[i]
             best = (best_col, got.label(f, line, best_col, row[cols[0]]))
@@ -228,9 +227,11 @@ def _best_worst_tools(path: Path, cmap: ColumnMap, got: _Judgments) -> dict[str,
                     field=outside[0],
                 )
             variants[f"{'all' if among[0] else 'only unchosen'} items among the options"] += 1
-            annotator = got.who(f, line, who, row[who_col]) if who and who_col is not None else f.stem if path.is_dir() else None
-            got.add(f, line, opts if among[0] else [best, worst, *opts], best, worst, [] if annotator is None else [annotator])
-    return {"files": len(files), "annotator_from": who_from, "rows_by_variant": variants}
+            annotator = got.who(f, line, who, row[who_col]) if who and who_col is not None else stem
+            items = opts if among[0] else [best, worst, *opts]
+            got.add(f, line, items, best, worst, [] if annotator is None else [annotator])
+            got.once(f, line, who or best_col, annotator or "", ("items", *sorted(v for _, v in items)))
+    return {"files": len(found.files), "skipped": found.skipped, "annotator_from": annotator_from, "rows_by_variant": variants}
 
 
 def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dict[str, Any]:
@@ -298,11 +299,13 @@ def _columns_map(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) 
         best, worst = (_choice(got, table, i, c, shown, positions) for c in cols[:2])
         extra = [got.who(path, line, cmap.annotator, row[cols[2]])] if cmap.annotator else []
         got.add(path, line, shown, best, worst, extra)
+        if cmap.annotator:
+            got.once(path, line, cmap.annotator, extra[0], ("items", *sorted(v for _, v in shown)))
     return {"files": 1, "annotator_from": cmap.annotator}
 
 
 def import_layout(
-    source: str | os.PathLike[str],
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     fmt: str,
     out: str | os.PathLike[str],
     *,
@@ -317,7 +320,8 @@ def import_layout(
     Parameters
     ----------
     source
-        the file (best-worst-tools: or a folder of per-participant .csv files).
+        the file (best-worst-tools: or a folder of per-participant .csv files, or several files and folders,
+        `fsb.annotate.layouts_folder.participant_files`).
     fmt
         one of `FORMATS`.
     out
@@ -334,9 +338,12 @@ def import_layout(
     dict
         format, files, judgments, tuple_size, annotators, where the annotator came from, what was left out, out.
     """
-    path, cmap, got = Path(source), columns or ColumnMap(), _Judgments()
+    sources = [source] if isinstance(source, str | os.PathLike) else list(source)
+    if fmt != "best-worst-tools" and (len(sources) != 1 or Path(sources[0]).is_dir()):
+        raise InputError(sources[0], f"--format {fmt} reads one file; only --format best-worst-tools reads a folder or several files")
+    path, cmap, got = Path(sources[0]), columns or ColumnMap(), _Judgments()
     if fmt == "best-worst-tools":
-        report = _best_worst_tools(path, cmap, got)
+        report = _best_worst_tools(participant_files(sources), cmap, got)
     elif fmt == "mturk":
         report = _mturk(path, cmap, got, positions)
     elif fmt == "label-studio":

@@ -113,8 +113,10 @@ def _import_arguments(im: argparse.ArgumentParser) -> None:
     im.add_argument(
         "responses",
         type=input_file,
+        nargs="+",
+        metavar="FILE",
         help="answers (tuple_id,best,worst[,annotator][,timestamp]), Label Studio's JSON or CSV export, or another tool's "
-        "judgments (--format); best-worst-tools: a file or a folder of per-participant files",
+        "judgments (--format); best-worst-tools: a file, a folder of per-participant .csv files, or several files (raw/*)",
     )
     im.add_argument(
         "--format",
@@ -173,12 +175,18 @@ def _column_map(args: argparse.Namespace) -> object:
 )
 def _import(args: argparse.Namespace) -> int:
     from fsb.annotate import forms as annotate
-    from fsb.annotate import layouts
+    from fsb.annotate import layouts, layouts_folder
 
     columns = _column_map(args)
-    output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[args.responses, args.tuples])
+    sources, inputs = args.responses, list(args.responses)
+    if args.format == "best-worst-tools":  # every file read is an input: an --out among them is refused, even with --force
+        inputs += layouts_folder.participant_files(sources).files
+    elif len(sources) > 1 or Path(sources[0]).is_dir():
+        raise FsbError(f"--format {args.format} reads one file; only --format best-worst-tools reads a folder or several files")
+    output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[*inputs, args.tuples])
+    args.responses = sources[0] if args.format != "best-worst-tools" else sources
     ls_json = args.format == "label-studio" and layouts.is_json(args.responses)
-    if args.format != "columns" and not ls_json and not Path(args.responses).is_dir():
+    if args.format not in ("columns", "best-worst-tools") and not ls_json:
         layouts.check_layout(args.responses, args.format)  # a file of another layout: one line naming it and the --format
     if ls_json:
         result = annotate.import_label_studio(export_json=args.responses, out=args.out, design_csv=args.tuples, force=args.force)
