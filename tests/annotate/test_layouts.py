@@ -392,3 +392,29 @@ def test_a_participant_judging_one_tuple_twice_is_refused_across_files_and_in_co
     with pytest.raises(InputError, match=r"annotator 'r1' already judged this tuple \(line 2\)"):
         import_layout(path, "columns", tmp_path / "j.csv", columns=cmap)
     assert not (tmp_path / "j.csv").exists()
+
+
+def test_annotator_ids_follow_the_rules_of_item_ids_in_every_format(tmp_path: Path) -> None:
+    """Layouts: Hollis's README variant in a folder, named by file (a file name with a line break in it would be
+    a two-line annotator); MTurk's batch results (a WorkerId typed "José" in NFD and in NFC is one worker, so
+    their second judgment of the tuple is refused; a right-to-left override in an id is refused);
+    Label Studio's CSV export (a zero-width space in the annotator)."""
+    folder = tmp_path / "p"
+    hollis_file(folder / "p\n1.csv", ["best", "worst", "option1", "option2"], [["ant", "bee", "cat", "dog"]])
+    with pytest.raises(InputError, match=r"the file name 'p\\n1.csv' \(the annotator\): a line break inside it") as e:
+        import_layout(folder, "best-worst-tools", tmp_path / "j.csv")
+    assert "\n" not in str(e.value) and e.value.path == str(folder)
+    rows = [
+        ("3A1", "Jose\u0301", "Approved", ["5", "2", "9", "1"], "9", "1"),
+        ("3A2", "Jos\u00e9", "Approved", ["5", "2", "9", "1"], "5", "2"),
+    ]
+    with pytest.raises(InputError, match=r"annotator 'José' already judged this tuple \(line 2\)"):
+        import_layout(mturk_file(tmp_path / "m.csv", rows), "mturk", tmp_path / "j.csv")
+    rows = [("3A1", "A1\u202eX", "Approved", ["5", "2", "9", "1"], "9", "1")]
+    with pytest.raises(InputError, match=r"U\+202E") as e:
+        import_layout(mturk_file(tmp_path / "m.csv", rows), "mturk", tmp_path / "j.csv")
+    assert (e.value.line, e.value.field) == (2, "WorkerId")
+    path = ls_csv(tmp_path / "e.csv", [(1, "2\u200b", "1", "3", 1, 0, [5, 10, 8, 2])])
+    with pytest.raises(InputError, match=r"U\+200B") as e:
+        import_layout(path, "label-studio", tmp_path / "j.csv")
+    assert e.value.field == "annotator" and not (tmp_path / "j.csv").exists()

@@ -110,11 +110,12 @@ class _Judgments:
         return got
 
     def who(self, path: Path, line: int | None, name: str | None, raw: str, what: str = "an annotator id") -> str:
-        """An annotator id as written, stripped (empty: none); one holding a line break or a NUL is refused."""
+        """An annotator id by the rules of item ids (`label`): stripped, NFC-normalised ("Jose" + U+0301 is
+        "José", one annotator), no line break, NUL, invisible or bidi control character; empty: none."""
         text = raw.strip()
-        if problem := _break(text):
-            raise InputError(path, problem.replace("an id", what), line=line, field=name)
-        return text
+        if problem := _break(text) or text_problem(text):
+            raise InputError(path, f"{what}: {problem.replace('inside an id', 'inside it')}", line=line, field=name)
+        return unicodedata.normalize("NFC", text)
 
     def add(
         self, path: Path, line: int, items: list[tuple[str, str]], best: tuple[str, str], worst: tuple[str, str], extra: list[str]
@@ -206,7 +207,7 @@ def _best_worst_tools(found: Participants, cmap: ColumnMap, got: _Judgments) -> 
         who_col = _columns(table, [who], "the --annotator-col column")[0] if who else None
         stem = None
         if who is None and found.one_a_participant:
-            stem = got.who(f.parent, None, None, f.stem, what=f"the file name {quoted(f.name)}, the annotator,")
+            stem = got.who(f.parent, None, None, f.stem, what=f"the file name {quoted(f.name)} (the annotator)")
             if stems.setdefault(stem, f) != f:
                 raise InputError(f, f"the annotator is the file's name, {quoted(stem)}, as for {stems[stem]}: rename one")
         source = who or ("the file's name" if stem is not None else "none")
