@@ -418,3 +418,21 @@ def test_annotator_ids_follow_the_rules_of_item_ids_in_every_format(tmp_path: Pa
     with pytest.raises(InputError, match=r"U\+200B") as e:
         import_layout(path, "label-studio", tmp_path / "j.csv")
     assert e.value.field == "annotator" and not (tmp_path / "j.csv").exists()
+
+
+def test_columns_on_an_mturk_file_leaves_rejected_assignments_out_as_mturk_does(tmp_path: Path) -> None:
+    """Layout: MTurk's batch results CSV of fsb's forms, read by --format columns with a column map (as a user
+    does who missed --format mturk): Rejected assignments are left out and counted as --format mturk does, not
+    kept silently; the two formats give the same judgments."""
+    rows = [
+        ("3A1", "W1", "Approved", ["5", "2", "9", "1"], "9", "1"),
+        ("3A2", "W2", "Rejected", ["5", "2", "9", "1"], "2", "2"),
+        ("3A3", "W3", "Submitted", ["3", "4", "6", "7"], "7", "3"),
+    ]
+    path = mturk_file(tmp_path / "b.csv", rows)
+    items = ["Input.Item1", "Input.Item2", "Input.Item3", "Input.Item4"]
+    cmap = ColumnMap(items=items, best="Answer.best", worst="Answer.worst", annotator="WorkerId")
+    report = import_layout(path, "columns", tmp_path / "j.csv", columns=cmap)
+    assert report["rejected_left_out"] == 1 and report["judgments"] == 2
+    import_layout(path, "mturk", tmp_path / "m.csv")
+    assert judgments(tmp_path / "j.csv") == judgments(tmp_path / "m.csv")

@@ -182,6 +182,15 @@ def _numbered(path: Path, header: Sequence[str], prefix: str) -> list[str]:
     return [numbers[j] for j in range(1, k + 1)]
 
 
+def _rejected(table: Rows, i: int, col: int) -> bool:
+    """Whether row `i` is a Rejected MTurk assignment (left out and counted); a status other than MTurk's refused."""
+    status = table.rows[i][col].strip()
+    if status not in MTURK_STATUSES:
+        message = f"status {quoted(status)} is not one of {', '.join(MTURK_STATUSES)}"
+        raise InputError(table.path, message, line=table.lines[i], field=table.header[col])
+    return status == "Rejected"
+
+
 def _choice(got: _Judgments, table: Rows, i: int, col: int, items: list[tuple[str, str]], positions: bool) -> tuple[str, str]:
     """The (column, item) a best or worst cell names: an item id, or with `positions` a place 1..K."""
     name, raw, line = table.header[col], table.rows[i][col].strip(), table.lines[i]
@@ -248,12 +257,8 @@ def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dic
     key = table.header.index("HITId") if "HITId" in table.header else None
     rejected = 0
     for i, row in enumerate(table.rows):
-        line, status = table.lines[i], row[cols[0]].strip()
-        if status not in MTURK_STATUSES:
-            raise InputError(
-                path, f"status {quoted(status)} is not one of {', '.join(MTURK_STATUSES)}", line=line, field="AssignmentStatus"
-            )
-        if status == "Rejected":
+        line = table.lines[i]
+        if _rejected(table, i, cols[0]):
             rejected += 1
             continue
         shown = [(n, got.label(path, line, n, row[c])) for n, c in zip(items, cols[4:])]
@@ -294,15 +299,20 @@ def _columns_map(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) 
     names = [cmap.best, cmap.worst, *([cmap.annotator] if cmap.annotator else []), *cmap.items]
     cols = _columns(table, names, "the columns --items-cols, --best-col, --worst-col and --annotator-col name")
     n = 3 if cmap.annotator else 2
+    status = table.header.index("AssignmentStatus") if "AssignmentStatus" in table.header else None  # an MTurk file
+    rejected = 0
     for i, row in enumerate(table.rows):
         line = table.lines[i]
+        if status is not None and _rejected(table, i, status):
+            rejected += 1
+            continue
         shown = [(name, got.label(path, line, name, row[c])) for name, c in zip(cmap.items, cols[n:])]
         best, worst = (_choice(got, table, i, c, shown, positions) for c in cols[:2])
         extra = [got.who(path, line, cmap.annotator, row[cols[2]])] if cmap.annotator else []
         got.add(path, line, shown, best, worst, extra)
         if cmap.annotator:
             got.once(path, line, cmap.annotator, extra[0], ("items", *sorted(v for _, v in shown)))
-    return {"files": 1, "annotator_from": cmap.annotator}
+    return {"files": 1, "annotator_from": cmap.annotator, **({"rejected_left_out": rejected} if status is not None else {})}
 
 
 def import_layout(
