@@ -436,3 +436,27 @@ def test_columns_on_an_mturk_file_leaves_rejected_assignments_out_as_mturk_does(
     assert report["rejected_left_out"] == 1 and report["judgments"] == 2
     import_layout(path, "mturk", tmp_path / "m.csv")
     assert judgments(tmp_path / "j.csv") == judgments(tmp_path / "m.csv")
+
+
+def test_a_repeated_judgment_is_found_by_tuple_not_by_hit_or_a_joined_string(tmp_path: Path) -> None:
+    """Layouts: MTurk's batch results CSV of fsb's forms, one tuple (Input.tuple_id 0) posted in two HITs and
+    judged in both by one worker: refused (it was checked by HITId). MTurk without HITId and Label Studio's CSV
+    with empty tuple_id cells: two different tuples whose items joined with '|' read alike ("a|b","c" and "a",
+    "b|c") are two tuples, read without a false repeat; one tuple twice is refused."""
+    rows = [("3A1", "W1", "Approved", ["5", "2", "9", "1"], "9", "1"), ("3A2", "W2", "Approved", ["5", "2", "9", "1"], "5", "2")]
+    rows.append(("3A3", "W1", "Approved", ["2", "9", "1", "5"], "2", "5"))  # HIT 3HIT1, the same tuple 0 again
+    path = mturk_file(tmp_path / "b.csv", rows)
+    text = path.read_text().splitlines()
+    text[3] = text[3].replace('"1","2","9","1","5"', '"0","2","9","1","5"')  # Input.tuple_id of the third row: 0
+    path.write_text("\n".join(text) + "\n")
+    with pytest.raises(InputError, match=r"annotator 'W1' already judged this tuple \(line 2\)") as e:
+        import_layout(path, "mturk", tmp_path / "j.csv")
+    assert e.value.line == 4
+    header = ["WorkerId", "AssignmentStatus", "Input.Item1", "Input.Item2", "Input.Item3", "Answer.best", "Answer.worst"]
+    lone = [["W1", "Approved", "a|b", "c", "d", "c", "d"], ["W1", "Approved", "a", "b|c", "d", "a", "d"]]
+    assert import_layout(write_csv(tmp_path / "n.csv", header, lone), "mturk", tmp_path / "j.csv")["judgments"] == 2
+    ls = [(1, "2", "1", "3", 1, "", ["a|b", "c", "d", "e"]), (2, "2", "1", "3", 2, "", ["a", "b|c", "d", "e"])]
+    assert import_layout(ls_csv(tmp_path / "l.csv", ls), "label-studio", tmp_path / "k.csv")["judgments"] == 2
+    ls.append((3, "2", "2", "3", 3, "", ["e", "d", "a", "b|c"]))
+    with pytest.raises(InputError, match=r"annotator '2' already judged this tuple \(line 3\)"):
+        import_layout(ls_csv(tmp_path / "l.csv", ls), "label-studio", tmp_path / "m.csv")

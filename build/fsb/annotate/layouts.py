@@ -182,6 +182,12 @@ def _numbered(path: Path, header: Sequence[str], prefix: str) -> list[str]:
     return [numbers[j] for j in range(1, k + 1)]
 
 
+def _tuple_key(tuple_id: str, items: list[tuple[str, str]]) -> tuple[str, ...]:
+    """What makes two judgments one tuple's: its id where the file has one (fsb's forms' tuple_id), else its items
+    in any order, as a tuple (a joined string would make "a|b","c" and "a","b|c" one tuple)."""
+    return ("tuple_id", tuple_id.strip()) if tuple_id.strip() else ("items", *sorted(v for _, v in items))
+
+
 def _rejected(table: Rows, i: int, col: int) -> bool:
     """Whether row `i` is a Rejected MTurk assignment (left out and counted); a status other than MTurk's refused."""
     status = table.rows[i][col].strip()
@@ -240,7 +246,7 @@ def _best_worst_tools(found: Participants, cmap: ColumnMap, got: _Judgments) -> 
             annotator = got.who(f, line, who, row[who_col]) if who and who_col is not None else stem
             items = opts if among[0] else [best, worst, *opts]
             got.add(f, line, items, best, worst, [] if annotator is None else [annotator])
-            got.once(f, line, who or best_col, annotator or "", ("items", *sorted(v for _, v in items)))
+            got.once(f, line, who or best_col, annotator or "", _tuple_key("", items))
     return {"files": len(found.files), "skipped": found.skipped, "annotator_from": annotator_from, "rows_by_variant": variants}
 
 
@@ -254,7 +260,7 @@ def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dic
         "AssignmentStatus, WorkerId, Input.Item1..K, Answer.best, Answer.worst; another template: --items-cols, --best-col, --worst-col"
     )
     cols = _columns(table, ["AssignmentStatus", who, best_col, worst_col, *items], expected)
-    key = table.header.index("HITId") if "HITId" in table.header else None
+    key = table.header.index("Input.tuple_id") if "Input.tuple_id" in table.header else None  # fsb's forms' tuple id
     rejected = 0
     for i, row in enumerate(table.rows):
         line = table.lines[i]
@@ -265,7 +271,7 @@ def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dic
         best, worst = (_choice(got, table, i, c, shown, positions) for c in cols[2:4])
         annotator = got.who(path, line, who, row[cols[1]])
         got.add(path, line, shown, best, worst, [annotator])
-        got.once(path, line, who, annotator, row[key] if key is not None else "|".join(sorted(v for _, v in shown)))
+        got.once(path, line, who, annotator, _tuple_key(row[key] if key is not None else "", shown))
     return {"files": 1, "annotator_from": who, "rejected_left_out": rejected}
 
 
@@ -287,7 +293,7 @@ def _label_studio_csv(path: Path, got: _Judgments) -> dict[str, Any]:
         best, worst = (_choice(got, table, i, c, shown, True) for c in cols[4:6])
         annotator = got.who(path, line, "annotator", row[cols[1]])
         got.add(path, line, shown, best, worst, [annotator, got.who(path, line, "created_at", row[cols[2]])])
-        got.once(path, line, "annotator", annotator, row[cols[3]].strip())
+        got.once(path, line, "annotator", annotator, _tuple_key(row[cols[3]], shown))
     return {"files": 1, "annotator_from": "annotator", "tasks_without_annotation": unannotated}
 
 
@@ -311,7 +317,7 @@ def _columns_map(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) 
         extra = [got.who(path, line, cmap.annotator, row[cols[2]])] if cmap.annotator else []
         got.add(path, line, shown, best, worst, extra)
         if cmap.annotator:
-            got.once(path, line, cmap.annotator, extra[0], ("items", *sorted(v for _, v in shown)))
+            got.once(path, line, cmap.annotator, extra[0], _tuple_key("", shown))
     return {"files": 1, "annotator_from": cmap.annotator, **({"rejected_left_out": rejected} if status is not None else {})}
 
 
