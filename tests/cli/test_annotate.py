@@ -179,3 +179,12 @@ def test_several_files_from_a_shell_glob_are_read_as_participants(tmp_path: Path
     assert (tmp_path / "j.csv").read_text().splitlines()[1:] == ["ant,bee,cat,dog,ant,bee,anna", "cat,dog,ant,bee,cat,dog,ben"]
     proc = fsb("annotate", "import", *files, "--format", "mturk", "--out", tmp_path / "k.csv")
     assert proc.returncode == 2 and "--format mturk reads one file; only --format best-worst-tools" in proc.stderr, proc.stderr
+
+
+def test_a_header_field_over_csvs_limit_is_refused_in_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """A header with a 200,000-character field (csv's default limit is 131,072), given to `fsb annotate import
+    --format mturk`: the layout check read the first line before the limit was raised (exit 1, _csv.Error)."""
+    (tmp_path / "big.csv").write_text("x" * 200_000 + ",WorkerId\n1,2\n")
+    proc = fsb("annotate", "import", tmp_path / "big.csv", "--format", "mturk", "--out", tmp_path / "j.csv")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "j.csv").exists()

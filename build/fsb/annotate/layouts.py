@@ -25,6 +25,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import sys
 import unicodedata
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +80,7 @@ def is_json(path: str | os.PathLike[str]) -> bool:
 
 
 def _first_line(path: Path) -> list[str]:
+    csv.field_size_limit(sys.maxsize)  # a field of any size is read (as `fsb.tables.csvrows.csv_records` reads them)
     try:
         with path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
             return next(csv.reader([f.readline()]), [])

@@ -13,6 +13,7 @@ import mmap
 import os
 import re
 import shlex
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -76,6 +77,7 @@ def header_of(path, data: bytes | mmap.mmap, start: int = 0) -> tuple[list[str],
         line = first.decode("utf-8").rstrip("\r")
     except UnicodeDecodeError:
         return None
+    csv.field_size_limit(sys.maxsize)  # a header field of any size (csv's default limit is 131072 characters)
     names = next(csv.reader([line]))
     return check_header(path, names), (end + 1 - start if end >= 0 else len(data) - start)
 
