@@ -188,3 +188,23 @@ def test_a_header_field_over_csvs_limit_is_refused_in_one_line_not_a_traceback(t
     proc = fsb("annotate", "import", tmp_path / "big.csv", "--format", "mturk", "--out", tmp_path / "j.csv")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / "j.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"--best-col": "w2"}, "--items-cols and --best-col both name the column 'w2'"),
+        ({"--annotator-col": "most"}, "--annotator-col and --best-col both name the column 'most'"),
+        ({"--annotator-col": ""}, "--annotator-col names no column (an empty name)"),
+    ],
+)
+def test_a_column_map_giving_one_column_two_roles_or_none_is_refused(tmp_path: Path, change: dict[str, str], words: str) -> None:
+    """Layout: a lab's own sheet read by --format columns. --best-col naming an item column, --annotator-col equal
+    to --best-col, or an empty --annotator-col (ignored before: the judgments had no Annotator) is refused in one
+    line before anything is read."""
+    write_csv(tmp_path / "lab.csv", ["rater", "w1", "w2", "w3", "most", "least"], [["r1", "ox", "cat", "ant", "cat", "ox"]])
+    options = {"--items-cols": "w1,w2,w3", "--best-col": "most", "--worst-col": "least", "--annotator-col": "rater", **change}
+    flat = [x for pair in options.items() for x in pair]
+    proc = fsb("annotate", "import", tmp_path / "lab.csv", "--format", "columns", *flat, "--out", tmp_path / "j.csv")
+    assert proc.returncode == 2 and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert not (tmp_path / "j.csv").exists()

@@ -34,6 +34,7 @@ from typing import Any
 
 from fsb.annotate.forms import JUDGMENTS_KIND
 from fsb.annotate.layouts_folder import Participants, participant_files
+from fsb.core.errors import FsbError
 from fsb.core.readers import InputError, quoted
 from fsb.core.seals import recorded_write
 from fsb.tables.csvrows import Rows, parse_rows, require_header, text_problem
@@ -54,6 +55,18 @@ class ColumnMap:
     best: str | None = None
     worst: str | None = None
     annotator: str | None = None
+
+    def check(self) -> None:
+        """Refuse a map that cannot be meant, in one line: an empty name, or one column in two roles (--best-col
+        naming an item column, --annotator-col equal to --best-col), which would read nonsense quietly."""
+        roles = [("--best-col", self.best), ("--worst-col", self.worst), ("--annotator-col", self.annotator)]
+        roles += [("--items-cols", c) for c in self.items or ()]
+        taken: dict[str, str] = {}
+        for option, name in roles:
+            if name is not None and not name.strip():
+                raise FsbError(f"{option} names no column (an empty name)")
+            if name is not None and taken.setdefault(name.strip(), option) != option:
+                raise FsbError(f"{option} and {taken[name.strip()]} both name the column {quoted(name)}: each column has one role")
 
 
 def check_layout(path: str | os.PathLike[str], fmt: str, header: Sequence[str] | None = None) -> None:
@@ -361,6 +374,7 @@ def import_layout(
     if fmt != "best-worst-tools" and (len(sources) != 1 or Path(sources[0]).is_dir()):
         raise InputError(sources[0], f"--format {fmt} reads one file; only --format best-worst-tools reads a folder or several files")
     path, cmap, got = Path(sources[0]), columns or ColumnMap(), _Judgments()
+    cmap.check()
     if fmt == "best-worst-tools":
         report = _best_worst_tools(participant_files(sources), cmap, got)
     elif fmt == "mturk":

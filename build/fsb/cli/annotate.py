@@ -151,7 +151,7 @@ def _column_map(args: argparse.Namespace) -> object:
     """The --items-cols/--best-col/--worst-col/--annotator-col map, refused (not ignored) where the layout is fixed."""
     from fsb.annotate.layouts import ColumnMap
 
-    given = [f"--{n.replace('_', '-')}" for n in ("items_cols", "best_col", "worst_col", "annotator_col") if getattr(args, n)]
+    given = [f"--{n.replace('_', '-')}" for n in ("items_cols", "best_col", "worst_col", "annotator_col") if getattr(args, n) is not None]
     if given and args.format not in LAYOUTS:
         raise FsbError(f"{given[0]} maps another tool's columns: it applies to --format {', '.join(LAYOUTS)}, not {args.format}")
     if args.tuples and args.format in LAYOUTS:
@@ -159,10 +159,12 @@ def _column_map(args: argparse.Namespace) -> object:
     if args.positions and args.format in ("label-studio", "best-worst-tools"):
         always = "positions" if args.format == "label-studio" else "the items themselves"
         raise FsbError(f"--positions does not apply to --format {args.format}: its choices are always {always}")
-    items = [c.strip() for c in args.items_cols.split(",")] if args.items_cols else None
+    items = [c.strip() for c in args.items_cols.split(",")] if args.items_cols is not None else None
     if items is not None and (len(items) < 2 or not all(items) or len(set(items)) < len(items)):
         raise FsbError(f"--items-cols needs 2 or more distinct column names, comma-separated, got {args.items_cols!r}")
-    return ColumnMap(items, args.best_col, args.worst_col, args.annotator_col)
+    cmap = ColumnMap(items, args.best_col, args.worst_col, args.annotator_col)
+    cmap.check()  # before any work: an empty name, or one column in two roles
+    return cmap
 
 
 @actions.add(
