@@ -460,3 +460,13 @@ def test_a_repeated_judgment_is_found_by_tuple_not_by_hit_or_a_joined_string(tmp
     ls.append((3, "2", "2", "3", 3, "", ["e", "d", "a", "b|c"]))
     with pytest.raises(InputError, match=r"annotator '2' already judged this tuple \(line 3\)"):
         import_layout(ls_csv(tmp_path / "l.csv", ls), "label-studio", tmp_path / "m.csv")
+
+
+def test_the_summary_says_where_each_files_annotators_come_from(tmp_path: Path) -> None:
+    """Layouts: a folder of Hollis's raw data files (uuid column) beside README-layout files without an id column
+    (named by file): the summary counts files per source instead of naming the last file's only."""
+    hollis_file(tmp_path / "d" / "a.csv", HOLLIS_RAW, [[1, 10, 77, 0, "x", "y", "ant", "bee", "cat", "dog"]])
+    hollis_file(tmp_path / "d" / "b.csv", ["best", "worst", "option1", "option2"], [["cat", "dog", "ant", "bee"]])
+    hollis_file(tmp_path / "d" / "c.csv", ["best", "worst", "option1", "option2"], [["dog", "cat", "ant", "bee"]])
+    report = import_layout(tmp_path / "d", "best-worst-tools", tmp_path / "j.csv")
+    assert report["annotator_from"] == {"uuid": 1, "the file's name": 2} and report["annotators"] == 3
