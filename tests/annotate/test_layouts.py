@@ -470,3 +470,31 @@ def test_the_summary_says_where_each_files_annotators_come_from(tmp_path: Path) 
     hollis_file(tmp_path / "d" / "c.csv", ["best", "worst", "option1", "option2"], [["dog", "cat", "ant", "bee"]])
     report = import_layout(tmp_path / "d", "best-worst-tools", tmp_path / "j.csv")
     assert report["annotator_from"] == {"uuid": 1, "the file's name": 2} and report["annotators"] == 3
+
+
+@pytest.mark.parametrize(("fmt", "sep"), [("best-worst-tools", ";"), ("mturk", ";"), ("label-studio", "\t"), ("columns", ";")])
+def test_a_file_separated_by_semicolons_or_tabs_is_named_as_such(tmp_path: Path, fmt: str, sep: str) -> None:
+    """Layout: Hollis's README layout saved by Excel in a locale with a decimal comma (';' between fields), or
+    tab-separated: read with commas its header is one name, and the refusal said "missing column 'best'"
+    although the header has it."""
+    path = tmp_path / "p1.csv"
+    path.write_text(sep.join(["best", "worst", "option1", "option2"]) + "\n" + sep.join(["ant", "bee", "cat", "dog"]) + "\n")
+    cmap = ColumnMap(items=["option1", "option2"], best="best", worst="worst") if fmt == "columns" else None
+    with pytest.raises(InputError) as e:
+        import_layout(path, fmt, tmp_path / "j.csv", columns=cmap)
+    assert f"the file is separated by {sep!r}" in e.value.message and "save it as comma-separated CSV" in e.value.message
+    assert e.value.line == 1 and ("Excel" in e.value.message) == (sep == ";")
+
+
+def test_excels_trailing_empty_columns_are_left_out_and_a_value_in_one_is_refused(tmp_path: Path) -> None:
+    """Layout: Hollis's README layout saved by Excel with two empty columns after the last (header "...,option4,,"
+    and every row ending ",,"), which Hollis's tools read: read as if they were not there (before: "column name
+    repeated"); a value in such a column is refused naming its line."""
+    path = tmp_path / "p1.csv"
+    path.write_text("best,worst,option1,option2,option3,option4,,\r\ndog,ennui,justice,dog,haven,ennui,,\r\n")
+    import_layout(path, "best-worst-tools", tmp_path / "j.csv")
+    assert judgments(tmp_path / "j.csv")[1] == ["justice", "dog", "haven", "ennui", "dog", "ennui"]
+    path.write_text("best,worst,option1,option2,option3,option4,,\r\ndog,ennui,justice,dog,haven,ennui,,\r\na,b,c,a,d,b,,x\r\n")
+    with pytest.raises(InputError, match="a value in column 8, which has no name") as e:
+        import_layout(path, "best-worst-tools", tmp_path / "k.csv")
+    assert (e.value.line, e.value.field) == (3, "column 8")

@@ -35,9 +35,9 @@ from typing import Any
 from fsb.annotate.forms import JUDGMENTS_KIND
 from fsb.annotate.layouts_folder import Participants, participant_files
 from fsb.core.errors import FsbError
-from fsb.core.readers import InputError, quoted
+from fsb.core.readers import InputError, quoted, read_utf8
 from fsb.core.seals import recorded_write
-from fsb.tables.csvrows import Rows, parse_rows, require_header, text_problem
+from fsb.tables.csvrows import Rows, check_header, csv_records, parse_rows, require_header, text_problem
 from fsb.tables.rules import foreign_layout
 
 __all__ = ["FORMATS", "ColumnMap", "check_layout", "import_layout", "is_json"]
@@ -74,6 +74,7 @@ def check_layout(path: str | os.PathLike[str], fmt: str, header: Sequence[str] |
     `fmt` (the layouts of `fsb.tables.rules.foreign_layout`, and fsb's own judgments)."""
     if header is None:
         header = _first_line(Path(path))
+    _separated(path, header)
     names = {h.strip() for h in header}
     if {"Item1", "Item2", "BestItem", "WorstItem"} <= names:
         raise InputError(path, "this is already fsb's judgments layout (Item1..ItemK, BestItem, WorstItem): give it to fsb score as it is")
@@ -99,6 +100,40 @@ def _first_line(path: Path) -> list[str]:
             return next(csv.reader([f.readline()]), [])
     except OSError:
         return []  # the reader names the problem
+
+
+def _separated(path: str | os.PathLike[str], header: Sequence[str]) -> None:
+    """Refuse a file separated by ';' (Excel's CSV in locales with a decimal comma) or tabs: read with commas, its
+    header is one name, and every column would be reported missing although the header has it."""
+    if len(header) == 1 and (sep := next((c for c in ";\t" if c in header[0]), None)):
+        excel = " (Excel in some locales)" if sep == ";" else ""
+        raise InputError(path, f"the file is separated by {sep!r}{excel}, not commas: save it as comma-separated CSV", line=1)
+
+
+def _table(path: Path, fmt: str) -> Rows:
+    """The file's rows (`parse_rows`), its layout checked first (`check_layout`; --format columns takes any), and
+    Excel's trailing unnamed columns (a header ending ",,", rows ending in empty fields) left out when they are
+    empty in every row, as Hollis's tools read them; a value in one is refused naming its line."""
+    head = _first_line(path)
+    _separated(path, head)
+    if fmt != "columns":
+        check_layout(path, fmt, head)
+    if not head or head[-1].strip():
+        return parse_rows(path)
+    records = csv_records(read_utf8(path))
+    header = records[0][1]
+    width = len(header)
+    while width and not header[width - 1].strip():
+        width -= 1
+    rows, lines = [], []
+    for line, row in records[1:]:
+        if (j := next((j for j in range(width, len(row)) if row[j].strip()), None)) is not None:
+            raise InputError(path, f"a value in column {j + 1}, which has no name", line=line, field=f"column {j + 1}")
+        if len(row) < width:
+            raise InputError(path, f"{len(row)} fields where the header has {width}", line=line)
+        rows.append(row[:width])
+        lines.append(line)
+    return Rows(path, check_header(path, header[:width]), lines, rows, records[0][0])
 
 
 @dataclass
@@ -228,8 +263,7 @@ def _best_worst_tools(found: Participants, cmap: ColumnMap, got: _Judgments) -> 
     annotator_from: dict[str, int] = {}  # where each file's annotators come from -> files
     stems: dict[str, Path] = {}
     for f in found.files:
-        table = parse_rows(f)
-        check_layout(f, "best-worst-tools", table.header)
+        table = _table(f, "best-worst-tools")
         options = list(cmap.items or _numbered(f, table.header, "option")) or ["option1"]
         best_col, worst_col = cmap.best or "best", cmap.worst or "worst"
         cols = _columns(table, [best_col, worst_col, *options], "best, worst, option1..optionK")
@@ -267,8 +301,7 @@ def _best_worst_tools(found: Participants, cmap: ColumnMap, got: _Judgments) -> 
 
 def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dict[str, Any]:
     """An MTurk batch results CSV: a row per assignment, Rejected ones left out and counted."""
-    table = parse_rows(path)
-    check_layout(path, "mturk", table.header)
+    table = _table(path, "mturk")
     items = list(cmap.items or _numbered(path, table.header, "Input.Item")) or ["Input.Item1"]
     best_col, worst_col, who = cmap.best or "Answer.best", cmap.worst or "Answer.worst", cmap.annotator or "WorkerId"
     expected = (
@@ -294,8 +327,7 @@ def _label_studio_csv(path: Path, got: _Judgments) -> dict[str, Any]:
     """Label Studio's CSV export of a project `fsb annotate export --format label-studio` made: a row per
     submitted annotation (cancelled ones are not exported), best and worst as positions 1..K in the row's
     item1..itemK; a task nobody annotated is a row without annotation_id, left out and counted."""
-    table = parse_rows(path)
-    check_layout(path, "label-studio", table.header)
+    table = _table(path, "label-studio")
     items = _numbered(path, table.header, "item") or ["item1"]
     cols = _columns(table, ["annotation_id", "annotator", "created_at", "tuple_id", "best", "worst", *items], "Label Studio's CSV export")
     unannotated = 0
@@ -316,7 +348,7 @@ def _columns_map(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) 
     """Any CSV with one row a judgment: the item, best, worst (and annotator) columns as mapped."""
     if not (cmap.items and cmap.best and cmap.worst):
         raise InputError(path, "--format columns needs --items-cols A,B,.. (2 or more), --best-col and --worst-col")
-    table = parse_rows(path)
+    table = _table(path, "columns")
     names = [cmap.best, cmap.worst, *([cmap.annotator] if cmap.annotator else []), *cmap.items]
     cols = _columns(table, names, "the columns --items-cols, --best-col, --worst-col and --annotator-col name")
     n = 3 if cmap.annotator else 2
