@@ -25,7 +25,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import sys
 import unicodedata
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -33,12 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from fsb.annotate.forms import JUDGMENTS_KIND
-from fsb.annotate.layouts_folder import Participants, participant_files
+from fsb.annotate.layouts_files import Participants, check_layout, is_json, numbered, participant_files, read_table
 from fsb.core.errors import FsbError
-from fsb.core.readers import InputError, quoted, read_utf8
+from fsb.core.readers import InputError, quoted
 from fsb.core.seals import recorded_write
-from fsb.tables.csvrows import Rows, check_header, csv_records, parse_rows, require_header, text_problem
-from fsb.tables.rules import foreign_layout
+from fsb.tables.csvrows import Rows, require_header, text_problem
 
 __all__ = ["FORMATS", "ColumnMap", "check_layout", "import_layout", "is_json"]
 
@@ -67,73 +65,6 @@ class ColumnMap:
                 raise FsbError(f"{option} names no column (an empty name)")
             if name is not None and taken.setdefault(name.strip(), option) != option:
                 raise FsbError(f"{option} and {taken[name.strip()]} both name the column {quoted(name)}: each column has one role")
-
-
-def check_layout(path: str | os.PathLike[str], fmt: str, header: Sequence[str] | None = None) -> None:
-    """Refuse, in one line naming the layout it sees and the option to use, a file of another layout than
-    `fmt` (the layouts of `fsb.tables.rules.foreign_layout`, and fsb's own judgments)."""
-    if header is None:
-        header = _first_line(Path(path))
-    _separated(path, header)
-    names = {h.strip() for h in header}
-    if {"Item1", "Item2", "BestItem", "WorstItem"} <= names:
-        raise InputError(path, "this is already fsb's judgments layout (Item1..ItemK, BestItem, WorstItem): give it to fsb score as it is")
-    seen = foreign_layout(header)
-    if seen is not None and seen[0] != fmt:
-        tuples = " --tuples FORMS.csv" if seen[0] == "csv" else ""
-        raise InputError(path, f"this looks like {seen[1]}, not --format {fmt}: use --format {seen[0]}{tuples}")
-
-
-def is_json(path: str | os.PathLike[str]) -> bool:
-    """Whether a file starts (after a byte order mark and blanks) like JSON: Label Studio's JSON export, not its CSV."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")[:1] in (b"[", b"{")
-    except OSError:
-        return False
-
-
-def _first_line(path: Path) -> list[str]:
-    csv.field_size_limit(sys.maxsize)  # a field of any size is read (as `fsb.tables.csvrows.csv_records` reads them)
-    try:
-        with path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
-            return next(csv.reader([f.readline()]), [])
-    except OSError:
-        return []  # the reader names the problem
-
-
-def _separated(path: str | os.PathLike[str], header: Sequence[str]) -> None:
-    """Refuse a file separated by ';' (Excel's CSV in locales with a decimal comma) or tabs: read with commas, its
-    header is one name, and every column would be reported missing although the header has it."""
-    if len(header) == 1 and (sep := next((c for c in ";\t" if c in header[0]), None)):
-        excel = " (Excel in some locales)" if sep == ";" else ""
-        raise InputError(path, f"the file is separated by {sep!r}{excel}, not commas: save it as comma-separated CSV", line=1)
-
-
-def _table(path: Path, fmt: str) -> Rows:
-    """The file's rows (`parse_rows`), its layout checked first (`check_layout`; --format columns takes any), and
-    Excel's trailing unnamed columns (a header ending ",,", rows ending in empty fields) left out when they are
-    empty in every row, as Hollis's tools read them; a value in one is refused naming its line."""
-    head = _first_line(path)
-    _separated(path, head)
-    if fmt != "columns":
-        check_layout(path, fmt, head)
-    if not head or head[-1].strip():
-        return parse_rows(path)
-    records = csv_records(read_utf8(path))
-    header = records[0][1]
-    width = len(header)
-    while width and not header[width - 1].strip():
-        width -= 1
-    rows, lines = [], []
-    for line, row in records[1:]:
-        if (j := next((j for j in range(width, len(row)) if row[j].strip()), None)) is not None:
-            raise InputError(path, f"a value in column {j + 1}, which has no name", line=line, field=f"column {j + 1}")
-        if len(row) < width:
-            raise InputError(path, f"{len(row)} fields where the header has {width}", line=line)
-        rows.append(row[:width])
-        lines.append(line)
-    return Rows(path, check_header(path, header[:width]), lines, rows, records[0][0])
 
 
 @dataclass
@@ -211,27 +142,6 @@ def _columns(table: Rows, names: Sequence[str], expected: str) -> list[int]:
     return [table.header.index(n) for n in names]
 
 
-def _numbered(path: Path, header: Sequence[str], prefix: str) -> list[str]:
-    """prefix1..prefixK, the item columns of a layout, numbered from 1 with no gap (as fsb's judgments reader
-    wants Item1..ItemK): a gap (option1, option2, option4), option0, or a near name (`Option 3`, `option3` with
-    a NUL or a line break in it) is refused in one line naming the column, never read as a shorter tuple."""
-    numbers: dict[int, str] = {}
-    for name in header:
-        squeezed = "".join(c for c in name if c.isalnum() or c == ".").lower()
-        if not (squeezed.startswith(prefix.lower()) and squeezed[len(prefix) :].isdigit()):
-            continue
-        digits = name[len(prefix) :]
-        if not (name.startswith(prefix) and digits.isascii() and digits.isdigit() and digits[0] != "0"):
-            message = f"{quoted(name)} looks like an item column but is not one of {prefix}1..{prefix}K (exact case, from 1)"
-            raise InputError(path, message, line=1, field=name)
-        numbers[int(digits)] = name
-    k = next(j for j in range(1, len(numbers) + 2) if j not in numbers) - 1
-    if k < len(numbers):
-        message = f"missing column: the header names {prefix}{max(numbers)} but not {prefix}{k + 1} (item columns have no gap)"
-        raise InputError(path, message, line=1, field=f"{prefix}{k + 1}")
-    return [numbers[j] for j in range(1, k + 1)]
-
-
 def _tuple_key(tuple_id: str, items: list[tuple[str, str]]) -> tuple[str, ...]:
     """What makes two judgments one tuple's: its id where the file has one (fsb's forms' tuple_id), else its items
     in any order, as a tuple (a joined string would make "a|b","c" and "a","b|c" one tuple)."""
@@ -258,13 +168,13 @@ def _choice(got: _Judgments, table: Rows, i: int, col: int, items: list[tuple[st
 
 
 def _best_worst_tools(found: Participants, cmap: ColumnMap, got: _Judgments) -> dict[str, Any]:
-    """Hollis's layout: the files `fsb.annotate.layouts_folder.participant_files` lists; see the module's docstring."""
+    """Hollis's layout: the files `fsb.annotate.layouts_files.participant_files` lists; see the module's docstring."""
     variants = {"all items among the options": 0, "only unchosen items among the options": 0}  # rows of each
     annotator_from: dict[str, int] = {}  # where each file's annotators come from -> files
     stems: dict[str, Path] = {}
     for f in found.files:
-        table = _table(f, "best-worst-tools")
-        options = list(cmap.items or _numbered(f, table.header, "option")) or ["option1"]
+        table = read_table(f, "best-worst-tools")
+        options = list(cmap.items or numbered(f, table.header, "option")) or ["option1"]
         best_col, worst_col = cmap.best or "best", cmap.worst or "worst"
         cols = _columns(table, [best_col, worst_col, *options], "best, worst, option1..optionK")
         who = cmap.annotator or next((c for c in HOLLIS_ANNOTATOR if c in table.header), None)
@@ -301,8 +211,8 @@ def _best_worst_tools(found: Participants, cmap: ColumnMap, got: _Judgments) -> 
 
 def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dict[str, Any]:
     """An MTurk batch results CSV: a row per assignment, Rejected ones left out and counted."""
-    table = _table(path, "mturk")
-    items = list(cmap.items or _numbered(path, table.header, "Input.Item")) or ["Input.Item1"]
+    table = read_table(path, "mturk")
+    items = list(cmap.items or numbered(path, table.header, "Input.Item")) or ["Input.Item1"]
     best_col, worst_col, who = cmap.best or "Answer.best", cmap.worst or "Answer.worst", cmap.annotator or "WorkerId"
     expected = (
         "AssignmentStatus, WorkerId, Input.Item1..K, Answer.best, Answer.worst; another template: --items-cols, --best-col, --worst-col"
@@ -327,8 +237,8 @@ def _label_studio_csv(path: Path, got: _Judgments) -> dict[str, Any]:
     """Label Studio's CSV export of a project `fsb annotate export --format label-studio` made: a row per
     submitted annotation (cancelled ones are not exported), best and worst as positions 1..K in the row's
     item1..itemK; a task nobody annotated is a row without annotation_id, left out and counted."""
-    table = _table(path, "label-studio")
-    items = _numbered(path, table.header, "item") or ["item1"]
+    table = read_table(path, "label-studio")
+    items = numbered(path, table.header, "item") or ["item1"]
     cols = _columns(table, ["annotation_id", "annotator", "created_at", "tuple_id", "best", "worst", *items], "Label Studio's CSV export")
     unannotated = 0
     for i, row in enumerate(table.rows):
@@ -348,7 +258,7 @@ def _columns_map(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) 
     """Any CSV with one row a judgment: the item, best, worst (and annotator) columns as mapped."""
     if not (cmap.items and cmap.best and cmap.worst):
         raise InputError(path, "--format columns needs --items-cols A,B,.. (2 or more), --best-col and --worst-col")
-    table = _table(path, "columns")
+    table = read_table(path, "columns")
     names = [cmap.best, cmap.worst, *([cmap.annotator] if cmap.annotator else []), *cmap.items]
     cols = _columns(table, names, "the columns --items-cols, --best-col, --worst-col and --annotator-col name")
     n = 3 if cmap.annotator else 2
@@ -385,7 +295,7 @@ def import_layout(
     ----------
     source
         the file (best-worst-tools: or a folder of per-participant .csv files, or several files and folders,
-        `fsb.annotate.layouts_folder.participant_files`).
+        `fsb.annotate.layouts_files.participant_files`).
     fmt
         one of `FORMATS`.
     out

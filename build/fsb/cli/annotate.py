@@ -177,12 +177,12 @@ def _column_map(args: argparse.Namespace) -> object:
 )
 def _import(args: argparse.Namespace) -> int:
     from fsb.annotate import forms as annotate
-    from fsb.annotate import layouts, layouts_folder
+    from fsb.annotate import layouts, layouts_files
 
     columns = _column_map(args)
     sources, inputs = args.responses, list(args.responses)
     if args.format == "best-worst-tools":  # every file read is an input: an --out among them is refused, even with --force
-        inputs += layouts_folder.participant_files(sources).files
+        inputs += layouts_files.participant_files(sources).files
     elif len(sources) > 1 or Path(sources[0]).is_dir():
         raise FsbError(f"--format {args.format} reads one file; only --format best-worst-tools reads a folder or several files")
     output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[*inputs, args.tuples])

@@ -1,6 +1,8 @@
-"""`fsb.annotate.layouts_folder`: which files of a folder (or a shell glob) a best-worst-tools import reads as
+"""`fsb.annotate.layouts_files`: which files of a folder (or a shell glob) a best-worst-tools import reads as
 participants, which it skips and lists, and which it refuses, on folders laid out as Hollis's tools' users
-keep them (samples/aoa_raw_data: one .csv a participant) with the things found beside them in the wild."""
+keep them (samples/aoa_raw_data: one .csv a participant) with the things found beside them in the wild. Each
+file's table (separators, Excel's trailing columns, item columns without a gap) is tested through
+`import_layout` in tests/annotate/test_layouts.py."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fsb.annotate.layouts import import_layout
-from fsb.annotate.layouts_folder import participant_files
+from fsb.annotate.layouts_files import participant_files
 from fsb.core.readers import InputError
 
 HEADER = "group,id,uuid,trial,best_text,worst_text,best,worst,option1,option2\n"
