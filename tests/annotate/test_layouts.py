@@ -498,3 +498,19 @@ def test_excels_trailing_empty_columns_are_left_out_and_a_value_in_one_is_refuse
     with pytest.raises(InputError, match="a value in column 8, which has no name") as e:
         import_layout(path, "best-worst-tools", tmp_path / "k.csv")
     assert (e.value.line, e.value.field) == (3, "column 8")
+
+
+def test_answers_that_look_like_positions_name_the_positions_option(tmp_path: Path) -> None:
+    """Layout: MTurk's batch results CSV of a template whose radio values are the places 1..4, read without
+    --positions: the refusal adds "(answers look like positions 1..K: use --positions)"; answers that are not
+    all places 1..K get no such hint."""
+    rows = [("3A1", "W1", "Approved", ["5", "12", "9", "11"], "3", "4"), ("3A2", "W2", "Approved", ["5", "12", "9", "11"], "1", "2")]
+    with pytest.raises(
+        InputError,
+        match=r"is not one of the tuple's items \('5', '12', '9', '11'\) \(answers look like positions 1\.\.K: use --positions\)",
+    ):
+        import_layout(mturk_file(tmp_path / "b.csv", rows), "mturk", tmp_path / "j.csv")
+    rows[1] = ("3A2", "W2", "Approved", ["5", "12", "9", "11"], "7", "2")
+    with pytest.raises(InputError) as e:
+        import_layout(mturk_file(tmp_path / "b.csv", rows), "mturk", tmp_path / "j.csv")
+    assert "not one of the tuple's items" in e.value.message and "--positions" not in e.value.message

@@ -77,6 +77,7 @@ class _Judgments:
     first: str = ""
     labels: dict[str, str | tuple[str]] = field(default_factory=dict)
     seen: dict[tuple[str, Hashable], tuple[Path, int]] = field(default_factory=dict)
+    answers: tuple[Rows, list[int]] | None = None  # the table and the best/worst columns that --positions could read
 
     def label(self, path: Path, line: int, name: str, raw: str) -> str:
         """`raw` as fsb reads a label: stripped and NFC-normalised; empty, multi-line or invisible ones refused."""
@@ -110,8 +111,9 @@ class _Judgments:
         for (name, chosen), what in ((best, "best"), (worst, "worst")):
             if chosen not in seen:
                 shown = ", ".join(quoted(i) for _, i in items)
+                hint = " (answers look like positions 1..K: use --positions)" if self.positional(len(items)) else ""
                 raise InputError(
-                    path, f"the {what} choice {quoted(chosen)} is not one of the tuple's items ({shown})", line=line, field=name
+                    path, f"the {what} choice {quoted(chosen)} is not one of the tuple's items ({shown}){hint}", line=line, field=name
                 )
         if best[1] == worst[1]:
             raise InputError(path, f"best and worst are the same item {quoted(best[1])}", line=line, field=worst[0])
@@ -120,6 +122,14 @@ class _Judgments:
         elif len(items) != self.k:
             raise InputError(path, f"a tuple of {len(items)} items where the first ({self.first}) has {self.k}", line=line)
         self.rows.append([*(i for _, i in items), best[1], worst[1], *extra])
+
+    def positional(self, k: int) -> bool:
+        """Whether every answer in `answers` (a file read without --positions) is a place 1..k."""
+        if self.answers is None:
+            return False
+        table, cols = self.answers
+        values = [row[c].strip() for row in table.rows for c in cols]
+        return all(v.isascii() and v.isdigit() and 1 <= int(v) <= k for v in values)
 
     def once(self, path: Path, line: int, name: str, annotator: str, tuple_key: Hashable) -> None:
         """Refuse an annotator's second judgment of one tuple (`tuple_key`), naming the first's file and line."""
@@ -220,6 +230,7 @@ def _mturk(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) -> dic
     cols = _columns(table, ["AssignmentStatus", who, best_col, worst_col, *items], expected)
     key = table.header.index("Input.tuple_id") if "Input.tuple_id" in table.header else None  # fsb's forms' tuple id
     rejected = 0
+    got.answers = None if positions else (table, cols[2:4])
     for i, row in enumerate(table.rows):
         line = table.lines[i]
         if _rejected(table, i, cols[0]):
@@ -264,6 +275,7 @@ def _columns_map(path: Path, cmap: ColumnMap, got: _Judgments, positions: bool) 
     n = 3 if cmap.annotator else 2
     status = table.header.index("AssignmentStatus") if "AssignmentStatus" in table.header else None  # an MTurk file
     rejected = 0
+    got.answers = None if positions else (table, cols[:2])
     for i, row in enumerate(table.rows):
         line = table.lines[i]
         if status is not None and _rejected(table, i, status):
