@@ -208,3 +208,15 @@ def test_a_column_map_giving_one_column_two_roles_or_none_is_refused(tmp_path: P
     proc = fsb("annotate", "import", tmp_path / "lab.csv", "--format", "columns", *flat, "--out", tmp_path / "j.csv")
     assert proc.returncode == 2 and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert not (tmp_path / "j.csv").exists()
+
+
+def test_forgetting_the_format_names_the_one_to_use(tmp_path: Path) -> None:
+    """Layouts: a folder of Hollis's raw data files and a lab's own sheet, each given without --format (so read as
+    answers to fsb's forms, which need --tuples): the folder's refusal names --format best-worst-tools, the
+    sheet's names --format columns, each in one line (before: "--tuples is required for CSV answers")."""
+    write_csv(tmp_path / "lab.csv", ["rater", "w1", "w2", "w3", "most", "least"], [["r1", "ox", "cat", "ant", "cat", "ox"]])
+    (tmp_path / "raw").mkdir()
+    write_csv(tmp_path / "raw" / "p1.csv", ["best", "worst", "option1", "option2"], [["ant", "bee", "cat", "dog"]])
+    for given, words in ((tmp_path / "raw", "is a folder: only --format best-worst-tools"), (tmp_path / "lab.csv", "--format columns")):
+        proc = fsb("annotate", "import", given, "--out", tmp_path / "j.csv")
+        assert proc.returncode == 2 and words in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr

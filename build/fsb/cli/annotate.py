@@ -183,8 +183,10 @@ def _import(args: argparse.Namespace) -> int:
     sources, inputs = args.responses, list(args.responses)
     if args.format == "best-worst-tools":  # every file read is an input: an --out among them is refused, even with --force
         inputs += layouts_files.participant_files(sources).files
-    elif len(sources) > 1 or Path(sources[0]).is_dir():
-        raise FsbError(f"--format {args.format} reads one file; only --format best-worst-tools reads a folder or several files")
+    elif Path(sources[0]).is_dir():
+        raise FsbError(f"{sources[0]} is a folder: only --format best-worst-tools reads a folder (one .csv file a participant)")
+    elif len(sources) > 1:
+        raise FsbError(f"--format {args.format} reads one file; only --format best-worst-tools reads several files")
     output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[*inputs, args.tuples])
     args.responses = sources[0] if args.format != "best-worst-tools" else sources
     ls_json = args.format == "label-studio" and layouts.is_json(args.responses)
@@ -197,7 +199,16 @@ def _import(args: argparse.Namespace) -> int:
     elif args.format in (*LAYOUTS, "label-studio"):
         result = layouts.import_layout(args.responses, args.format, args.out, columns=columns, positions=args.positions, force=args.force)
     elif not args.tuples:
-        raise FsbError("--tuples is required for CSV answers (the exported forms or the design)")
+        unknown = "tuple_id" not in {h.strip() for h in layouts_files.first_line(Path(args.responses))}
+        raise FsbError(
+            "--tuples is required for CSV answers (the exported forms or the design)"
+            + (
+                "; this file has no tuple_id column: another tool's columns are read with --format columns --items-cols A,B,.. "
+                "--best-col X --worst-col Y"
+                if unknown
+                else ""
+            )
+        )
     else:
         result = annotate.import_judgments(
             responses_csv=args.responses, design_csv=args.tuples, out=args.out, positions=args.positions, force=args.force
