@@ -514,3 +514,12 @@ def test_answers_that_look_like_positions_name_the_positions_option(tmp_path: Pa
     with pytest.raises(InputError) as e:
         import_layout(mturk_file(tmp_path / "b.csv", rows), "mturk", tmp_path / "j.csv")
     assert "not one of the tuple's items" in e.value.message and "--positions" not in e.value.message
+
+
+def test_a_position_of_thousands_of_digits_is_refused_in_one_line(tmp_path: Path) -> None:
+    """Layout: Label Studio's CSV export with a 5000-digit best (Python's int() refuses more than 4300 digits, so
+    the check stopped with a ValueError traceback): refused as not a position 1..K, shortened in the message."""
+    path = ls_csv(tmp_path / "e.csv", [(1, "2", "7" * 5000, "3", 1, 0, [5, 10, 8, 2])])
+    with pytest.raises(InputError, match=r"is not a position 1\.\.4") as e:
+        import_layout(path, "label-studio", tmp_path / "j.csv")
+    assert e.value.field == "best" and len(str(e.value)) < 300

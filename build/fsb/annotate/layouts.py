@@ -129,7 +129,7 @@ class _Judgments:
             return False
         table, cols = self.answers
         values = [row[c].strip() for row in table.rows for c in cols]
-        return all(v.isascii() and v.isdigit() and 1 <= int(v) <= k for v in values)
+        return all(v.isascii() and v.isdigit() and len(v) <= 9 and 1 <= int(v) <= k for v in values)
 
     def once(self, path: Path, line: int, name: str, annotator: str, tuple_key: Hashable) -> None:
         """Refuse an annotator's second judgment of one tuple (`tuple_key`), naming the first's file and line."""
@@ -172,7 +172,7 @@ def _choice(got: _Judgments, table: Rows, i: int, col: int, items: list[tuple[st
     name, raw, line = table.header[col], table.rows[i][col].strip(), table.lines[i]
     if not positions:
         return name, got.label(table.path, line, name, raw)
-    if not (raw.isascii() and raw.isdigit()) or not 1 <= int(raw) <= len(items):
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 9) or not 1 <= int(raw) <= len(items):  # no int() of 5000 digits
         raise InputError(table.path, f"{quoted(raw)} is not a position 1..{len(items)}", line=line, field=name)
     return name, items[int(raw) - 1][1]
 
