@@ -86,3 +86,10 @@ def test_several_files_are_participants_named_by_their_files(tmp_path: Path) -> 
     assert found.skipped == {str(d / "README"): "not a .csv file (no extension)"}
     single = participant_files([d / "anna.csv"])
     assert single.files == [d / "anna.csv"] and not single.one_a_participant
+
+
+def test_a_missing_file_among_several_is_refused_naming_it(tmp_path: Path) -> None:
+    """Several files given (a glob that matched and a name that did not): the missing one is named."""
+    p1 = participant(tmp_path / "d", "p1.csv", 1)
+    with pytest.raises(InputError, match=r"'p2\.csv' does not exist$"):
+        participant_files([p1, tmp_path / "d" / "p2.csv"])

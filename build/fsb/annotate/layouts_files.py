@@ -62,6 +62,8 @@ def _refusal(entry: Path) -> str | None:
     """Why an entry that would be a participant cannot be read (None: a .csv file fsb reads)."""
     if entry.is_symlink() and not entry.exists():
         return "is a link that leads nowhere"
+    if not entry.exists():
+        return "does not exist"
     if entry.is_dir():
         return "is a subfolder (fsb reads the .csv files of one folder: give the subfolder on its own)"
     if entry.suffix.lower() == ".tsv":
@@ -86,8 +88,9 @@ def participant_files(sources: Sequence[str | os.PathLike[str]]) -> Participants
             if (why := _why_skipped(entry)) is not None:
                 got.skipped[str(entry)] = why
             elif (problem := _refusal(entry)) is not None:
-                where = source if entry is not source else entry.parent
-                raise InputError(where, f"{quoted(entry.name)} {problem}; every .csv file here is read as a participant")
+                if entry is source:  # a file given on the command line
+                    raise InputError(entry.parent, f"{quoted(entry.name)} {problem}")
+                raise InputError(source, f"{quoted(entry.name)} {problem}; every .csv file here is read as a participant")
             else:
                 got.files.append(entry)
     if not got.files:
