@@ -523,3 +523,13 @@ def test_a_position_of_thousands_of_digits_is_refused_in_one_line(tmp_path: Path
     with pytest.raises(InputError, match=r"is not a position 1\.\.4") as e:
         import_layout(path, "label-studio", tmp_path / "j.csv")
     assert e.value.field == "best" and len(str(e.value)) < 300
+
+
+def test_two_files_of_one_name_named_by_file_are_refused(tmp_path: Path) -> None:
+    """Layout: Hollis's README variant without an id column, two folders given (two sessions), each with a p1.csv:
+    named by file, both would be one annotator "p1"; refused naming the other file."""
+    hollis_file(tmp_path / "s1" / "p1.csv", ["best", "worst", "option1", "option2"], [["ant", "bee", "cat", "dog"]])
+    hollis_file(tmp_path / "s2" / "p1.csv", ["best", "worst", "option1", "option2"], [["eel", "fox", "cat", "dog"]])
+    with pytest.raises(InputError, match=r"the annotator is the file's name, 'p1', as for .*s1/p1\.csv: rename one") as e:
+        import_layout([tmp_path / "s1", tmp_path / "s2"], "best-worst-tools", tmp_path / "j.csv")
+    assert e.value.path.endswith("s2/p1.csv")
