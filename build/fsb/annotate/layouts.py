@@ -3,21 +3,25 @@
 reliability` and `fsb build` read fsb's layout only and name this command when given another
 (`fsb.tables.rules.foreign_layout`, the one table of the layouts).
 
-- `best-worst-tools`: Hollis's best-worst tools, one file or a folder of per-participant .csv files:
-  best, worst, option1..optionM; the annotator is a User or uuid column, else (a folder) the file's stem;
+- `best-worst-tools`: Hollis's best-worst tools, one file, a folder of per-participant .csv files or several
+  files (`fsb.annotate.layouts_files`): best, worst, option1..optionM; the annotator is a User or uuid
+  column, else (a folder, several files) the file's stem;
 - `mturk`: Amazon Mechanical Turk's batch results CSV of fsb's forms: Input.Item1..K, Answer.best,
   Answer.worst, WorkerId; Rejected assignments (AssignmentStatus) left out and counted;
 - `label-studio`: Label Studio's CSV export (its JSON export: `fsb.annotate.forms.import_label_studio`):
   item1..itemK, best and worst as positions 1..K, annotator (the user id), created_at;
-- `columns`: anything else, by a column map (`ColumnMap`), which also names other columns for the first two.
+- `columns`: anything else, by a column map (`ColumnMap`), which also names other columns for the first two;
+  a file with MTurk's AssignmentStatus column has its Rejected rows left out and counted, as `mturk`.
 
 Hollis's tools write two variants, told apart per row: the tools' README lists all K items in the option
 columns (best and worst among them); their raw data files list only the K-2 unchosen items there. A row
 whose best and worst are both among its options is of the first, one where neither is of the second; one
 where only one of them is, is ambiguous and refused. Every row of every file must give the same K.
-Labels follow fsb's rules for ids (stripped, NFC-normalised as `fsb.tables.rules.label_values` does; no
-line break, NUL or invisible or bidi control character: `fsb.tables.csvrows.text_problem`); a refusal names
-the file, the line and the field, and nothing is written.
+Labels and annotator ids follow fsb's rules for ids (stripped, NFC-normalised as
+`fsb.tables.rules.label_values` does; no line break, NUL or invisible or bidi control character:
+`fsb.tables.csvrows.text_problem`). One annotator's second judgment of a tuple (its tuple_id where the file
+has one, else its items in any order) is refused in every format. A refusal names the file, the line and
+the field, and nothing is written.
 """
 
 from __future__ import annotations
