@@ -27,8 +27,9 @@ data/       the dataset: release (upstream files), dataset (FSB's build), rounds
             folder's rules and record), study_build, study_card, study_items (any best-worst study),
             annotators (pseudonyms, agreement), intervals, reference (the human figures: split-half, full
             panel, noise ceiling), card, cardmeta, diff, localbuild, publish_plan, publish, download and hub (the Hub)
-annotate/   forms (annotators' forms and their answers), labelstudio, bwsprompt (the best-worst prompt,
-            rotations and strict parser shared with the harness), and llm (a model as a best-worst annotator)
+annotate/   forms (annotators' forms and their answers), labelstudio, layouts and layouts_files (other tools' judgments files),
+            bwsprompt (the best-worst prompt, rotations and strict parser shared with the harness), and llm (a
+            model as a best-worst annotator)
 generate/   seeds, prompts, generations, explain, keys, marks: graded biased text from seeds
 engine/     the request engine every paid request goes through: endpoint, plan, responses, journal, outputs,
             runner, batch, console

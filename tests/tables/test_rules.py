@@ -140,3 +140,17 @@ def test_a_refused_header_quotes_only_the_columns_fsb_expected(tmp_path: Path) -
     with pytest.raises(InputError) as e:
         read_annotations(path)
     assert str(e.value) == f"{path}, line 1, field 'Item1': missing column (expected Item1..ItemK, BestItem, WorstItem)"
+
+
+def test_a_header_field_longer_than_csvs_default_limit_is_refused_in_one_line(tmp_path: Path) -> None:
+    """A header holding a 200,000-character field (csv's default field limit is 131,072): `header_of` read it
+    before the limit was raised, and `fsb score` stopped with a traceback (exit 1, _csv.Error); now the header
+    is read and refused as a header, naming the columns fsb expected, without echoing the field."""
+    from fsb.tables.rules import header_of
+
+    data = ("x" * 200_000 + ",BestItem,WorstItem\n1,2\n").encode()
+    assert header_of(tmp_path / "j.csv", data)[0][1:] == ["BestItem", "WorstItem"]
+    (tmp_path / "j.csv").write_bytes(data)
+    with pytest.raises(InputError, match="missing column") as e:
+        read_annotations(tmp_path / "j.csv")
+    assert e.value.field == "Item1" and len(str(e.value)) < 300

@@ -106,34 +106,109 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
+LAYOUTS = ("best-worst-tools", "mturk", "columns")  # the layouts other tools write (fsb.annotate.layouts), besides label-studio
+
+
 def _import_arguments(im: argparse.ArgumentParser) -> None:
     im.add_argument(
-        "responses", type=input_file, help="CSV of answers (tuple_id,best,worst[,annotator][,timestamp]) or Label Studio's JSON export"
+        "responses",
+        type=input_file,
+        nargs="+",
+        metavar="FILE",
+        help="answers (tuple_id,best,worst[,annotator][,timestamp]), Label Studio's JSON or CSV export, or another tool's "
+        "judgments (--format); best-worst-tools: a file, a folder of per-participant .csv files, or several files (raw/*)",
     )
-    im.add_argument("--format", choices=FORMATS, default="csv")
     im.add_argument(
-        "--tuples", type=input_file, help="the exported forms or the design CSV (required for CSV; checks a Label Studio export)"
+        "--format",
+        choices=(*FORMATS, *LAYOUTS),
+        default="csv",
+        help="csv: answers to fsb's forms (needs --tuples); label-studio: its JSON or CSV export; best-worst-tools: Hollis's "
+        "best,worst,option1..optionK; mturk: an MTurk batch results CSV (Input.Item1..K, Answer.best, Answer.worst, WorkerId; "
+        "Rejected assignments left out); columns: any CSV, with --items-cols, --best-col, --worst-col",
+    )
+    im.add_argument(
+        "--tuples", type=input_file, help="the exported forms or the design CSV (required for csv; checks a Label Studio JSON export)"
     )
     im.add_argument("--out", type=path_arg, required=True, help="the judgments CSV (Item1..K,BestItem,WorstItem[,Annotator,Timestamp])")
-    im.add_argument("--positions", action="store_true", help="best/worst are 1-based positions in --tuples' item order, not ids")
+    im.add_argument(
+        "--positions", action="store_true", help="best/worst are 1-based positions in the item order, not ids (csv, mturk, columns)"
+    )
+    im.add_argument(
+        "--items-cols", metavar="A,B,..", help="the item columns, in order (columns; or another MTurk template or option columns)"
+    )
+    im.add_argument("--best-col", metavar="COL", help="the column of the best choice (columns; default best, Answer.best)")
+    im.add_argument("--worst-col", metavar="COL", help="the column of the worst choice (columns; default worst, Answer.worst)")
+    im.add_argument(
+        "--annotator-col",
+        metavar="COL",
+        help="the annotator's column, kept as Annotator (default: best-worst-tools User or uuid, else the file's name in a folder; "
+        "mturk WorkerId; columns none)",
+    )
     add_force(im)
+
+
+def _column_map(args: argparse.Namespace) -> object:
+    """The --items-cols/--best-col/--worst-col/--annotator-col map, refused (not ignored) where the layout is fixed."""
+    from fsb.annotate.layouts import ColumnMap
+
+    given = [f"--{n.replace('_', '-')}" for n in ("items_cols", "best_col", "worst_col", "annotator_col") if getattr(args, n) is not None]
+    if given and args.format not in LAYOUTS:
+        raise FsbError(f"{given[0]} maps another tool's columns: it applies to --format {', '.join(LAYOUTS)}, not {args.format}")
+    if args.tuples and args.format in LAYOUTS:
+        raise FsbError(f"--tuples checks answers to fsb's forms and Label Studio exports; --format {args.format} files hold their items")
+    if args.positions and args.format in ("label-studio", "best-worst-tools"):
+        always = "positions" if args.format == "label-studio" else "the items themselves"
+        raise FsbError(f"--positions does not apply to --format {args.format}: its choices are always {always}")
+    items = [c.strip() for c in args.items_cols.split(",")] if args.items_cols is not None else None
+    if items is not None and (len(items) < 2 or not all(items) or len(set(items)) < len(items)):
+        raise FsbError(f"--items-cols needs 2 or more distinct column names, comma-separated, got {args.items_cols!r}")
+    cmap = ColumnMap(items, args.best_col, args.worst_col, args.annotator_col)
+    cmap.check()  # before any work: an empty name, or one column in two roles
+    return cmap
 
 
 @actions.add(
     "import",
     arguments=_import_arguments,
-    help="answers (CSV or Label Studio JSON export) -> Item1..K,BestItem,WorstItem[,Annotator,Timestamp]",
-    description="Turn annotators' answers into the judgments file that fsb score, fsb reliability and fsb build read; "
-    "every answer is checked against its tuple. Prints a JSON summary on stdout.",
+    help="answers (CSV, Label Studio, best-worst tools, MTurk, any columns) -> Item1..K,BestItem,WorstItem[,Annotator,Timestamp]",
+    description="Turn annotators' answers, or judgments in the layout another tool writes, into the judgments file that fsb "
+    "score, fsb reliability and fsb build read (the one door: those read fsb's layout only); every answer is checked. "
+    "Prints a JSON summary on stdout.",
 )
 def _import(args: argparse.Namespace) -> int:
     from fsb.annotate import forms as annotate
+    from fsb.annotate import layouts, layouts_files
 
-    output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[args.responses, args.tuples])
-    if args.format == "label-studio":
+    columns = _column_map(args)
+    sources, inputs = args.responses, list(args.responses)
+    if args.format == "best-worst-tools":  # every file read is an input: an --out among them is refused, even with --force
+        inputs += layouts_files.participant_files(sources).files
+    elif Path(sources[0]).is_dir():
+        raise FsbError(f"{sources[0]} is a folder: only --format best-worst-tools reads a folder (one .csv file a participant)")
+    elif len(sources) > 1:
+        raise FsbError(f"--format {args.format} reads one file; only --format best-worst-tools reads several files")
+    output_file(args.out, JUDGMENTS_HEADER, annotate.JUDGMENTS_KIND, force=args.force, inputs=[*inputs, args.tuples])
+    args.responses = sources[0] if args.format != "best-worst-tools" else sources
+    ls_json = args.format == "label-studio" and layouts.is_json(args.responses)
+    if args.format not in ("columns", "best-worst-tools") and not ls_json:
+        layouts.check_layout(args.responses, args.format)  # a file of another layout: one line naming it and the --format
+    if ls_json:
         result = annotate.import_label_studio(export_json=args.responses, out=args.out, design_csv=args.tuples, force=args.force)
+    elif args.format == "label-studio" and args.tuples:
+        raise FsbError("--tuples checks a Label Studio JSON export; its CSV export is read on its own")
+    elif args.format in (*LAYOUTS, "label-studio"):
+        result = layouts.import_layout(args.responses, args.format, args.out, columns=columns, positions=args.positions, force=args.force)
     elif not args.tuples:
-        raise FsbError("--tuples is required for CSV answers (the exported forms or the design)")
+        unknown = "tuple_id" not in {h.strip() for h in layouts_files.first_line(Path(args.responses))}
+        raise FsbError(
+            "--tuples is required for CSV answers (the exported forms or the design)"
+            + (
+                "; this file has no tuple_id column: another tool's columns are read with --format columns --items-cols A,B,.. "
+                "--best-col X --worst-col Y"
+                if unknown
+                else ""
+            )
+        )
     else:
         result = annotate.import_judgments(
             responses_csv=args.responses, design_csv=args.tuples, out=args.out, positions=args.positions, force=args.force

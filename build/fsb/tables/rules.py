@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import csv
 import mmap
+import os
 import re
+import shlex
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from fsb.core.readers import InputError
+from fsb.core.readers import STDIN_COPIES, InputError
 from fsb.tables.csvrows import INT64_MAX, canonical_id, check_header, first_true, id_problem, require_header, show_label, text_problem
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "LAYOUT",
     "Cells",
     "bom",
+    "foreign_layout",
     "header_of",
     "label_fields",
     "label_values",
@@ -73,14 +77,41 @@ def header_of(path, data: bytes | mmap.mmap, start: int = 0) -> tuple[list[str],
         line = first.decode("utf-8").rstrip("\r")
     except UnicodeDecodeError:
         return None
+    csv.field_size_limit(sys.maxsize)  # a header field of any size (csv's default limit is 131072 characters)
     names = next(csv.reader([line]))
     return check_header(path, names), (end + 1 - start if end >= 0 else len(data) - start)
+
+
+def foreign_layout(header: Sequence[str]) -> tuple[str, str] | None:
+    """(the `fsb annotate import --format` that reads it, what it is) for a header in a layout another tool
+    writes, or None. The one table of those layouts: `fsb annotate import` names it when a file is not of the
+    format asked for, and fsb's judgments readers when they are given such a file (`label_fields`)."""
+    names = {str(h).strip() for h in header}
+    first = str(header[0]).lstrip() if header else ""
+    if first.startswith(("[", "{")):
+        return "label-studio", "JSON (Label Studio's JSON export?)"
+    if {"HITId", "AssignmentId", "WorkerId"} <= names or any(n.startswith(("Input.", "Answer.")) for n in names):
+        return "mturk", "an MTurk batch results file (HITId, WorkerId, Input.*/Answer.* columns)"
+    if {"annotation_id", "annotator", "lead_time"} <= names:
+        return "label-studio", "a Label Studio CSV export (annotation_id, annotator, lead_time columns)"
+    if {"best", "worst", "option1"} <= names:
+        return "best-worst-tools", "the layout of Hollis's best-worst tools (best, worst, option1..optionK)"
+    if {"tuple_id", "best", "worst"} <= names:
+        return "csv", "answers to fsb's forms (tuple_id, best, worst)"
+    return None
 
 
 def label_fields(path, header: Sequence[str]) -> tuple[list[str], str | None, str | None]:
     """(Item1..ItemK, BestItem, WorstItem; the Annotator column or None; the Timestamp column or None). A
     header missing one of them, or naming Item columns with a gap (Item1, Item2, Item4: Item3 missing, which
-    would drop Item4 silently), is refused in one line naming the missing column."""
+    would drop Item4 silently), is refused in one line naming the missing column; a header of a layout
+    another tool writes (`foreign_layout`), in one line naming it and the `fsb annotate import` to use."""
+    if not {"Item1", "Item2", "BestItem", "WorstItem"} <= set(header) and (foreign := foreign_layout(header)):
+        fmt, what = foreign
+        tuples = " --tuples FORMS.csv" if fmt == "csv" else ""
+        name = "-" if os.fspath(path) in STDIN_COPIES else shlex.quote(os.fspath(path))
+        command = f"fsb annotate import {name} --format {fmt}{tuples} --out judgments.csv"
+        raise InputError(path, f"this looks like {what}, not judgments ({LAYOUT}): convert it with `{command}`", line=1)
     numbers = sorted(int(m.group(1)) for h in header if (m := _ITEM.fullmatch(h)))
     k = next((j for j in range(1, len(numbers) + 2) if j not in numbers), 1) - 1
     if k < 2 or k < len(numbers):
