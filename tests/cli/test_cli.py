@@ -34,7 +34,7 @@ def test_score_the_release(release: Path, tmp_path: Path) -> None:
     out = tmp_path / "scores.csv"
     fsb("score", str(release / "FSB" / "fsb-tuples-annotations.csv"), "--out", str(out))
     ours = pd.read_csv(out)
-    assert list(ours.columns) == ["item", "score_raw", "score", "n", "best", "worst"]
+    assert list(ours.columns) == ["item", "score_raw", "score", "n", "best", "worst", "bound"]
     assert ours["score"].is_monotonic_decreasing
     theirs = pd.read_csv(release / "FSB" / "fsb_final_scores.csv").set_index("id")
     joined = ours.set_index("item").join(theirs, rsuffix="_release")
