@@ -6,7 +6,7 @@ Each seed draws a truth (N item utilities from N(0, 1)) and judgments from the b
 
     balanced   `fsb.bws.bws_design` (2N tuples, each item in 8), 2 judgments a tuple
     skewed     N/4 tuples of a random permutation (every item once), then 4N - N/4 random tuples with items
-               drawn in proportion to lognormal(0, 1) weights (the commonest item ~20x the median), 1 judgment
+               drawn in proportion to lognormal(0, 1) weights (the commonest item 14-32x the median), 1 judgment
     sorted     round 1: `bws_design` (2N tuples), 1 judgment; round 2: 2N tuples of neighbours on round 1's
                MaxDiff scale (8 passes: sort by score + N(0, 0.3) jitter, consecutive 4 items a tuple), 1 judgment
 

@@ -131,7 +131,7 @@ def score_columns(
         cols: dict[str, np.ndarray] = {"item": np.asarray(ann.labels)}
         cols |= {"score_raw": counts.score_raw, "score": counts.score, "n": counts.appearances, "best": counts.best}
         cols |= {"worst": counts.worst}
-        cols["bound"] = bound_column(score_bounds(ann.item_codes, ann.best_codes, ann.worst_codes, None, n_items))
+        cols["bound"] = bound_column(score_bounds(ann.item_codes, ann.best_codes, ann.worst_codes, None, n_items, counts))
         _note_bounds(cols["bound"], notes)
         return _sorted(cols) if sort else cols
     coded = encode(ann)
@@ -159,7 +159,7 @@ def score_columns(
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
         low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
         cols |= {"ci_low": low, "ci_high": high}
-    cols["bound"] = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items))
+    cols["bound"] = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, counts))
     zero = (cols["ci_high"] - cols["ci_low"] == 0) if ci and method == "counting" else None
     _note_bounds(cols["bound"], notes, zero)
     return _sorted(cols) if sort else cols

@@ -154,7 +154,7 @@ def score_dataset(
     num = counts.appearances + counts.best - counts.worst
     den = 2 * counts.appearances
     bin_code = spec.exact_bin_codes(num, den, spec.ANALYSIS_BIN_EDGES)
-    bound = bound_column(score_bounds(design, coded.best, coded.worst, tuple_index, uids.size))
+    bound = bound_column(score_bounds(design, coded.best, coded.worst, tuple_index, uids.size, counts))
     default = _default_table(frame, counts, score_maxdiff, bin_code, iv).assign(bound=bound)
     annotations = _annotation_table(ann, tuple_index, ann_round)
     per_tuple = np.bincount(tuple_index)

@@ -113,7 +113,7 @@ def score_study(ann: Annotations, items: ItemsFile | None, *, trials: int, seed:
     out = out.assign(
         n_judgments=counts.appearances.astype(np.int32), n_best=counts.best.astype(np.int32), n_worst=counts.worst.astype(np.int32)
     )
-    bound = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, labels.size))
+    bound = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, labels.size, counts))
     out = out.assign(bound=bound.astype(object))
     figures = {
         "n_items": int(labels.size),
