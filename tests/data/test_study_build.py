@@ -325,6 +325,9 @@ def test_the_bound_column_and_the_card_count_the_scores_that_are_bounds(tmp_path
     card = (out / "README.md").read_text()
     assert "6 items are bounds, not estimates: 1 best-always, 1 worst-always, 4 disconnected (the `bound` column" in card
     assert datasets.load_dataset(str(out))["test"].features["bound"].dtype == "string"
+    from fsb.data.study_build import summary_lines
+
+    assert "  6 items are bounds, not estimates: 1 best-always, 1 worst-always, 4 disconnected (their bound column)" in summary_lines(stats)
 
 
 def test_a_card_without_bounds_says_every_score_is_an_estimate(built: Path) -> None:

@@ -143,7 +143,7 @@ def bound_sentence(counts: dict[str, int], noun: str = "items", *, explain: bool
     if not total:
         return ""
     one = noun[:-1] if noun.endswith("s") else noun
-    parts = ", ".join(f"{c} {name}" for name, c in counts.items() if name != "total")
+    parts = ", ".join(f"{counts[name]} {name}" for name in BOUND_VALUES.values() if counts.get(name))  # fixed order
     verb = f"1 {one} is a bound, not an estimate" if total == 1 else f"{total} {noun} are bounds, not estimates"
     if not explain:
         return f"{verb}: {parts} (their bound column)"
