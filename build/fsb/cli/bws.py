@@ -58,8 +58,8 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
         "--out",
         type=path_arg,
         help="output CSV, most biased first: counting item,score_raw,score,n,best,worst; maxdiff item,score,se,n,best,worst; "
-        "value item,score,n,best,worst; "
-        "--ci adds ci_low,ci_high; last, bound: empty for an estimate, else why the score is a bound (best-always, worst-always, "
+        "--ci adds ci_low,ci_high; value item,score,n,best,worst; last, bound: empty for an estimate, else why the score "
+        "is a bound (best-always, worst-always, "
         "disconnected) (default: standard output)",
     )
     s.add_argument(
@@ -82,7 +82,9 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
 
 
 @commands.add(
-    "score", arguments=_score_arguments, help="score a best-worst judgments file (counting, or a MaxDiff fit), optionally with intervals"
+    "score",
+    arguments=_score_arguments,
+    help="score a best-worst judgments file (counting, a MaxDiff fit, or value scoring), optionally with intervals",
 )
 def _score(args: argparse.Namespace) -> int:
     from fsb.core.errors import FsbError
