@@ -181,6 +181,8 @@ def features(config: str = "default") -> datasets.Features:
                 "n_judgments": Value("int32"),
                 "n_best": Value("int32"),
                 "n_worst": Value("int32"),
+                # "" for an estimate, else why the scores are bounds (best-always, worst-always, disconnected; fsb.bws.bounds)
+                "bound": Value("string"),
             }
         )
     if config == "annotations":

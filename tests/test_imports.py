@@ -128,4 +128,5 @@ def test_fsb_score_on_a_small_file_imports_nothing_it_does_not_use(tmp_path: Pat
     status, loaded, reexported, listed = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert status == 0 and loaded == [] and reexported and listed
     lines = (tmp_path / "s.csv").read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 14 and lines[1] == "1,1.000000,1.000000,1,1,0" and lines[-1] == "13,-1.000000,0.000000,1,0,1"
+    assert len(lines) == 14 and lines[1] == "1,1.000000,1.000000,1,1,0,best-always"
+    assert lines[-1] == "13,-1.000000,0.000000,1,0,1,worst-always"  # the bound column (issue 30, section 3)

@@ -112,7 +112,7 @@ def test_maxdiff_and_interval_columns_from_the_cli(tmp_path: Path) -> None:
     out = tmp_path / "m.csv"
     fsb("score", str(ann), "--method", "maxdiff", "--ci", "--bootstrap", "50", "--out", str(out))
     rows = list(csv.DictReader(out.open()))
-    assert list(rows[0]) == ["item", "score", "se", "n", "best", "worst", "ci_low", "ci_high"]
+    assert list(rows[0]) == ["item", "score", "se", "n", "best", "worst", "ci_low", "ci_high", "bound"]
     score = np.array([float(r["score"]) for r in rows])
     low, high = (np.array([float(r[c]) for r in rows]) for c in ("ci_low", "ci_high"))
     assert abs(score.mean()) < 1e-6, "centred to mean 0"
@@ -123,7 +123,7 @@ def test_maxdiff_and_interval_columns_from_the_cli(tmp_path: Path) -> None:
     helptext = fsb("score", "--help").stdout
     assert "centred to mean 0" in " ".join(helptext.split())
     counting = list(csv.DictReader(io.StringIO(fsb("score", str(ann), "--ci", "--bootstrap", "50").stdout)))
-    assert list(counting[0]) == ["item", "score_raw", "score", "n", "best", "worst", "ci_low", "ci_high"]
+    assert list(counting[0]) == ["item", "score_raw", "score", "n", "best", "worst", "ci_low", "ci_high", "bound"]
 
 
 def test_a_small_file_imports_neither_pandas_nor_pyarrow(tmp_path: Path) -> None:

@@ -79,7 +79,7 @@ def test_a_command_started_with_stdout_closed_writes_its_file_or_says_why_in_one
 
     to_file = closed("score", str(judgments), "--out", "s.csv")
     assert to_file.returncode == 0, to_file.stderr
-    assert (tmp_path / "s.csv").read_text().startswith("item,score_raw,score,n,best,worst\na,1.000000")
+    assert (tmp_path / "s.csv").read_text().startswith("item,score_raw,score,n,best,worst,bound\na,1.000000")
     printed = closed("score", str(judgments))
     assert printed.returncode == 2 and "Traceback" not in printed.stderr, printed.stderr
     assert printed.stderr.strip().splitlines() == [

@@ -135,7 +135,7 @@ def test_score_counting_loads_blas_with_one_thread_and_leaves_the_environment_as
     cli module), which brings the threads and huge pages back, and a variable left behind."""
     _, judgments = make_raw(tmp_path, n=40)
     probe = _blas_probe(tmp_path, "score", str(judgments), "--out", "s.csv", env={})
-    assert probe["code"] == 0 and (tmp_path / "s.csv").read_text().startswith("item,score_raw,score,n,best,worst\n")
+    assert probe["code"] == 0 and (tmp_path / "s.csv").read_text().startswith("item,score_raw,score,n,best,worst,bound\n")
     assert probe["threads"] == [1] and probe["huge_pages"] is False and probe["env"] == {}
     reliability = _blas_probe(tmp_path, "reliability", str(judgments), "--trials", "5", env={})
     assert reliability["code"] == 0 and reliability["threads"] == [1] and reliability["huge_pages"] is False and reliability["env"] == {}
@@ -324,6 +324,46 @@ def test_every_interval_written_holds_its_score_or_a_note_says_why_not(
         if m := _NOTE_COUNT.match(line):
             noted["aside" if "lies wholly to one side" in line else "empty"] += int(m.group(1))
     assert (empty, aside) == (noted["empty"], noted["aside"]), proc.stderr
+    for r in table:  # the bound column says which scores are bounds, by the tallies written beside them
+        assert ("best-always" in r["bound"]) == (r["best"] == r["n"]) and ("worst-always" in r["bound"]) == (r["worst"] == r["n"])
+
+
+# --- the bound column: scores that are bounds, not estimates (issue 30, section 3) --------------------------
+
+_BOUND_ROWS = "a,b,c,d,a,d\na,b,c,e,a,c\nb,c,d,e,b,d\nf,g,h,i,f,i\n"  # a always best, d always worst; f..i a part apart
+_BOUNDS = {
+    "a": "best-always",
+    "b": "",
+    "c": "",
+    "d": "worst-always",
+    "e": "",
+    "f": "best-always+disconnected",
+    "g": "disconnected",
+    "h": "disconnected",
+    "i": "worst-always+disconnected",
+}
+
+
+@pytest.mark.parametrize("method", ["counting", "maxdiff"])
+@pytest.mark.parametrize("ci", [[], ["--ci", "--bootstrap", "39"]])
+def test_score_says_which_scores_are_bounds_with_and_without_ci(tmp_path: Path, method: str, ci: list[str]) -> None:
+    """A new user's report: without --ci, items chosen best (or worst) every time and items outside the largest
+    connected part got finite scores with no word. Now every score file ends with a `bound` column, both methods,
+    with or without --ci, and one note counts them; counting --ci's zero-width intervals of such items are noted."""
+    judgments = tmp_path / "j.csv"
+    judgments.write_text(_HEADER4 + _BOUND_ROWS)
+    proc = run_fsb("score", judgments, "--method", method, *ci, "--out", tmp_path / "s.csv")
+    assert proc.returncode == 0, proc.stderr
+    table = list(csv.DictReader((tmp_path / "s.csv").open(encoding="utf-8")))
+    assert list(table[0])[-1] == "bound" and {r["item"]: r["bound"] for r in table} == _BOUNDS
+    notes = [line for line in proc.stderr.splitlines() if "bounds, not estimates" in line]
+    assert notes == ["note: 6 items are bounds, not estimates: 2 best-always, 2 worst-always, 4 disconnected (their bound column)"]
+    zero = [line for line in proc.stderr.splitlines() if "has width 0" in line]
+    if method == "counting" and ci:  # a and d: every resample scores them 1 and 0 (f and i are in one tuple: no interval)
+        assert zero and zero[0].startswith("note: the counting interval of 2 best-always/worst-always items has width 0")
+        assert {r["item"]: (r["ci_low"], r["ci_high"]) for r in table}["a"] == ("1.000000", "1.000000")
+    else:
+        assert not zero
 
 
 def test_tuples_next_round_writes_a_design_export_reads_and_refuses_a_lone_budget(tmp_path: Path) -> None:

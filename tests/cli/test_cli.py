@@ -34,7 +34,7 @@ def test_score_the_release(release: Path, tmp_path: Path) -> None:
     out = tmp_path / "scores.csv"
     fsb("score", str(release / "FSB" / "fsb-tuples-annotations.csv"), "--out", str(out))
     ours = pd.read_csv(out)
-    assert list(ours.columns) == ["item", "score_raw", "score", "n", "best", "worst"]
+    assert list(ours.columns) == ["item", "score_raw", "score", "n", "best", "worst", "bound"]
     assert ours["score"].is_monotonic_decreasing
     theirs = pd.read_csv(release / "FSB" / "fsb_final_scores.csv").set_index("id")
     joined = ours.set_index("item").join(theirs, rsuffix="_release")
@@ -127,6 +127,7 @@ def test_help_texts_say_what_the_commands_do() -> None:
     assert "fsb_upstream (chat models)" in " ".join(fsb("eval", "--help").stdout.split())
     score = " ".join(fsb("score", "--help").stdout.split())
     assert "counting item,score_raw,score,n,best,worst; maxdiff item,score,se,n,best,worst; --ci adds ci_low,ci_high" in score
+    assert "value item,score,n,best,worst; last, bound: empty for an estimate" in score
     rel = " ".join(fsb("reliability", "--help").stdout.split())
     assert "random splits of each tuple's judgments into two halves (default 100)" in rel and "seed of the random splits" in rel
     main = " ".join(fsb("main", "--help").stdout.split())

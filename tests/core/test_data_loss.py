@@ -362,7 +362,9 @@ def test_a_reader_closing_stdout_early_is_not_a_failure(release: Path, tmp_path:
         assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()  # the reader is gone before the first byte
         err = proc.stderr.read().decode()
-        assert proc.wait() == 0 and err == "", (args, err)
+        # quietly: no failure; `fsb score`'s note on the scores that are bounds (the release has one) is commentary on stderr
+        assert proc.wait() == 0 and all(line.startswith("note: ") for line in err.splitlines()), (args, err)
+        assert err == "" or args[0] == "score", (args, err)
     assert is_build_folder(tmp_path / "ds")
     assert json.loads((home / "last_build.json").read_text())["path"] == str((tmp_path / "ds").resolve())
     # and a reader that takes the first line, then closes: the same

@@ -299,3 +299,38 @@ def test_instructions_are_worded_from_the_study(study: dict[str, Path]) -> None:
 
     text = instructions(read_study(study["study"]))
     assert text.startswith("Which comment is the MOST offensive") and "'Most offensive'" in text and "biased" not in text
+
+
+def test_the_bound_column_and_the_card_count_the_scores_that_are_bounds(tmp_path: Path) -> None:
+    """Issue 30, section 3: an item chosen best in every judgment, one chosen worst in every judgment, and a part of
+    the design linked to nothing else: the `bound` column says so per item, stats.json and the card count them."""
+    rows = ["a,b,c,d,a,d", "a,b,c,e,a,c", "b,c,d,e,b,d", "a,c,d,e,a,d", "b,c,e,a,a,c", "f,g,h,i,g,h", "f,g,h,i,f,i"]
+    judgments = tmp_path / "j.csv"
+    judgments.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n" + "\n".join(rows) + "\n")
+    out = build_study(judgments, tmp_path / "ds", trials=2, n_boot=39).out
+    frame = table(out, "default").set_index("id")
+    assert frame["bound"].to_dict() == {
+        "a": "best-always",
+        "b": "",
+        "c": "",
+        "d": "worst-always",
+        "e": "",
+        "f": "disconnected",
+        "g": "disconnected",
+        "h": "disconnected",
+        "i": "disconnected",  # worst in one of its two judgments
+    }
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["bounds"] == {"total": 6, "best-always": 1, "worst-always": 1, "disconnected": 4}
+    card = (out / "README.md").read_text()
+    assert "6 items are bounds, not estimates: 1 best-always, 1 worst-always, 4 disconnected (the `bound` column" in card
+    assert datasets.load_dataset(str(out))["test"].features["bound"].dtype == "string"
+    from fsb.data.study_build import summary_lines
+
+    assert "  6 items are bounds, not estimates: 1 best-always, 1 worst-always, 4 disconnected (their bound column)" in summary_lines(stats)
+
+
+def test_a_card_without_bounds_says_every_score_is_an_estimate(built: Path) -> None:
+    assert json.loads((built / "stats.json").read_text())["bounds"] == {"total": 0}
+    assert (table(built, "default")["bound"] == "").all()
+    assert "Every item's scores are estimates" in (built / "README.md").read_text()

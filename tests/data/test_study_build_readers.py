@@ -247,8 +247,12 @@ MAIN_STATS_SHA256 = "7eeebf0af996b5d8118a4c3b8718dfc70b917168b728fea4ac60f769ed9
 MAIN_FINGERPRINT = "e60b85a0f3328f0b2eb579911750c18fbb37ad4c5a8cee384b825621c748e4fb"
 INTERVAL_COLUMNS = ("score_ci_low", "score_ci_high", "score_maxdiff_ci_low", "score_maxdiff_ci_high")
 MAXDIFF_INTERVAL = ("score_maxdiff_ci_low", "score_maxdiff_ci_high")
-# The release build's default config without score_maxdiff and its interval (machine-dependent: see the test).
+# The release build's default config without score_maxdiff and its interval (machine-dependent: see the test), and
+# without the `bound` column (issue 30 section 3 added it last, deliberately; this pin is the one before it, so every
+# earlier column is held unchanged); the bound column itself is pinned by its values: one sentence (uid 38), chosen
+# most biased in all 22 judgments that showed it, "best-always"; every other "" (the design is connected).
 RELEASE_DEFAULT_WITHOUT_MAXDIFF_SHA256 = "ed78a177457ffeb79bf5fb61b81b3c27c5c5e556e50540fa80ba00e79d9e9809"
+RELEASE_BOUNDS = {"total": 1, "best-always": 1}
 
 
 @pytest.mark.release
@@ -271,18 +275,22 @@ def test_the_release_build_is_byte_identical_to_the_baseline_and_mains_columns_u
     # The MaxDiff fit and its Newton refits go through BLAS, whose kernels OpenBLAS picks per CPU: their last bits,
     # and so the MaxDiff intervals' bounds, differ between processors (the pinned file was built on an AMD EPYC, an
     # Intel Xeon builds other bytes there). Every other column is pinned byte for byte; those are held to the figure.
-    fixed = pa.schema([f for f in arrow_schema("default") if f.name not in ("score_maxdiff", *MAXDIFF_INTERVAL)])
+    fixed = pa.schema([f for f in arrow_schema("default") if f.name not in ("score_maxdiff", *MAXDIFF_INTERVAL, "bound")])
     fixed_bytes, _ = parquet_bytes(default[fixed.names], fixed)
     assert hashlib.sha256(fixed_bytes).hexdigest() == RELEASE_DEFAULT_WITHOUT_MAXDIFF_SHA256
+    assert list(default.columns)[-1] == "bound" and default.loc[default["bound"] != "", "id"].tolist() == [38]
+    assert default.loc[default["id"] == 38, ["bound", "n_best", "n_judgments"]].values.tolist() == [["best-always", 22, 22]]
     low, high, point = (default[c].to_numpy(float) for c in (*MAXDIFF_INTERVAL, "score_maxdiff"))
     assert np.isnan(low).sum() == 1 and abs(np.nanmedian(high - low) - 2.049) < 0.01
     assert ((low <= point + 1e-9) & (point <= high + 1e-9))[~np.isnan(low)].mean() > 0.99
-    old_schema = pa.schema([f for f in arrow_schema("default") if f.name not in (*INTERVAL_COLUMNS, "score_maxdiff")])
+    old_schema = pa.schema([f for f in arrow_schema("default") if f.name not in (*INTERVAL_COLUMNS, "score_maxdiff", "bound")])
     old_bytes, _ = parquet_bytes(default[old_schema.names], old_schema)
     assert hashlib.sha256(old_bytes).hexdigest() == MAIN_DEFAULT_SHA256, "an old column of the default config changed"
+    assert "1 sentence is a bound, not an estimate: 1 best-always (the `bound` column" in (out / "README.md").read_text()
     stats = json.loads((out / "stats.json").read_text())
     assert "published_as" not in stats["annotators"], "no ids in the release: nothing added"
     intervals = stats.pop("intervals")
+    assert stats.pop("bounds") == RELEASE_BOUNDS
     assert set(intervals) >= {"resamples", "seed", "null", "reasons", "coverage_on_simulated_study"}
     assert intervals["null"] == {"score": 0, "score_maxdiff": 1} and intervals["zero_width_score"] == 1
     stats["fingerprint"] = MAIN_FINGERPRINT

@@ -8,6 +8,8 @@
     scoring       label-level scoring: annotations -> tuples -> counting or MaxDiff, with intervals
     maxdiff       the MaxDiff (best-worst multinomial logit) fit, summed per distinct tuple
     bootstrap     95% per-item bootstrap intervals over tuples, for counting and MaxDiff scores
+    bounds        which items' scores are bounds, not estimates (the score files' and builds' `bound` column)
+    value         Hollis's value scoring and Rescorla-Wagner scoring (a comparison with counting and MaxDiff)
     tuples        the design CSV of `fsb tuples`, position-balanced
 
 The names below are re-exported so `from fsb import bws; bws.count_best_worst(...)` works, as choix does.

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from fsb import bws
+from fsb.bws.bounds import bound_column, bound_counts, bound_sentence, score_bounds
 from fsb.bws.coded import encode
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 __all__ = [
     "MAXDIFF_COUNT_REFUSAL",
     "METHODS",
+    "VALUE_CI_REFUSAL",
+    "VALUE_COUNT_REFUSAL",
     "annotator_agreement",
     "csv_bytes",
     "format_csv",
@@ -35,13 +38,21 @@ __all__ = [
     "score_table",
 ]
 
-METHODS = ("counting", "maxdiff")
+METHODS = ("counting", "maxdiff", "value")
+VALUE_CI_REFUSAL = (
+    "--method value gives no interval: its scores are a shrunken tournament, not a fitted model (no standard error), "
+    "and a bootstrap would rerun its 100 passes per resample; use --method maxdiff --ci (or counting --ci) for intervals"
+)
+VALUE_COUNT_REFUSAL = (
+    "--method value cannot take --invalid count: a quality-control row (a tuple repeating an item, or best = worst) "
+    "would make an item beat itself; use --invalid drop to score without those rows, or the default refuse to see the first"
+)
 MAXDIFF_COUNT_REFUSAL = (
     "--method maxdiff cannot take --invalid count: counting a quality-control row (a tuple repeating an item, or best = worst) "
     "is a rule of the NRC Perl counting script, and the MaxDiff likelihood has no such choice (a logit never picks one item "
     "both best and worst, nor shows it twice); use --invalid drop to fit without those rows, or the default refuse to see the first"
 )
-Method = Literal["counting", "maxdiff"]
+Method = Literal["counting", "maxdiff", "value"]
 
 
 def release_arrow_memory() -> int:
@@ -89,10 +100,12 @@ def score_columns(
     Parameters
     ----------
     ann : the validated judgments.
-    method : "counting" (Orme 2009; Kiritchenko and Mohammad 2017) or "maxdiff" (`fsb.bws.maxdiff`).
+    method : "counting" (Orme 2009; Kiritchenko and Mohammad 2017), "maxdiff" (`fsb.bws.maxdiff`) or "value"
+        (Hollis 2018's value scoring, `fsb.bws.value`; no intervals: with `ci`, ValueError `VALUE_CI_REFUSAL`).
     ci : add 95% bootstrap intervals over tuples.
-    n_boot, seed : resamples and their seed.
-    notes : list to which one line per reason for a missing interval is appended.
+    n_boot, seed : resamples and their seed (for "value": the seed of its pairings' order).
+    notes : list to which one line per reason for a missing interval is appended, and one counting the items
+        whose score is a bound (with or without `ci`).
     sort : False leaves the rows in label order, for a writer that puts them in `score_order` as it writes
         (`csv_bytes(cols, rows=...)`: 1e6 40-character labels are not gathered as a 160 MB unicode array).
 
@@ -101,19 +114,25 @@ def score_columns(
     dict of numpy columns
         counting: item, score_raw = (B - W) / n in [-1, 1], score = (score_raw + 1) / 2, n (appearances),
         best, worst. maxdiff: item, score (the MaxDiff utility, logit scale, centred to mean 0), se (its
-        standard error), n, best, worst. With `ci`: ci_low, ci_high (`fsb.bws.bootstrap.bootstrap_intervals`;
-        NaN for items without one). method="maxdiff" refuses judgments read with invalid="count"
-        (InputError, `MAXDIFF_COUNT_REFUSAL`)."""
-    if method == "maxdiff" and ann.invalid == "count":
+        standard error), n, best, worst. value: item, score (Hollis's value in (0, 1)), n, best, worst.
+        With `ci`: ci_low, ci_high (`fsb.bws.bootstrap.bootstrap_intervals`; NaN for items without one).
+        Last, always: bound, per item "" (an estimate) or why its score is a bound rather than an estimate
+        (best-always, worst-always, disconnected; `fsb.bws.bounds`). method="maxdiff" or "value" refuses
+        judgments read with invalid="count" (InputError, `MAXDIFF_COUNT_REFUSAL`, `VALUE_COUNT_REFUSAL`)."""
+    if method in ("maxdiff", "value") and ann.invalid == "count":
         from fsb.core.readers import InputError
 
-        raise InputError(ann.path, MAXDIFF_COUNT_REFUSAL)
+        raise InputError(ann.path, MAXDIFF_COUNT_REFUSAL if method == "maxdiff" else VALUE_COUNT_REFUSAL)
+    if method == "value" and ci:
+        raise ValueError(VALUE_CI_REFUSAL)
     if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
         n_items = ann.labels.size
         counts = bws.count_best_worst(ann.item_codes, ann.best_codes, ann.worst_codes, n_items)
         cols: dict[str, np.ndarray] = {"item": np.asarray(ann.labels)}
         cols |= {"score_raw": counts.score_raw, "score": counts.score, "n": counts.appearances, "best": counts.best}
         cols |= {"worst": counts.worst}
+        cols["bound"] = bound_column(score_bounds(ann.item_codes, ann.best_codes, ann.worst_codes, None, n_items, counts))
+        _note_bounds(cols["bound"], notes)
         return _sorted(cols) if sort else cols
     coded = encode(ann)
     release_arrow_memory()  # the reading's and the coding's Arrow buffers are gone: their pages need not stay through the fit
@@ -126,6 +145,11 @@ def score_columns(
 
         fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items)
         cols |= {"score": fit.utility, "se": fit.se}
+    elif method == "value":
+        from fsb.bws import value
+
+        winners, losers = value.pairings(coded.design, coded.best, coded.worst, coded.tuple_index)
+        cols |= {"score": value.value_scores(winners, losers, coded.n_items, seed=seed)}
     else:
         raise ValueError(f"method must be one of {METHODS}")
     cols |= {"n": counts.appearances, "best": counts.best, "worst": counts.worst}
@@ -135,7 +159,26 @@ def score_columns(
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
         low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
         cols |= {"ci_low": low, "ci_high": high}
+    cols["bound"] = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, counts))
+    zero = (cols["ci_high"] - cols["ci_low"] == 0) if ci and method == "counting" else None
+    _note_bounds(cols["bound"], notes, zero)
     return _sorted(cols) if sort else cols
+
+
+def _note_bounds(bound: np.ndarray, notes: list[str] | None, zero_width: np.ndarray | None = None) -> None:
+    """One note counting the items whose score is a bound (`fsb.bws.bounds.bound_sentence`), and with counting
+    intervals (`zero_width`: which have width 0) one more for the always-chosen ones among them: an item chosen
+    best (or worst) every time gives every resample the same score, an interval of width 0 that reads as certainty."""
+    if notes is None:
+        return
+    if sentence := bound_sentence(bound_counts(bound), explain=False):
+        notes.append(sentence)
+    always = 0 if zero_width is None else int((zero_width & (np.char.find(bound, "-always") >= 0)).sum())
+    if always:
+        notes.append(
+            f"the counting interval of {always} best-always/worst-always {'item' if always == 1 else 'items'} has width 0: "
+            "every resample scores it at the end of the scale, no spread for the bootstrap to see; a bound, not certainty"
+        )
 
 
 def score_order(cols: dict[str, np.ndarray]) -> np.ndarray:
@@ -197,7 +240,9 @@ def _arrow_formats(cols: dict[str, np.ndarray]) -> bool:
     """Whether pyarrow writes the table (see `format_csv`)."""
     rows = next(iter(cols.values())).size
     simple = all(v.dtype.kind in "iufU" for v in cols.values())
-    return simple and rows >= 100_000 and not any(_needs_quotes(v) for v in cols.values() if v.dtype.kind == "U")
+    # the bound column's values (`fsb.bws.bounds.BOUND_VALUES`) need no quotes, and its empty field is written empty by both
+    labels = (v for name, v in cols.items() if v.dtype.kind == "U" and name != "bound")
+    return simple and rows >= 100_000 and not any(_needs_quotes(v) for v in labels)
 
 
 def _format_python(cols: dict[str, np.ndarray], decimals: int) -> str:

@@ -58,14 +58,17 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
         "--out",
         type=path_arg,
         help="output CSV, most biased first: counting item,score_raw,score,n,best,worst; maxdiff item,score,se,n,best,worst; "
-        "--ci adds ci_low,ci_high (default: standard output)",
+        "--ci adds ci_low,ci_high; value item,score,n,best,worst; last, bound: empty for an estimate, else why the score "
+        "is a bound (best-always, worst-always, "
+        "disconnected) (default: standard output)",
     )
     s.add_argument(
         "--method",
-        choices=("counting", "maxdiff"),
+        choices=("counting", "maxdiff", "value"),
         default="counting",
         help="counting: score = ((B - W) / n + 1) / 2 in [0, 1]; maxdiff: score = the fitted best-worst multinomial logit "
-        "utility (logit scale, centred to mean 0), plus its standard error se",
+        "utility (logit scale, centred to mean 0), plus its standard error se; value: Hollis's (2018) value scoring in (0, 1), "
+        "a tournament of 100 shuffled passes over the judgments' wins, seeded by --seed, no --ci (see docs/bws.md, Scoring)",
     )
     s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% intervals of score by bootstrap over tuples")
     s.add_argument(
@@ -73,19 +76,28 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
         type=_ci_resamples,
         help=f"bootstrap resamples for --ci, at least {CI_MIN_RESAMPLES} (default {CI_RESAMPLES})",
     )
-    s.add_argument("--seed", type=seed, help="bootstrap seed for --ci (default 0)")
+    s.add_argument("--seed", type=seed, help="bootstrap seed for --ci, or the pairings' order of --method value (default 0)")
     add_invalid(s)
     add_force(s)
 
 
 @commands.add(
-    "score", arguments=_score_arguments, help="score a best-worst judgments file (counting, or a MaxDiff fit), optionally with intervals"
+    "score",
+    arguments=_score_arguments,
+    help="score a best-worst judgments file (counting, a MaxDiff fit, or value scoring), optionally with intervals",
 )
 def _score(args: argparse.Namespace) -> int:
-    given = " and ".join(option for option, value in (("--bootstrap", args.bootstrap), ("--seed", args.seed)) if value is not None)
-    if given and not args.ci:  # refused, not ignored: scores without the intervals asked for would pass for a success
-        from fsb.core.errors import FsbError
+    from fsb.core.errors import FsbError
 
+    if args.method == "value" and (args.ci or args.bootstrap is not None):
+        from fsb.bws.scoring import VALUE_CI_REFUSAL
+
+        raise FsbError(VALUE_CI_REFUSAL)
+    seeds_order = args.method == "value"  # value's seed orders its tournament: no --ci needed
+    given = " and ".join(
+        option for option, value in (("--bootstrap", args.bootstrap), ("--seed", None if seeds_order else args.seed)) if value is not None
+    )
+    if given and not args.ci:  # refused, not ignored: scores without the intervals asked for would pass for a success
         verb = "shape" if " and " in given else "shapes"
         raise FsbError(f"{given} {verb} only the intervals of --ci, and --ci was not given: add --ci, or leave {given} out")
     if args.method == "counting":  # counting, its bootstrap included, does no linear algebra: no BLAS threads
@@ -103,13 +115,14 @@ def _score(args: argparse.Namespace) -> int:
     notes: list[str] = []
     n_boot, boot_seed = CI_RESAMPLES if args.bootstrap is None else args.bootstrap, args.seed or 0
     cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=n_boot, seed=boot_seed, notes=notes, sort=False)
-    for note in notes:  # items left without an interval (ci_low, ci_high empty), and why
-        print(f"note: {note}", file=sys.stderr)
     data = csv_bytes(cols, rows=score_order(cols))  # most biased first, each column put in order as it is written
     if not to_file:
         write_stdout(data)
     else:
         recorded_write(args.out, data, force=args.force, kind=SCORES_KIND, header=SCORES_HEADER)
+    for note in notes:  # after the scores they comment on: items that are bounds, items left without an interval, and why
+        print(f"note: {note}", file=sys.stderr)
+    if to_file:
         print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
     no_collection_at_exit()  # the scores are written and closed
     return 0

@@ -13,6 +13,7 @@ import yaml
 
 import fifty_shades_of_bias as spec
 from fsb import __version__
+from fsb.bws.bounds import bound_sentence
 from fsb.core import resources
 from fsb.data import annotators, intervals
 from fsb.data.reference import noise_ceiling, spearman_brown
@@ -323,6 +324,7 @@ def _interval_fields(stats: dict[str, Any]) -> dict[str, Any]:
         "null_score": iv["null"]["score"],
         "null_maxdiff": iv["null"]["score_maxdiff"],
         "zero_width": _zero_width(iv.get("zero_width_score", 0)),
+        "bounds": bound_sentence(stats.get("bounds", {}), "sentences"),
         "null_reasons": "".join(f"\n- {_md_text(line)}" for lines in iv["reasons"].values() for line in lines).replace("\n", "\n\n", 1),
     }
 

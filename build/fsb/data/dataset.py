@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import fifty_shades_of_bias as spec
 from fsb import bws
 from fsb.bws import maxdiff
+from fsb.bws.bounds import bound_column, bound_counts, score_bounds
 from fsb.bws.coded import encode
 from fsb.core.atomic import write_file
 from fsb.core.folders import atomic_dir, check_replaceable_dir
@@ -153,7 +154,8 @@ def score_dataset(
     num = counts.appearances + counts.best - counts.worst
     den = 2 * counts.appearances
     bin_code = spec.exact_bin_codes(num, den, spec.ANALYSIS_BIN_EDGES)
-    default = _default_table(frame, counts, score_maxdiff, bin_code, iv)
+    bound = bound_column(score_bounds(design, coded.best, coded.worst, tuple_index, uids.size, counts))
+    default = _default_table(frame, counts, score_maxdiff, bin_code, iv).assign(bound=bound)
     annotations = _annotation_table(ann, tuple_index, ann_round)
     per_tuple = np.bincount(tuple_index)
     stats: dict[str, Any] = {
@@ -179,6 +181,7 @@ def score_dataset(
         },
         # a sentence chosen best (or worst) in every judgment gets [1, 1] ([0, 0]): no spread for the bootstrap to see
         "intervals": {**iv.summary(n_boot, seed), "zero_width_score": int((iv.score_high - iv.score_low == 0).sum())},
+        "bounds": bound_counts(bound),  # sentences whose scores are bounds, not estimates, by reason (the `bound` column)
         "annotators": annotator_figures(ann.annotator),
         "rounds": round_table(item_round, ann_round, tuple_index, design, ann.annotator, round_names or {}),
     }

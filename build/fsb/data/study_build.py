@@ -27,6 +27,7 @@ import pyarrow as pa
 from fsb import __version__, bws
 from fsb.annotate.study import Study, read_study
 from fsb.bws import maxdiff
+from fsb.bws.bounds import bound_column, bound_counts, bound_sentence, score_bounds
 from fsb.bws.coded import encode, tuple_ids
 from fsb.core.atomic import write_file
 from fsb.core.folders import atomic_dir, check_replaceable_dir
@@ -112,6 +113,8 @@ def score_study(ann: Annotations, items: ItemsFile | None, *, trials: int, seed:
     out = out.assign(
         n_judgments=counts.appearances.astype(np.int32), n_best=counts.best.astype(np.int32), n_worst=counts.worst.astype(np.int32)
     )
+    bound = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, labels.size, counts))
+    out = out.assign(bound=bound.astype(object))
     figures = {
         "n_items": int(labels.size),
         "n_tuples": int(coded.design.shape[0]),
@@ -129,6 +132,7 @@ def score_study(ann: Annotations, items: ItemsFile | None, *, trials: int, seed:
             "max": float(fit.utility.max()),
         },
         "intervals": iv.summary(n_boot, seed),
+        "bounds": bound_counts(bound),  # items whose scores are bounds, not estimates, by reason (the `bound` column)
     }
     return out, figures
 
@@ -268,6 +272,8 @@ def summary_lines(stats: dict[str, Any]) -> list[str]:
             f"  coverage on a simulated study with known truth ({cov['items']} items): counting {cov['score']:.1%}, "
             f"MaxDiff {cov['score_maxdiff']:.1%} (nominal 95%)"
         )
+    if bounds := bound_sentence(stats.get("bounds", {}), explain=False):
+        lines.append(f"  {bounds}")
     published = people.get("published_as") or {}
     if people.get("n"):
         found = ", ".join(f"{n} {k}" for k, n in (published.get("personal_values") or {}).items()) or "none"

@@ -13,6 +13,7 @@ import yaml
 
 from fsb import __version__
 from fsb.annotate.study import Study
+from fsb.bws.bounds import bound_sentence
 from fsb.data.annotators import agreement_table, personal_note
 from fsb.data.card import annotators_phrase, invalid_note, size_category
 from fsb.data.reference import noise_ceiling, spearman_brown
@@ -33,6 +34,8 @@ _MEANINGS = {
     "n_judgments": "judgments of tuples that contained the item",
     "n_best": "times chosen as the best",
     "n_worst": "times chosen as the worst",
+    "bound": "empty when the scores are estimates; else why they are bounds: best-always/worst-always (chosen best/worst in "
+    "every judgment that showed it), disconnected (outside the design's largest connected part; see below)",
 }
 
 
@@ -123,6 +126,7 @@ def _fields(stats: dict[str, Any], columns: list[str], features: dict[str, Any])
         "coverage": _coverage(iv),
         "null_score": iv["null"]["score"],
         "null_maxdiff": iv["null"]["score_maxdiff"],
+        "bounds": bound_sentence(stats.get("bounds", {})),
         "reasons": reasons,
         "trials": shr["trials"],
         "shr_seed": shr["seed"],
