@@ -175,15 +175,20 @@ def evaluate(study: Study, ridge: float, rng) -> dict:
 
 
 def coverage(study: Study) -> dict:
+    from fsb.bws import maxdiff
     from fsb.bws.bootstrap import bootstrap_intervals
-    from fsb.bws.scoring import Coded
+    from fsb.bws.coded import Coded
 
     d, b, w, ti, n = study.arrays()
     low, high = bootstrap_intervals(Coded(np.arange(n), d[ti], d, ti, b, w), method="maxdiff", n_boot=200, seed=0)
     ok = np.isfinite(low) & np.isfinite(high)
     truth = study.u - study.u.mean()
+    fit = maxdiff.fit_maxdiff(d, b, w, ti, n).utility
+    slope, icpt = np.polyfit(truth, fit, 1)
+    mapped = icpt + slope * truth  # the truth on the fit's own scale (a stretched scale moves every interval outward)
     return {
         "coverage": float(np.mean((low[ok] <= truth[ok]) & (truth[ok] <= high[ok]))),
+        "coverage_rescaled": float(np.mean((low[ok] <= mapped[ok]) & (mapped[ok] <= high[ok]))),
         "items_with_interval": int(ok.sum()),
         "coverage_at_judgments": int(b.size),
     }
@@ -201,7 +206,7 @@ def crossing(curve: list[dict], key: str, target: float) -> float:
 
 def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
     from fsb import bws
-    from fsb.bws import adaptive
+    from fsb.bws import adaptive, information
 
     rng = np.random.default_rng(1000 + seed)
     n = args.items
@@ -227,6 +232,8 @@ def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
             if all(curve[-1][key] >= t for key, t in targets.values()):
                 break
         out[policy] = {"curve": curve, **{f"to_{name}": crossing(curve, key, t) for name, (key, t) in targets.items()}}
+        later = study.ti[study.ti >= len(start)]  # judgments bought after the common start
+        out[policy]["information_per_judgment"] = information.mean_information(u, study.design[later]) if later.size else float("nan")
         out[policy].update(coverage(study) if args.coverage else {})
     return out
 
@@ -252,6 +259,43 @@ def calibrate_beta(base_u, per_p, n, seeds=3) -> float:
         )
         lo, hi = (beta, hi) if shr < RELEASE_SHR else (lo, beta)
     return (lo + hi) / 2
+
+
+def bound_section(base_u, beta, per_p, ridge, n: int, n_fixed: float, n_start: float) -> dict:
+    """The information bound (`fsb.bws.information`) on adaptive / fixed judgments in this simulation: t_f the
+    fixed design's mean tr J at the truth, t_max its most, eta the fixed design's distance from the
+    Cauchy-Schwarz equality at n_fixed judgments; `oracle` a strict lower bound (even knowing the truth),
+    `knowable` the approximate one for a rule that knows only the judgments; `level_tuples` the information
+    of tuples of 4 neighbours in the true order (what a study of that size can offer at most, per judgment)."""
+    from fsb import bws
+    from fsb.bws import information as info
+
+    rng = np.random.default_rng(0)
+    u = beta * (rng.permutation(base_u) if n == base_u.size else rng.choice(base_u, size=n))
+    m = float((per_p * np.arange(per_p.size)).sum())
+    design = bws.bws_design(n, 4, 16, seed=0)
+    t_f = info.mean_information(u, design[: n // 2])
+    t_max = info.max_information(4)
+    eta = info.design_efficiency(u, design[: max(n // 2, int(n_fixed / m))], m)
+    sd_target = float(u.std() * np.sqrt(1 / TARGET_PEARSON**2 - 1))
+    level = {}
+    for size in (50, 100, 300, 1000):
+        x = np.sort(beta * rng.choice(base_u, size=size))
+        level[str(size)] = round(info.mean_information(x, np.arange(size - size % 4).reshape(-1, 4)) / t_max, 4)
+    return {
+        "t_fixed": round(t_f, 4),
+        "t_max": round(t_max, 4),
+        "t_fixed_over_t_max": round(t_f / t_max, 4),
+        "eta_fixed": round(eta, 4),
+        "n_fixed_to_pearson": round(n_fixed, 1),
+        "n_start": round(n_start, 1),
+        "oracle_ratio_bound": round(info.judgment_bound(n_fixed, n_start, t_f, t_max, eta), 4),
+        "oracle_ratio_bound_no_start": round(info.judgment_bound(n_fixed, 0, t_f, t_max, eta), 4),
+        "knowable_ratio_approx": round(info.knowable_bound(n_fixed, n_start, t_f, eta, n, 1.0 / ridge * beta**2), 4),
+        "posterior_sd_at_target": round(sd_target, 4),
+        "t_bayes_at_target_over_t_max": round(info.bayes_information(sd_target) / t_max, 4),
+        "level_tuples_over_t_max_by_items": level,
+    }
 
 
 def replay(path: Path, seed: int, round_size: int) -> dict:
@@ -397,11 +441,15 @@ def main(argv: list[str] | None = None) -> int:
                 row[f"judgments_to_{name}"] = summarise(need, srng)
                 row[f"ratio_to_fixed_{name}"] = summarise(need / base, srng)
             row["slope_at_end"] = summarise(np.array([s[policy]["curve"][-1]["slope"] for s in sims]), srng)
+            row["information_per_judgment"] = summarise(np.array([s[policy]["information_per_judgment"] for s in sims]), srng)
             if args.coverage:
-                for key in ("coverage", "coverage_at_judgments"):
+                for key in ("coverage", "coverage_rescaled", "coverage_at_judgments"):
                     row[key] = summarise(np.array([s[policy][key] for s in sims], dtype=float), srng)
             table[policy] = row
         result["simulation"] = table
+        n_fixed = float(np.nanmean([s["fixed"]["to_pearson"] for s in sims]))
+        n_start = float(np.mean([s["fixed"]["curve"][0]["judgments"] for s in sims]))
+        result["bound"] = bound_section(base_u, beta, per_p, ridge, args.items, n_fixed, n_start)
         result["simulation_curves"] = sims
     reps = [replay(args.judgments, s, args.replay_round or len(read_judgments(args.judgments)[0]) // 15) for s in range(args.replay_seeds)]
     rows = []

@@ -56,6 +56,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
+from fsb.bws.information import expected_information, tuple_information, variance_drop
 from fsb.bws.tuples import balance_positions, position_report
 from fsb.core.errors import FsbError
 
@@ -118,35 +119,6 @@ def item_uncertainty(
     return fit.utility, v, bound, s2
 
 
-def tuple_information(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Fisher information J(S) of one best-then-worst judgment for tuples with utilities x (C, k): (C, k, k).
-
-    J = diag(p) - p p' + sum_b p_b [diag(q_b) - q_b q_b'], p the best softmax, q_b the worst softmax over
-    the tuple without slot b (Marley and Louviere 2005)."""
-    x = np.asarray(x, dtype=np.float64)
-    k = x.shape[1]
-    p = np.exp(x - x.max(axis=1, keepdims=True))
-    p /= p.sum(axis=1, keepdims=True)
-    eye = np.eye(k)
-    info = p[:, :, None] * eye - p[:, :, None] * p[:, None, :]
-    for b in range(k):
-        y = -x.copy()
-        y[:, b] = -np.inf
-        q = np.exp(y - y.max(axis=1, keepdims=True))
-        q /= q.sum(axis=1, keepdims=True)
-        info += p[:, b, None, None] * (q[:, :, None] * eye - q[:, :, None] * q[:, None, :])
-    return info
-
-
-def variance_drop(v: NDArray[np.float64], info: NDArray[np.float64], m: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(gain, new_v) for tuples with item variances v (C, k) and per-judgment information info (C, k, k)
-    judged m times: gain = tr V - tr (V^-1 + m J)^-1 and new_v its diagonal."""
-    k = v.shape[1]
-    post = np.linalg.inv(np.eye(k) / v[:, :, None] + m * info)
-    new_v = np.diagonal(post, axis1=1, axis2=2)
-    return v.sum(axis=1) - new_v.sum(axis=1), new_v.copy()
-
-
 def _subsets(row, r: int = 3) -> list[tuple[int, ...]]:
     return list(combinations(sorted(int(i) for i in row), r))
 
@@ -173,18 +145,6 @@ def candidate_tuples(
     out.sort(axis=1)
     ok = (out[:, 1:] != out[:, :-1]).all(axis=1)
     return np.unique(out[ok], axis=0)
-
-
-def expected_information(x, v, rng: np.random.Generator, draws: int = DRAWS) -> NDArray[np.float64]:
-    """E J(S) over utilities drawn from N(x, diag v) (C, k), by `draws` Monte Carlo draws (the Bayesian
-    design criterion of Chaloner and Larntz 1989; draws = 0: J at x, the locally optimal design)."""
-    if draws == 0:
-        return tuple_information(x)
-    total = np.zeros((*x.shape, x.shape[1]))
-    sd = np.sqrt(v)
-    for _ in range(draws):
-        total += tuple_information(x + sd * rng.standard_normal(x.shape))
-    return total / draws
 
 
 def choose_tuples(
