@@ -18,8 +18,12 @@ Pearson with the truth, and split-half reliability of MaxDiff scores (each tuple
 reference procedure does, both halves fitted; counting is biased once tuples are chosen by score);
 `shr_prior` fits the halves with the prior ridge 1 / s^2 of the release instead. Targets: Pearson 0.95;
 the release's own split-half on the same measure (printed), and 0.872 literally. Judgments-to-target are
-interpolated linearly between rounds; ratios are per seed (policy / fixed), with the mean, a bootstrap 95%
-interval of the mean over seeds, and the 2.5-97.5% range of the seeds. `slope`: the fit regressed on
+interpolated linearly between rounds (a round is N / 4 tuples, about 670 judgments: the curves are
+concave, so this overstates every policy's need a little, the fixed design's most); ratios are per seed
+(policy / fixed), with the mean, a bootstrap 95% interval of the mean over seeds, and the 2.5-97.5% range
+of the seeds, and as the ratio of mean judgments (paired bootstrap over seeds). `bound`: the information
+bound of `fsb.bws.information` for this truth and start; `information_per_judgment`: mean tr J at the
+truth of the tuples bought after the start; `a_efficiency`: the study's (N - 1)^2 / (tr I^+ n t_max). `slope`: the fit regressed on
 the truth (1 = the right scale). Coverage: share of items whose 95% MaxDiff bootstrap interval
 (`bootstrap_intervals`, Newton refits, 200 resamples) holds the centred truth, at the end of each run.
 
@@ -27,7 +31,8 @@ Replay: the judgments of FILE (default the release) as a pool of tuples: start f
 `--replay-round` further tuples a round (their real judgments): random (the fixed design's order is
 random), naive (the tuples of smallest spread of current scores), adaptive (the rule of `plan_round` over
 the pool's tuples: a random quarter, the rest by `choose_tuples`); Pearson of the MaxDiff scores with
-those of all of FILE against judgments bought.
+those of all of FILE against judgments bought, and the judgments each bought to reach Pearson 0.95 and 0.98
+(ratio to random per seed).
 
     python benchmarks/bench_adaptive.py --seeds 3 --replay-seeds 1          # a quick look (about 1 CPU minute)
     python benchmarks/bench_adaptive.py --json --figure docs/figures/adaptive.png   # the full run (20 seeds)
@@ -266,7 +271,7 @@ def calibrate_beta(base_u, per_p, n, seeds=3) -> float:
     return (lo + hi) / 2
 
 
-def bound_section(base_u, beta, per_p, ridge, n: int, n_fixed: float, n_start: float) -> dict:
+def bound_section(base_u, beta, per_p, ridge, n: int, n_fixed: float, n_start: float, target: float = TARGET_PEARSON) -> dict:
     """The information bound (`fsb.bws.information`) on adaptive / fixed judgments in this simulation: t_f the
     fixed design's mean tr J at the truth, t_max its most, eta the fixed design's distance from the
     Cauchy-Schwarz equality at n_fixed judgments; `oracle` a strict lower bound (even knowing the truth),
@@ -281,8 +286,10 @@ def bound_section(base_u, beta, per_p, ridge, n: int, n_fixed: float, n_start: f
     design = bws.bws_design(n, 4, 16, seed=0)
     t_f = info.mean_information(u, design[: n // 2])
     t_max = info.max_information(4)
-    eta = info.design_efficiency(u, design[: max(n // 2, int(n_fixed / m))], m)
-    sd_target = float(u.std() * np.sqrt(1 / TARGET_PEARSON**2 - 1))
+    if not np.isfinite(n_fixed):  # the fixed design never reached the target: no judgments to compare with
+        return {"t_fixed_over_t_max": round(t_f / t_max, 4), "note": "the fixed design did not reach the target"}
+    eta = info.design_efficiency(u, design[: min(len(design), max(n // 2, int(n_fixed / m)))], m)
+    sd_target = float(u.std() * np.sqrt(1 / target**2 - 1))
     level = {}
     for size in (50, 100, 300, 1000):
         x = np.sort(beta * rng.choice(base_u, size=size))
@@ -413,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=2, help="tuples per item in the common first round")
     ap.add_argument("--round", type=int, default=0, help="tuples bought a round (default items / 4)")
     ap.add_argument("--max-per-item", type=float, default=12, help="stop a run at this many tuples per item")
+    ap.add_argument("--target-pearson", type=float, default=TARGET_PEARSON, help="the Pearson-with-the-truth target")
     ap.add_argument("--noise", type=float, default=1.0, help="divide the fitted utility scale by this (2: noisier annotators)")
     ap.add_argument("--reach", type=float, default=None, help="the rule's reach (default adaptive.REACH)")
     ap.add_argument("--draws", type=int, default=None, help="the rule's utility draws (default adaptive.DRAWS)")
@@ -441,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         release_shr = split_half(d, b, w, ti, n, maxdiff.RIDGE, np.random.default_rng(0), trials=10)
         release_prior = split_half(d, b, w, ti, n, ridge, np.random.default_rng(0), trials=10)
         targets = {
-            "pearson": ("pearson", TARGET_PEARSON),
+            "pearson": ("pearson", args.target_pearson),
             "shr_release": ("shr", release_shr),
             "shr_0.872": ("shr", RELEASE_SHR),
             "shr_prior_release": ("shr_prior", release_prior),
@@ -470,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         result["simulation"] = table
         n_fixed = float(np.nanmean([s["fixed"]["to_pearson"] for s in sims]))
         n_start = float(np.mean([s["fixed"]["curve"][0]["judgments"] for s in sims]))
-        result["bound"] = bound_section(base_u, beta, per_p, ridge, args.items, n_fixed, n_start)
+        result["bound"] = bound_section(base_u, beta, per_p, ridge, args.items, n_fixed, n_start, args.target_pearson)
         result["simulation_curves"] = sims
     reps = [replay(args.judgments, s, args.replay_round or len(read_judgments(args.judgments)[0]) // 15) for s in range(args.replay_seeds)]
     rows = []
@@ -479,15 +487,22 @@ def main(argv: list[str] | None = None) -> int:
             {"judgments": int(np.mean([r["random"][i]["judgments"] for r in reps]))}
             | {p: round(float(np.mean([r[p][min(i, len(r[p]) - 1)]["pearson"] for r in reps])), 4) for p in ("random", "naive", "adaptive")}
         )
-    result["replay"] = {"pool": str(args.judgments), "rows": rows, "curves": reps}
+    reached = {}
+    for target in (0.95, 0.98):  # judgments each policy bought to reach this Pearson with the whole pool's scores
+        need = {p: np.array([crossing(r[p], "pearson", target) for r in reps]) for p in ("random", "naive", "adaptive")}
+        reached[str(target)] = {p: summarise(need[p], srng) for p in need} | {
+            f"ratio_{p}_to_random": summarise(need[p] / need["random"], srng) for p in ("naive", "adaptive")
+        }
+    result["replay"] = {"pool": str(args.judgments), "rows": rows, "to_pearson": reached, "curves": reps}
     load = [round(x, 2) for x in os.getloadavg()]
     result["load"] = {"wall_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time() - c0, 1), "loadavg_1_5_15min": load}
     if args.figure and sims and reps:
-        figure(args.figure, sims, reps, {"pearson": TARGET_PEARSON, "shr": result["targets"]["shr_release"][1]})
+        figure(args.figure, sims, reps, {"pearson": args.target_pearson, "shr": result["targets"]["shr_release"][1]})
     if args.json:
         print(json.dumps(result))
     else:
-        print(json.dumps({k: v for k, v in result.items() if k not in ("simulation_curves",)} | {"replay": {"rows": rows}}, indent=1))
+        short = {k: v for k, v in result.items() if k not in ("simulation_curves",)}
+        print(json.dumps(short | {"replay": {"rows": rows, "to_pearson": reached}}, indent=1))
     return 0
 
 
