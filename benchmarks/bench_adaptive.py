@@ -162,7 +162,7 @@ def naive_round(study: Study, size: int, r: int) -> np.ndarray:
         if not any(x in study.used for x in subs):
             out.append(row)
             study.used.update(subs)  # Study.add re-adds them
-    return np.array(out)
+    return np.array(out, dtype=np.int64).reshape(-1, k)
 
 
 def evaluate(study: Study, ridge: float, rng) -> dict:
@@ -231,6 +231,8 @@ def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
                 new = naive_round(study, args.round, r)
             else:
                 new = adaptive.plan_round(*study.arrays(), args.round, seed=seed * 100 + r, **args.rule)[0]
+            if len(new) == 0:  # the policy found no tuple it may add (small studies: every group shares 3 items)
+                break
             study.add(new)
             r += 1
             curve.append(evaluate(study, ridge, rng))
