@@ -4,7 +4,7 @@ Bayesian information falls from t_max as the utilities grow uncertain."""
 
 from __future__ import annotations
 
-from itertools import combinations, pairwise
+from itertools import combinations, pairwise, permutations
 
 import numpy as np
 import pytest
@@ -86,3 +86,30 @@ def test_knowable_bound_lies_above_the_oracle_bound() -> None:
     knowable = info.knowable_bound(4700, 1340, t_f, eta, 1000, prior_var=2.9)
     assert oracle < knowable < 1.0
     assert info.knowable_bound(4700, 1340, t_f, eta, 1000, prior_var=1e-6) == pytest.approx(oracle, rel=0.02)
+
+
+def test_tuple_information_is_the_expected_outer_product_of_the_score() -> None:
+    """J(S) = E[g g'] over every (best, worst) outcome, g the gradient of log P(best, worst) (brute force):
+    a wrong worst-choice term or a missing p_b weight fails here."""
+    x = np.array([0.3, -1.2, 0.8, 0.1])
+    k = x.size
+    expect = np.zeros((k, k))
+    for b, w in permutations(range(k), 2):
+        p = np.exp(x) / np.exp(x).sum()
+        rest = [i for i in range(k) if i != b]
+        q = np.zeros(k)
+        q[rest] = np.exp(-x[rest]) / np.exp(-x[rest]).sum()
+        g = -p + q
+        g[b] += 1
+        g[w] -= 1
+        expect += p[b] * q[w] * np.outer(g, g)
+    assert np.allclose(info.tuple_information(x[None])[0], expect)
+
+
+def test_variance_drop_matches_a_dense_posterior() -> None:
+    v = np.array([[0.5, 1.0, 2.0, 0.3]])
+    j = info.tuple_information(np.array([[0.0, 0.2, -0.1, 0.4]]))
+    gain, new_v = info.variance_drop(v, j, 2.5)
+    post = np.linalg.inv(np.diag(1 / v[0]) + 2.5 * j[0])
+    assert np.allclose(new_v[0], np.diag(post)) and np.isclose(gain[0], v.sum() - np.trace(post))
+    assert (new_v < v).all()
