@@ -194,9 +194,17 @@ def coverage(study: Study) -> dict:
     return {
         "coverage": float(np.mean((low[ok] <= truth[ok]) & (truth[ok] <= high[ok]))),
         "coverage_rescaled": float(np.mean((low[ok] <= mapped[ok]) & (mapped[ok] <= high[ok]))),
+        "widen_for_95": widen_for(fit[ok], low[ok], high[ok], truth[ok] + fit.mean() - truth.mean(), 0.95),
         "items_with_interval": int(ok.sum()),
         "coverage_at_judgments": int(b.size),
     }
+
+
+def widen_for(est, low, high, truth, level: float) -> float:
+    """The factor by which every interval must be widened about its estimate (each side by its own length)
+    for `level` of them to hold the truth: 1 = calibrated, above 1 = too narrow."""
+    side = np.where(truth >= est, (truth - est) / np.maximum(high - est, 1e-12), (est - truth) / np.maximum(est - low, 1e-12))
+    return float(np.quantile(side, level))
 
 
 def crossing(curve: list[dict], key: str, target: float) -> float:
@@ -474,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
             for key in ("information_per_judgment", "a_efficiency"):
                 row[key] = summarise(np.array([s[policy][key] for s in sims]), srng)
             if args.coverage:
-                for key in ("coverage", "coverage_rescaled", "coverage_at_judgments"):
+                for key in ("coverage", "coverage_rescaled", "widen_for_95", "coverage_at_judgments"):
                     row[key] = summarise(np.array([s[policy][key] for s in sims], dtype=float), srng)
             table[policy] = row
         result["simulation"] = table
