@@ -1,6 +1,6 @@
 """Benchmark (issue 30): adaptive annotation rounds (`fsb.bws.adaptive`) against the fixed design and the
-naive rule, in seeded simulations and in a replay on real judgments (size: the simulation, coverage,
-replay and figure of one issue share their study and scorer helpers, so they stay in one file).
+naive rule, in seeded simulations and in a replay on real judgments (the replay, the figure and the
+summaries live in benchmarks/adaptive_parts.py).
 
 Simulation. Truth: the release's MaxDiff utilities (fit of its 5360 judgments), shrunk by
 sqrt(1 - mean se^2 / var u) to remove their estimation noise, times a factor beta, permuted over the items
