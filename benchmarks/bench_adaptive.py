@@ -1,6 +1,6 @@
 """Benchmark (issue 30): adaptive annotation rounds (`fsb.bws.adaptive`) against the fixed design and the
-naive rule, in seeded simulations and in a replay on real judgments (size: the simulation, coverage,
-replay and figure of one issue share their study and scorer helpers, so they stay in one file).
+naive rule, in seeded simulations and in a replay on real judgments (the replay, the figure and the
+summaries live in benchmarks/adaptive_parts.py).
 
 Simulation. Truth: the release's MaxDiff utilities (fit of its 5360 judgments), shrunk by
 sqrt(1 - mean se^2 / var u) to remove their estimation noise, times a factor beta, permuted over the items
@@ -18,8 +18,12 @@ Pearson with the truth, and split-half reliability of MaxDiff scores (each tuple
 reference procedure does, both halves fitted; counting is biased once tuples are chosen by score);
 `shr_prior` fits the halves with the prior ridge 1 / s^2 of the release instead. Targets: Pearson 0.95;
 the release's own split-half on the same measure (printed), and 0.872 literally. Judgments-to-target are
-interpolated linearly between rounds; ratios are per seed (policy / fixed), with the mean, a bootstrap 95%
-interval of the mean over seeds, and the 2.5-97.5% range of the seeds. `slope`: the fit regressed on
+interpolated linearly between rounds (a round is N / 4 tuples, about 670 judgments: the curves are
+concave, so this overstates every policy's need a little, the fixed design's most); ratios are per seed
+(policy / fixed), with the mean, a bootstrap 95% interval of the mean over seeds, and the 2.5-97.5% range
+of the seeds, and as the ratio of mean judgments (paired bootstrap over seeds). `bound`: the information
+bound of `fsb.bws.information` for this truth and start; `information_per_judgment`: mean tr J at the
+truth of the tuples bought after the start; `a_efficiency`: the study's (N - 1)^2 / (tr I^+ n t_max). `slope`: the fit regressed on
 the truth (1 = the right scale). Coverage: share of items whose 95% MaxDiff bootstrap interval
 (`bootstrap_intervals`, Newton refits, 200 resamples) holds the centred truth, at the end of each run.
 
@@ -27,7 +31,8 @@ Replay: the judgments of FILE (default the release) as a pool of tuples: start f
 `--replay-round` further tuples a round (their real judgments): random (the fixed design's order is
 random), naive (the tuples of smallest spread of current scores), adaptive (the rule of `plan_round` over
 the pool's tuples: a random quarter, the rest by `choose_tuples`); Pearson of the MaxDiff scores with
-those of all of FILE against judgments bought.
+those of all of FILE against judgments bought, and the judgments each bought to reach Pearson 0.95 and 0.98
+(ratio to random per seed).
 
     python benchmarks/bench_adaptive.py --seeds 3 --replay-seeds 1          # a quick look (about 1 CPU minute)
     python benchmarks/bench_adaptive.py --json --figure docs/figures/adaptive.png   # the full run (20 seeds)
@@ -36,7 +41,6 @@ those of all of FILE against judgments bought.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
@@ -44,18 +48,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from adaptive_parts import crossing, figure, read_judgments, replay_section, summarise
 
 RELEASE = Path("/work/shared/data/fsb-upstream/FSB/fsb-tuples-annotations.csv")
 TARGET_PEARSON = 0.95
 RELEASE_SHR = 0.872
-
-
-def read_judgments(path: Path):
-    from fsb.bws.scoring import encode
-    from fsb.tables.judgments import read_annotations
-
-    c = encode(read_annotations(path, invalid="drop"))
-    return c.design, c.best, c.worst, c.tuple_index, c.n_items
 
 
 def release_truth(path: Path) -> tuple[np.ndarray, float, np.ndarray]:
@@ -157,7 +154,7 @@ def naive_round(study: Study, size: int, r: int) -> np.ndarray:
         if not any(x in study.used for x in subs):
             out.append(row)
             study.used.update(subs)  # Study.add re-adds them
-    return np.array(out)
+    return np.array(out, dtype=np.int64).reshape(-1, k)
 
 
 def evaluate(study: Study, ridge: float, rng) -> dict:
@@ -175,33 +172,36 @@ def evaluate(study: Study, ridge: float, rng) -> dict:
 
 
 def coverage(study: Study) -> dict:
+    from fsb.bws import maxdiff
     from fsb.bws.bootstrap import bootstrap_intervals
-    from fsb.bws.scoring import Coded
+    from fsb.bws.coded import Coded
 
     d, b, w, ti, n = study.arrays()
     low, high = bootstrap_intervals(Coded(np.arange(n), d[ti], d, ti, b, w), method="maxdiff", n_boot=200, seed=0)
     ok = np.isfinite(low) & np.isfinite(high)
     truth = study.u - study.u.mean()
+    fit = maxdiff.fit_maxdiff(d, b, w, ti, n).utility
+    slope, icpt = np.polyfit(truth, fit, 1)
+    mapped = icpt + slope * truth  # the truth on the fit's own scale (a stretched scale moves every interval outward)
     return {
         "coverage": float(np.mean((low[ok] <= truth[ok]) & (truth[ok] <= high[ok]))),
+        "coverage_rescaled": float(np.mean((low[ok] <= mapped[ok]) & (mapped[ok] <= high[ok]))),
+        "widen_for_95": widen_for(fit[ok], low[ok], high[ok], truth[ok] + fit.mean() - truth.mean(), 0.95),
         "items_with_interval": int(ok.sum()),
         "coverage_at_judgments": int(b.size),
     }
 
 
-def crossing(curve: list[dict], key: str, target: float) -> float:
-    """Judgments at which curve[key] first reaches target (linear between rounds); nan if never."""
-    for a, b in itertools.pairwise(curve):
-        if a[key] >= target:
-            return float(a["judgments"])
-        if b[key] >= target:
-            return float(a["judgments"] + (target - a[key]) / (b[key] - a[key]) * (b["judgments"] - a["judgments"]))
-    return float(curve[0]["judgments"]) if curve and curve[0][key] >= target else float("nan")
+def widen_for(est, low, high, truth, level: float) -> float:
+    """The factor by which every interval must be widened about its estimate (each side by its own length)
+    for `level` of them to hold the truth: 1 = calibrated, above 1 = too narrow."""
+    side = np.where(truth >= est, (truth - est) / np.maximum(high - est, 1e-12), (est - truth) / np.maximum(est - low, 1e-12))
+    return float(np.quantile(side, level))
 
 
 def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
     from fsb import bws
-    from fsb.bws import adaptive
+    from fsb.bws import adaptive, information
 
     rng = np.random.default_rng(1000 + seed)
     n = args.items
@@ -221,12 +221,21 @@ def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
                 new = naive_round(study, args.round, r)
             else:
                 new = adaptive.plan_round(*study.arrays(), args.round, seed=seed * 100 + r, **args.rule)[0]
+            if len(new) == 0:  # the policy found no tuple it may add (small studies: every group shares 3 items)
+                break
             study.add(new)
             r += 1
             curve.append(evaluate(study, ridge, rng))
             if all(curve[-1][key] >= t for key, t in targets.values()):
                 break
         out[policy] = {"curve": curve, **{f"to_{name}": crossing(curve, key, t) for name, (key, t) in targets.items()}}
+        later = study.ti[study.ti >= len(start)]  # judgments bought after the common start
+        out[policy]["information_per_judgment"] = information.mean_information(u, study.design[later]) if later.size else float("nan")
+        per_tuple = np.bincount(study.ti, minlength=len(study.design))
+        eta = information.design_efficiency(u, study.design, per_tuple)
+        # the study's A-efficiency at the truth: (N - 1)^2 / (tr I^+ n t_max), 1 at the information bound
+        t_mean = information.mean_information(u, study.design[study.ti])
+        out[policy]["a_efficiency"] = t_mean / (eta * information.max_information(study.design.shape[1]))
         out[policy].update(coverage(study) if args.coverage else {})
     return out
 
@@ -254,93 +263,57 @@ def calibrate_beta(base_u, per_p, n, seeds=3) -> float:
     return (lo + hi) / 2
 
 
-def replay(path: Path, seed: int, round_size: int) -> dict:
-    """Replay on a pool of real judgments: each policy buys tuples of the pool round by round."""
-    from fsb.bws import adaptive, maxdiff
+def bound_section(base_u, beta, per_p, ridge, n: int, n_fixed: float, n_start: float, target: float = TARGET_PEARSON) -> dict:
+    """The information bound (`fsb.bws.information`) on adaptive / fixed judgments in this simulation: t_f the
+    fixed design's mean tr J at the truth, t_max its most, eta the fixed design's distance from the
+    Cauchy-Schwarz equality at n_fixed judgments; `oracle` a strict lower bound (even knowing the truth),
+    `knowable` the approximate one for a rule that knows only the judgments; `level_tuples` the information
+    of tuples of 4 neighbours in the true order (what a study of that size can offer at most, per judgment)."""
+    from fsb import bws
+    from fsb.bws import information as info
 
-    design, best, worst, ti, n = read_judgments(path)
-    full = maxdiff.fit_maxdiff(design, best, worst, ti, n).utility
-    rng = np.random.default_rng(seed)
-    t = len(design)
-    first = rng.permutation(t)[: t // 3]
-    out = {}
-    for policy in ("random", "naive", "adaptive"):
-        bought = np.zeros(t, bool)
-        bought[first] = True
-        prng = np.random.default_rng(seed)
-        curve = []
-        while True:
-            sel = bought[ti]
-            fit = maxdiff.fit_maxdiff(design, best[sel], worst[sel], ti[sel], n)
-            curve.append({"judgments": int(sel.sum()), "pearson": float(np.corrcoef(fit.utility, full)[0, 1])})
-            pool = np.flatnonzero(~bought)
-            if pool.size == 0:
-                break
-            size = min(round_size, pool.size)
-            if policy == "random":
-                pick = prng.choice(pool, size=size, replace=False)
-            elif policy == "naive":
-                x = fit.utility[design[pool]]
-                pick = pool[np.argsort(x.max(axis=1) - x.min(axis=1), kind="stable")[:size]]
-            else:
-                u, v, _, _ = adaptive.item_uncertainty(design, best[sel], worst[sel], ti[sel], n)
-                m = sel.sum() / bought.sum()
-                spine = prng.choice(pool, size=round(adaptive.SPINE * size), replace=False)  # the rule's random quarter
-                rest = np.setdiff1d(pool, spine)
-                cand = np.sort(design[rest], axis=1)
-                info = adaptive.expected_information(u[cand], v[cand], prng)
-                rows, _ = adaptive.choose_tuples(cand, u, v, size - spine.size, m, set(), info=info)
-                where = {tuple(r): i for i, r in zip(rest.tolist(), cand.tolist())}
-                pick = np.concatenate([spine, np.array([where[tuple(r)] for r in rows], dtype=np.int64)])
-                if pick.size < size:  # the greedy stops when no candidate is left that shares no item in a batch
-                    rest = np.setdiff1d(pool, pick)
-                    pick = np.concatenate([pick, prng.choice(rest, size=size - pick.size, replace=False)])
-            bought[pick] = True
-        out[policy] = curve
-    return out
-
-
-def summarise(values: np.ndarray, rng) -> dict:
-    v = values[np.isfinite(values)]
-    if v.size == 0:
-        return {"mean": None, "ci95": None, "range95": None, "seeds": 0}
-    boots = rng.choice(v, size=(2000, v.size)).mean(axis=1)
+    rng = np.random.default_rng(0)
+    u = beta * (rng.permutation(base_u) if n == base_u.size else rng.choice(base_u, size=n))
+    m = float((per_p * np.arange(per_p.size)).sum())
+    design = bws.bws_design(n, 4, 16, seed=0)
+    t_f = info.mean_information(u, design[: n // 2])
+    t_max = info.max_information(4)
+    if not np.isfinite(n_fixed):  # the fixed design never reached the target: no judgments to compare with
+        return {"t_fixed_over_t_max": round(t_f / t_max, 4), "note": "the fixed design did not reach the target"}
+    eta = info.design_efficiency(u, design[: min(len(design), max(n // 2, int(n_fixed / m)))], m)
+    sd_target = float(u.std() * np.sqrt(1 / target**2 - 1))
+    level = {}
+    for size in (50, 100, 300, 1000):
+        x = np.sort(beta * rng.choice(base_u, size=size))
+        level[str(size)] = round(info.mean_information(x, np.arange(size - size % 4).reshape(-1, 4)) / t_max, 4)
     return {
-        "mean": round(float(v.mean()), 4),
-        "ci95": [round(float(x), 4) for x in np.quantile(boots, [0.025, 0.975])],
-        "range95": [round(float(x), 4) for x in np.quantile(v, [0.025, 0.975])],
-        "seeds": int(v.size),
+        "t_fixed": round(t_f, 4),
+        "t_max": round(t_max, 4),
+        "t_fixed_over_t_max": round(t_f / t_max, 4),
+        "eta_fixed": round(eta, 4),
+        "n_fixed_to_pearson": round(n_fixed, 1),
+        "n_start": round(n_start, 1),
+        "oracle_ratio_bound": round(info.judgment_bound(n_fixed, n_start, t_f, t_max, eta), 4),
+        "oracle_ratio_bound_no_start": round(info.judgment_bound(n_fixed, 0, t_f, t_max, eta), 4),
+        "knowable_ratio_approx": round(info.knowable_bound(n_fixed, n_start, t_f, eta, n, 1.0 / ridge * beta**2), 4),
+        "posterior_sd_at_target": round(sd_target, 4),
+        "t_bayes_at_target_over_t_max": round(info.bayes_information(sd_target) / t_max, 4),
+        "level_tuples_over_t_max_by_items": level,
     }
 
 
-def mean_curve(curves: list[list[dict]], key: str, grid: np.ndarray) -> np.ndarray:
-    ys = [np.interp(grid, [c["judgments"] for c in cv], [c[key] for c in cv], right=np.nan) for cv in curves]
-    return np.nanmean(np.array(ys), axis=0)
-
-
-def figure(path: Path, sims: list[dict], reps: list[dict], targets: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    top = max(c["judgments"] for s in sims for p in s.values() for c in p["curve"])
-    grid = np.linspace(min(s["fixed"]["curve"][0]["judgments"] for s in sims), top, 60)
-    for ax, key, label in ((axes[0], "pearson", "Pearson with the truth"), (axes[1], "shr", "split-half (MaxDiff)")):
-        for policy in ("fixed", "naive", "adaptive"):
-            ax.plot(grid, mean_curve([s[policy]["curve"] for s in sims], key, grid), label=policy)
-        ax.axhline(targets[key], color="grey", ls=":", lw=1)
-        ax.set(xlabel="judgments", ylabel=label, title=f"simulation, {len(sims)} seeds (mean)")
-        ax.legend()
-    rgrid = np.linspace(reps[0]["random"][0]["judgments"], reps[0]["random"][-1]["judgments"], 40)
-    for policy in ("random", "naive", "adaptive"):
-        axes[2].plot(rgrid, mean_curve([r[policy] for r in reps], "pearson", rgrid), label=policy)
-    axes[2].set(xlabel="judgments bought", ylabel="Pearson with all judgments' scores", title=f"replay on the release, {len(reps)} seeds")
-    axes[2].legend()
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+def ratio_of_means(need: np.ndarray, base: np.ndarray, rng) -> dict:
+    """mean(need) / mean(base) over the seeds where both reached the target, with a bootstrap 95% interval
+    over seeds (paired): steadier than the mean of per-seed ratios when the fixed design's crossing is noisy
+    (its Pearson curve is flat near the target, so a few thousandths move its crossing by a round)."""
+    ok = np.isfinite(need) & np.isfinite(base)
+    if not ok.any():
+        return {"ratio": None, "ci95": None, "seeds": 0}
+    a, b = need[ok], base[ok]
+    idx = rng.integers(0, a.size, size=(2000, a.size))
+    boots = a[idx].mean(axis=1) / b[idx].mean(axis=1)
+    ci = [round(float(x), 4) for x in np.quantile(boots, [0.025, 0.975])]
+    return {"ratio": round(float(a.mean() / b.mean()), 4), "ci95": ci, "seeds": int(a.size)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -350,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start", type=int, default=2, help="tuples per item in the common first round")
     ap.add_argument("--round", type=int, default=0, help="tuples bought a round (default items / 4)")
     ap.add_argument("--max-per-item", type=float, default=12, help="stop a run at this many tuples per item")
+    ap.add_argument("--target-pearson", type=float, default=TARGET_PEARSON, help="the Pearson-with-the-truth target")
     ap.add_argument("--noise", type=float, default=1.0, help="divide the fitted utility scale by this (2: noisier annotators)")
     ap.add_argument("--reach", type=float, default=None, help="the rule's reach (default adaptive.REACH)")
     ap.add_argument("--draws", type=int, default=None, help="the rule's utility draws (default adaptive.DRAWS)")
@@ -378,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         release_shr = split_half(d, b, w, ti, n, maxdiff.RIDGE, np.random.default_rng(0), trials=10)
         release_prior = split_half(d, b, w, ti, n, ridge, np.random.default_rng(0), trials=10)
         targets = {
-            "pearson": ("pearson", TARGET_PEARSON),
+            "pearson": ("pearson", args.target_pearson),
             "shr_release": ("shr", release_shr),
             "shr_0.872": ("shr", RELEASE_SHR),
             "shr_prior_release": ("shr_prior", release_prior),
@@ -396,29 +370,30 @@ def main(argv: list[str] | None = None) -> int:
                 base = np.array([s["fixed"][f"to_{name}"] for s in sims])
                 row[f"judgments_to_{name}"] = summarise(need, srng)
                 row[f"ratio_to_fixed_{name}"] = summarise(need / base, srng)
+                row[f"ratio_of_means_{name}"] = ratio_of_means(need, base, srng)
             row["slope_at_end"] = summarise(np.array([s[policy]["curve"][-1]["slope"] for s in sims]), srng)
+            for key in ("information_per_judgment", "a_efficiency"):
+                row[key] = summarise(np.array([s[policy][key] for s in sims]), srng)
             if args.coverage:
-                for key in ("coverage", "coverage_at_judgments"):
+                for key in ("coverage", "coverage_rescaled", "widen_for_95", "coverage_at_judgments"):
                     row[key] = summarise(np.array([s[policy][key] for s in sims], dtype=float), srng)
             table[policy] = row
         result["simulation"] = table
+        n_fixed = float(np.nanmean([s["fixed"]["to_pearson"] for s in sims]))
+        n_start = float(np.mean([s["fixed"]["curve"][0]["judgments"] for s in sims]))
+        result["bound"] = bound_section(base_u, beta, per_p, ridge, args.items, n_fixed, n_start, args.target_pearson)
         result["simulation_curves"] = sims
-    reps = [replay(args.judgments, s, args.replay_round or len(read_judgments(args.judgments)[0]) // 15) for s in range(args.replay_seeds)]
-    rows = []
-    for i in range(len(reps[0]["random"]) if reps else 0):
-        rows.append(
-            {"judgments": int(np.mean([r["random"][i]["judgments"] for r in reps]))}
-            | {p: round(float(np.mean([r[p][min(i, len(r[p]) - 1)]["pearson"] for r in reps])), 4) for p in ("random", "naive", "adaptive")}
-        )
-    result["replay"] = {"pool": str(args.judgments), "rows": rows, "curves": reps}
+    reps, rows, reached = replay_section(args.judgments, args.replay_seeds, args.replay_round, srng)
+    result["replay"] = {"pool": str(args.judgments), "rows": rows, "to_pearson": reached, "curves": reps}
     load = [round(x, 2) for x in os.getloadavg()]
     result["load"] = {"wall_s": round(time.time() - t0, 1), "cpu_s": round(time.process_time() - c0, 1), "loadavg_1_5_15min": load}
     if args.figure and sims and reps:
-        figure(args.figure, sims, reps, {"pearson": TARGET_PEARSON, "shr": result["targets"]["shr_release"][1]})
+        figure(args.figure, sims, reps, {"pearson": args.target_pearson, "shr": result["targets"]["shr_release"][1]})
     if args.json:
         print(json.dumps(result))
     else:
-        print(json.dumps({k: v for k, v in result.items() if k not in ("simulation_curves",)} | {"replay": {"rows": rows}}, indent=1))
+        short = {k: v for k, v in result.items() if k not in ("simulation_curves",)}
+        print(json.dumps(short | {"replay": {"rows": rows, "to_pearson": reached}}, indent=1))
     return 0
 
 

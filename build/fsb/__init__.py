@@ -22,8 +22,9 @@ bws/        best-worst scaling on arrays and label tables: counting, reliability
             design file, position-balanced), extend, coded (judgments coded as items and tuples: the shape
             below scoring, bootstrap and newton), scoring, maxdiff, bootstrap (per-item intervals), newton
             (its batched Newton refits), tails (its quantiles, streamed), adaptive (the next round planned
-            from the judgments so far), bounds (which scores are bounds, not estimates: the `bound` column),
-            value (Hollis's value and Rescorla-Wagner scoring) (the public API is re-exported from fsb.bws)
+            from the judgments so far), information (a judgment's Fisher information and the bound it puts
+            on adaptive rounds), bounds (which scores are bounds, not estimates: the `bound` column), value
+            (Hollis's value and Rescorla-Wagner scoring) (the public API is re-exported from fsb.bws)
 data/       the dataset: release (upstream files), dataset (FSB's build), rounds (updates), buildfolder (the
             folder's rules and record), study_build, study_card, study_items (any best-worst study),
             annotators (pseudonyms, agreement), intervals, reference (the human figures: split-half, full
