@@ -143,7 +143,7 @@ def test_loglikelihood_plan_shares_a_row_among_continuations_equal_but_for_the_l
     answers = [[9, 0, 7, d] for d in range(10)] + [[9, 1, 7, 0]]  # " 0.d" x 10 and " 1.0", as SmolLM2 splits them
     reqs = [_req(ctx, a) for a in answers] + [_req([1, 2], a) for a in answers]  # two prompts
     plan = loglikelihood_plan(reqs, 3)
-    assert plan == Plan("loglikelihood", 22, (3, 1)) and plan.rows == 4, "2 rows a prompt, longest first"
+    assert plan == Plan("loglikelihood", 22, (3, 1), (3 * 6, 5)) and plan.rows == 4, "2 rows a prompt, longest first"
     assert loglikelihood_plan(reqs, 3, logits_cache=False).batches == (3,) * 7 + (1,), "no cache: a row per request"
     assert loglikelihood_plan(reqs, 0).batches == (4,), "batch size 0: one batch"
     assert loglikelihood_plan([_req(ctx, [5]), _req(ctx, [6])], 8).rows == 1, "one-token answers: one row"
@@ -154,6 +154,9 @@ def test_generation_plan_is_one_row_per_prompt_batched_per_settings() -> None:
     greedy, sampled = {"until": ["\n\n"]}, {"until": ["\n\n"], "do_sample": True}
     plan = generation_plan([(f"p{i}", greedy) for i in range(10)] + [("q", sampled)], 4)
     assert sorted(plan.batches) == [1, 2, 4, 4] and plan.rows == 11 and plan.requests == 11
+    assert sorted(plan.tokens) == [1, 4, 8, 8], "rows x the batch's longest prompt (here in characters)"
+    by_words = generation_plan([("a b c", greedy), ("a", greedy), ("a b", greedy)], 2, length=lambda p: len(p.split()))
+    assert by_words.tokens == (2 * 3, 1 * 1), "longest first, by the given length"
 
 
 def test_the_clock_estimates_after_the_first_call_from_the_rows_left(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,3 +182,9 @@ def test_the_clock_estimates_after_the_first_call_from_the_rows_left(monkeypatch
     assert (clock.estimate, clock.plans, clock.calls) == (None, [], [])
     clock.timed(8, 1.0)
     assert clock.estimate is None, "no plan, no estimate"
+    clock.start("fsb_bws_ll")
+    clock.planned(Plan("loglikelihood", 80, (8, 8, 4), (4000, 3200, 1000)))
+    now[0] += 20.0
+    clock.timed(8, 8.0)
+    assert clock.estimate == pytest.approx(20.0 + 8.0 * 4200 / 4000), "per token: the first batch's rows are the longest"
+    assert said[-1].startswith("fsb_bws_ll: the first 8 rows (4000 tokens with padding) took 8.0 s (1.00 s a row): estimate 28 s")

@@ -64,7 +64,7 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path, smollm2_ch
     assert "fsb_ll: lm-eval runs 220 requests as 40 forward rows in 5 batches" in out
     assert "fsb_bws_ll: lm-eval runs 64 requests as 16 forward rows in 2 batches" in out, "4 tuples x 2 rotations x 2 prompts"
     for task in ("fsb", "fsb_ll", "fsb_bws_ll"):
-        assert f"{task}: the first 8 rows took " in out and "for the task (timed on this machine, now" in out
+        assert f"{task}: the first 8 rows (" in out and "for the task (timed on this machine, now" in out, "timed per token"
     stratified = "a stratified sample of 1 sentence per equispaced score bin (4; inflates correlations vs the full protocol)"
     stratified += " x 5 few-shot sets"
     assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out

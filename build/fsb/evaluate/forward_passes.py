@@ -11,9 +11,11 @@ cost one row per distinct answer-without-its-last-token: with SmolLM2's tokenize
 (`logits_cache=False` makes it 11). A generation is one row per prompt (its prompt's forward pass, then up to
 `max_gen_toks` decoding steps), batched the same way.
 
-The estimate is timed on the task's own first batch (its longest rows, so it leans high) and extrapolated
-over the rows still to run: `elapsed + seconds per row x rows left`, where `elapsed` holds what lm-eval did
-before its first batch (building the requests).
+The estimate is timed on the task's own first batch and extrapolated over the tokens still to run, counted as
+the model reads them (each batch padded to its longest row): `elapsed + seconds per token of the first batch x
+tokens left`, where `elapsed` holds what lm-eval did before (building the requests) and the first batch. Per
+token, not per row: lm-eval sorts rows longest first, so the first batch's rows are the longest (the
+best-worst prompts vary by half); a plan without token counts falls back to rows.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Plan:
     kind: str  # "loglikelihood" or "generate_until"
     requests: int
     batches: tuple[int, ...]
+    tokens: tuple[int, ...] = ()  # tokens each batch reads, padded to its longest row (a generation's prompt)
 
     @property
     def rows(self) -> int:
@@ -73,22 +76,29 @@ def loglikelihood_plan(requests: Sequence[tuple[Any, list[int], list[int]]], bat
         group_by="contexts" if logits_cache else None,
         group_fn=lambda req: req[-2] + req[-1][:-1],
     )
-    return Plan("loglikelihood", len(requests), tuple(len(chunk) for chunk in order.get_batched(n=batch_size)))
+    chunks = list(order.get_batched(n=batch_size))
+    # a row reads context + continuation but its last token (HFLM: `(context_enc + continuation_enc)[:-1]`)
+    tokens = tuple(len(chunk) * max(len(r[1]) + len(r[2]) - 1 for r in chunk) for chunk in chunks)
+    return Plan("loglikelihood", len(requests), tuple(len(chunk) for chunk in chunks), tokens)
 
 
-def generation_plan(args: Sequence[tuple[str, dict[str, Any]]], batch_size: int) -> Plan:
-    """The batches `HFLM.generate_until` runs: one row per prompt, batched per distinct generation settings.
+def generation_plan(args: Sequence[tuple[str, dict[str, Any]]], batch_size: int, length: Callable[[str], int] = len) -> Plan:
+    """The batches `HFLM.generate_until` runs: one row per prompt, longest first, batched per distinct generation
+    settings.
 
     Parameters
     ----------
     args : (context, generation kwargs) of each request; batch_size : rows per batch (0: one batch).
+    length : a prompt's length in tokens (the backend's `tok_encode`, as its sort uses; default: characters).
 
     Returns
     -------
     The plan.
     """
-    order = Collator(list(args), sort_fn=lambda a: -len(a[0]), group_by="gen_kwargs", group_fn=lambda a: a[1])
-    return Plan("generate_until", len(args), tuple(len(chunk) for chunk in order.get_batched(n=batch_size)))
+    order = Collator(list(args), sort_fn=lambda a: (-length(a[0]), a[0]), group_by="gen_kwargs", group_fn=lambda a: a[1])
+    chunks = list(order.get_batched(n=batch_size))
+    tokens = tuple(len(chunk) * max(length(a[0]) for a in chunk) for chunk in chunks)
+    return Plan("generate_until", len(args), tuple(len(chunk) for chunk in chunks), tokens)
 
 
 def _duration(seconds: float) -> str:
@@ -128,11 +138,16 @@ class Clock:
         """One model call of `rows` rows took `seconds`; the first one of the task gives the estimate."""
         self.calls.append((rows, seconds))
         if self.estimate is None and self.plans and rows > 0:
-            left = sum(p.rows for p in self.plans) - self.rows
             self.first = (rows, seconds)
-            self.estimate = (time.monotonic() - self.started) + seconds / rows * max(left, 0)
+            plan, tokens = self.plans[0], ""
+            if len(self.plans) == 1 and plan.tokens and plan.batches[0] == rows:
+                left = (sum(plan.tokens) - plan.tokens[0]) / plan.tokens[0]  # in first batches
+                tokens = f" ({plan.tokens[0]} tokens with padding)"
+            else:
+                left = max(sum(p.rows for p in self.plans) - self.rows, 0) / rows
+            self.estimate = (time.monotonic() - self.started) + seconds * left
             self._say(
-                f"{self.task}: the first {rows} rows took {seconds:.1f} s ({seconds / rows:.2f} s a row): estimate "
+                f"{self.task}: the first {rows} rows{tokens} took {seconds:.1f} s ({seconds / rows:.2f} s a row): estimate "
                 f"{_duration(self.estimate)} for the task (timed on this machine, now; load on the machine changes it)"
             )
 
@@ -158,7 +173,7 @@ class TimedHFLM(HFLM):
         return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
-        self.clock.planned(generation_plan([r.args for r in requests], self._batch()))
+        self.clock.planned(generation_plan([r.args for r in requests], self._batch(), length=lambda s: len(self.tok_encode(s))))
         return super().generate_until(requests, disable_tqdm=disable_tqdm)
 
     def _model_call(self, inps: Any, attn_mask: Any = None, labels: Any = None) -> Any:
