@@ -185,8 +185,9 @@ def _task_rows(tasks: Sequence[Mapping[str, Any]]) -> str:
     head = (
         "\n### Each model task: the estimate it printed, beside the time it took\n\n"
         "The estimate is printed after the task's first batch: lm-eval's own plan of forward rows (its grouping of\n"
-        "requests that share all but their last token, its batches, longest first), timed per row on that first\n"
-        "batch and extrapolated (`fsb.evaluate.forward_passes`). Rows: planned / counted at the model's calls.\n\n"
+        "requests that share all but their last token, its batches, longest first), timed per token (padded) on\n"
+        "that first batch and extrapolated over the plan's tokens (`fsb.evaluate.forward_passes`). Rows: planned /\n"
+        "counted at the model's calls. A change of load during a task moves its actual time, not its estimate.\n\n"
         "| task | requests | forward rows (planned / counted) | estimate | actual | actual / estimate | CPU "
         "| load (1 min) at start / end |\n"
         "|---|---|---|---|---|---|---|---|\n"
