@@ -14,8 +14,8 @@ cost one row per distinct answer-without-its-last-token: with SmolLM2's tokenize
 The estimate is timed on the task's own first batch and extrapolated over the tokens still to run, counted as
 the model reads them (each batch padded to its longest row): `elapsed + seconds per token of the first batch x
 tokens left`, where `elapsed` holds what lm-eval did before (building the requests) and the first batch. Per
-token, not per row: lm-eval sorts rows longest first, so the first batch's rows are the longest (the
-best-worst prompts vary by half); a plan without token counts falls back to rows.
+token, not per row: lm-eval sorts rows longest first, so the first batch's rows are the longest; a plan
+without token counts falls back to rows.
 """
 
 from __future__ import annotations
