@@ -38,7 +38,8 @@ engine/     the request engine every paid request goes through: endpoint, plan, 
 evaluate/   runner (lm-eval), metrics (parsing and the task metrics), fewshot (the rating tasks' data),
             runfiles (lm-eval run folders), results, agreement, baselines, report (its numbers), reportmd,
             reportbws, reportcells (its Markdown), reportfig (its figures), reportout (its files), models (the
-            default real model), mainjob (the README's main job)
+            default real model), forward_passes (what lm-eval's hf backend runs: rows planned, counted, timed),
+            mainjob (the README's main job)
 analyse/    the paper's analyses: sentences, terms, analysis, markdown (report.md), figures
 cli/        the `fsb` command: app (parser, dispatch), registry, argtypes, engine_args, common (shared
             options, the folder-or-ORG/NAME@REV parser), and one module per stage's commands: data, bws,

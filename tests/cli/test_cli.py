@@ -131,7 +131,7 @@ def test_help_texts_say_what_the_commands_do() -> None:
     rel = " ".join(fsb("reliability", "--help").stdout.split())
     assert "random splits of each tuple's judgments into two halves (default 100)" in rel and "seed of the random splits" in rel
     main = " ".join(fsb("main", "--help").stdout.split())
-    assert "run the paper's analyses" in " ".join(fsb("--help").stdout.split()) and "simple random sample of 32" in main
+    assert "run the paper's analyses" in " ".join(fsb("--help").stdout.split()) and "simple random sample of 10" in main
 
 
 def test_reliability_refuses_bad_input(tmp_path: Path) -> None:

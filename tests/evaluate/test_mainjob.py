@@ -22,73 +22,6 @@ def _main(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, check=False, timeout=1800)
 
 
-def test_requests_of_the_evaluation() -> None:
-    from fsb.evaluate.runner import main_job_requests
-
-    assert main_job_requests(32, 40) == {"fsb": 160, "fsb_ll": 1760, "fsb_bws_ll": 640}, (
-        "32 sentences x 5 sets (x 11 answers for fsb_ll); 40 tuples x 2 rotations x 8 labels"
-    )
-
-
-def test_timing_prompts_are_the_real_scoring_prompts(release_dataset: Path) -> None:
-    """The timed requests are the paper's 8-shot prompts on sentences the protocol scores, never an example."""
-    import numpy as np
-
-    import fifty_shades_of_bias as spec
-    from fsb.evaluate.fewshot import fewshot_sets
-    from fsb.evaluate.mainjob import timing_prompts
-
-    prompts = timing_prompts(release_dataset)
-    rows = spec.load(source=str(release_dataset))[spec.SPLIT]
-    shots = {rows["text"][i] for i in np.concatenate(fewshot_sets(np.asarray(rows["score"], dtype=float))).tolist()}
-    assert len(prompts) == 8 and all(p.count("\nScore: ") == 8 for p in prompts)
-    asked = [p.rsplit("Sentence: ", 1)[1].removesuffix("\nScore:") for p in prompts]
-    assert len(set(asked)) == 8 and not set(asked) & shots
-
-
-def test_estimates_time_each_kind_of_request_once(monkeypatch: pytest.MonkeyPatch, release_dataset: Path) -> None:
-    """fsb times generations (8 new tokens), the log-likelihood tasks one forward pass, each once."""
-    from fsb.evaluate import mainjob
-
-    made: list[int] = []
-
-    def fake_timer(model_dir: object, max_new_tokens: int = 8) -> object:
-        made.append(max_new_tokens)
-        return lambda batch: None
-
-    monkeypatch.setattr(mainjob, "smollm2_timer", fake_timer)
-    estimate = mainjob.first_request_timer(Path("model"), release_dataset)
-    lines = [estimate("fsb", 160), estimate("fsb_ll", 1760), estimate("fsb_bws_ll", 640)]
-    assert made == [8, 1], "one generation timer, one log-likelihood timer"
-    assert lines[0].startswith("fsb: measured: first 8 requests took ") and "for 160 requests" in lines[0]
-    assert "for 640 requests (extrapolated on this machine, now" in lines[2]
-
-
-def test_time_estimates_come_from_the_first_requests_timed_here() -> None:
-    """Issue 22: the estimate is the measured time of the first requests, extrapolated, and says so."""
-    import time
-
-    from fsb.evaluate.mainjob import estimate_line, measure_first, scoring_prompts
-
-    seen: list[list[str]] = []
-
-    def slow(batch: list[str]) -> None:
-        seen.append(batch)
-        time.sleep(0.05 * len(batch))
-
-    n, seconds = measure_first(slow, [f"r{i}" for i in range(100)])
-    assert n == 8 and seen == [[f"r{i}" for i in range(8)]], "only the first batch is run"
-    assert 0.4 <= seconds < 2.0
-    assert estimate_line("fsb", 8, 7.6, 960) == (
-        "fsb: measured: first 8 requests took 7.6 s; estimate 15 min for 960 requests "
-        "(extrapolated on this machine, now; load on the machine changes it)"
-    )
-    assert "estimate 38 s for 40 requests" in estimate_line("fsb", 8, 7.6, 40)
-    (prompt,) = scoring_prompts(["A new one."], [("An example.", 0.25)] * 8)
-    assert prompt.startswith("On a fine-grained real-valued scale of 0 to 1") and prompt.count("Score: 0.25") == 8
-    assert prompt.endswith("Sentence: A new one.\nScore:")
-
-
 def test_main_job_sample_wording_counts_in_the_singular_too() -> None:
     from fsb.evaluate.runner import main_job_bws_sample, main_job_sample
 
@@ -126,8 +59,12 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path, smollm2_ch
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout
     assert "model: SmolLM2-135M-Instruct" in out
-    assert "fsb: measured: first 8 requests took " in out and "for 20 requests (extrapolated on this machine" in out
-    assert "fsb_ll: measured: first 8 requests took " in out and "for 220 requests" in out, "4 sentences x 5 sets x 11"
+    # lm-eval's own plan, printed before the first batch: 4 sentences x 5 sets; fsb_ll 11 answers a prompt in 2 rows
+    assert "fsb: lm-eval runs 20 requests as 20 generation rows (prompt, then decoding) in 3 batches" in out
+    assert "fsb_ll: lm-eval runs 220 requests as 40 forward rows in 5 batches" in out
+    assert "fsb_bws_ll: lm-eval runs 64 requests as 16 forward rows in 2 batches" in out, "4 tuples x 2 rotations x 2 prompts"
+    for task in ("fsb", "fsb_ll", "fsb_bws_ll"):
+        assert f"{task}: the first 8 rows (" in out and "for the task (timed on this machine, now" in out, "timed per token"
     stratified = "a stratified sample of 1 sentence per equispaced score bin (4; inflates correlations vs the full protocol)"
     stratified += " x 5 few-shot sets"
     assert f"-- fsb: {stratified}" in out and f"-- fsb_ll: {stratified}" in out
@@ -151,7 +88,6 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path, smollm2_ch
     pairs = out.split("### Rating vs best-worst, per model")[1].split("\n\n")[1]
     assert "pretrained=" not in pairs and "| SmolLM2-135M-Instruct | " in pairs, "the model by its name, as in the main table"
     assert "-- fsb_bws_ll: 1 judged tuple per bin of mean score x 2 rotations" in out
-    assert "for 64 requests (extrapolated" in out, "4 tuples x 2 rotations x 8 labels"
     assert out.count("Best-worst (SmolLM2-135M-Instruct fsb_bws_ll, 4 tuples x rotations 0,2): pearson") == 1, "once, in the report"
     baselines = {c[2].strip(): c for c in rows if c[2].strip().startswith("baseline")}
     assert set(baselines) == {"baseline mean", "baseline lexicon", "baseline probe"}, "the baselines beside SmolLM2"
@@ -178,36 +114,46 @@ def test_main_job_evaluates_smollm2_on_a_small_sample(tmp_path: Path, smollm2_ch
     assert again.returncode == 0 and "| baseline probe |" in again.stdout, "fsb report results/main shows the baselines too"
 
 
-def test_main_job_eval_prints_each_estimate_before_its_task(
+def test_main_job_eval_prints_each_plan_and_estimate_within_its_task(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Wiring, without a model: each task's line comes from the estimator (timed here), with the task's own
-    request count, before the task runs; the report carries the best-worst sentence, the runner prints none of
+    """Wiring, without a model: one model for the three tasks; each task's clock is started before its run, so its
+    plan and estimate lines come after its heading; the record carries requests, planned and counted rows, the
+    estimate, wall and CPU time and the load; the report carries the best-worst sentence, the runner prints none of
     its own; report.txt and timings.json are written."""
     from fsb.evaluate import models, report, results, runner
+    from fsb.evaluate.forward_passes import Clock, Plan
 
+    class FakeLM:
+        clock = Clock(echo=print)
+
+    lm = FakeLM()
+    made: list[Path] = []
     ran: list[str] = []
+
+    def fake_run(model: object, args: str, tasks: list[str], **kw: object) -> None:
+        assert model is lm and lm.clock.task == tasks[0]
+        ran.append(tasks[0])
+        lm.clock.planned(Plan("loglikelihood", 110, (8, 2)))
+        lm.clock.timed(8, 4.0)
+        lm.clock.timed(2, 1.0)
+
     monkeypatch.setattr(models, "smollm2_model", lambda: tmp_path / "model")
-    monkeypatch.setattr(runner, "run_eval", lambda model, args, tasks, **kw: ran.append(tasks[0]))
+    monkeypatch.setattr(runner, "run_eval", fake_run)
     monkeypatch.setattr(runner, "_main_job_baselines", lambda *a, **k: [])
     monkeypatch.setattr(results, "load_runs", lambda paths: [])
     monkeypatch.setattr(report, "render_runs", lambda runs, **kw: "THE REPORT")
-    asked: list[tuple[str, int]] = []
-
-    def estimator(model_dir: Path, dataset: Path) -> object:
-        assert model_dir == tmp_path / "model" and dataset == tmp_path / "ds"
-
-        def estimate(task: str, total: int) -> str:
-            asked.append((task, total))
-            return f"ESTIMATE {task} {total} (before {len(ran)} tasks ran)"
-
-        return estimate
-
-    code = runner.main_job_eval(tmp_path / "ds", tmp_path / "results", per_bin=1, estimator=estimator)
+    record: list[dict] = []
+    code = runner.main_job_eval(tmp_path / "ds", tmp_path / "results", per_bin=1, model=lambda d: made.append(d) or lm, record=record)
     out = capsys.readouterr().out
-    assert code == 0 and ran == ["fsb", "fsb_ll", "fsb_bws_ll"]
-    assert asked == [("fsb", 20), ("fsb_ll", 220), ("fsb_bws_ll", 64)]
-    assert "ESTIMATE fsb 20 (before 0 tasks ran)" in out and "ESTIMATE fsb_bws_ll 64 (before 2 tasks ran)" in out
-    assert "expected" not in out and "Best-worst (" not in out, "no fixed-rate estimate, no second best-worst sentence"
+    assert code == 0 and ran == ["fsb", "fsb_ll", "fsb_bws_ll"] and made == [tmp_path / "model"], "one model for all tasks"
+    for task in ran:
+        plan = out.index(f"{task}: lm-eval runs 110 requests as 10 forward rows in 2 batches")
+        assert out.index(f"-- {task}: ") < plan < out.index(f"{task}: the first 8 rows")
+    assert [r["task"] for r in record] == ran
+    assert all((r["requests"], r["rows"], r["rows_counted"]) == (110, 10, 10) for r in record)
+    assert all(r["estimate"] >= 4.0 / 8 * 2 for r in record), "at least the rows left x seconds a row"
+    assert all(r["wall"] >= 0 and r["cpu"] >= 0 and len(r["load"]) == 2 for r in record)
+    assert "Best-worst (" not in out, "no second best-worst sentence"
     assert (tmp_path / "results" / "report.txt").read_text() == "THE REPORT\n"
     assert set(json.loads((tmp_path / "results" / "timings.json").read_text())) == {"fsb", "fsb_ll", "fsb_bws_ll"}

@@ -12,17 +12,27 @@ import pytest
 
 from fsb.core.readers import InputError
 from fsb.evaluate import mainjob
-from fsb.evaluate.mainjob import MAIN_JOB_MARK, Machine, page_text, write_page
+from fsb.evaluate.mainjob import MAIN_JOB_MARK, Machine, Step, page_text, write_page
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = [("1/4 build", 12.4), ("2/4 load", 3.0), ("3/4 analyses", 20.2), ("4/4 evaluate", 3600.0 + 1260.0)]
+STEPS = [
+    Step("1/4 build", 12.4, 10.0, 3.6),
+    Step("2/4 load", 3.0, 2.5, 3.7),
+    Step("3/4 analyses", 20.2, 19.0, None),
+    Step("4/4 evaluate", 3600.0 + 1260.0, 9000.0, 5.99),
+]
+TASKS = [
+    {"task": "fsb_ll", "requests": 660, "rows": 120, "rows_counted": 120, "estimate": 100.0, "wall": 130.0, "cpu": 240.0}
+    | {"load": (1.0, 2.5)},
+    {"task": "fsb", "requests": 60, "rows": 60, "rows_counted": 60, "estimate": None, "wall": 70.0, "cpu": 131.0} | {"load": (None, None)},
+]
 START = Machine(2, (3.5, 2.25, 1.0), "3.12.3", "2.5.1")
 END = Machine(2, (6.0, 5.0, 4.0), "3.12.3", "2.5.1")
 BEGAN = dt.datetime(2026, 12, 1, 17, 2, tzinfo=dt.UTC)
 
 
 def _page() -> str:
-    return page_text(BEGAN, START, END, STEPS, sum(t for _, t in STEPS))
+    return page_text(BEGAN, START, END, STEPS, sum(s.wall for s in STEPS))
 
 
 def test_the_page_says_when_on_what_and_how_long() -> None:
@@ -30,19 +40,28 @@ def test_the_page_says_when_on_what_and_how_long() -> None:
     assert "started 2026-12-01 17:02 UTC" in text
     assert "2 cores (os.cpu_count), Python 3.12.3, torch 2.5.1" in text
     assert "3.50 / 2.25 / 1.00 at the start, 6.00 / 5.00 / 4.00 at the end" in text
-    assert "| 1/4 build | 12 s |" in text and "| 4/4 evaluate | 81 min (4860 s) |" in text
-    assert "| total | 82 min (4896 s) |" in text, "the total is the sum of the steps here"
+    assert "| 1/4 build | 12 s | 10 s | 3.60 |" in text and "| 3/4 analyses | 20 s | 19 s | n/a |" in text
+    assert "| 4/4 evaluate | 81 min (4860 s) | 2 h 30 min (9000 s) | 5.99 |" in text
+    assert "| total | 82 min (4896 s) | 2 h 31 min (9032 s) | 6.00 |" in text, "the totals are the sums of the steps here"
+    assert "Each model task" not in text, "no task rows, no task table"
     marked = [ln for ln in text.splitlines() if ln.startswith(MAIN_JOB_MARK)]
     assert marked == [
-        f"{MAIN_JOB_MARK} **Total time of `make main`:** 82 min on 2026-12-01 (2 cores; the machine's load beside it in "
-        "docs/figures/main-job.md)."
+        f"{MAIN_JOB_MARK} **Total time of `make main`:** 82 min on 2026-12-01 (2 cores, load 3.50 at the start; CPU time, the "
+        "load and each task's estimate beside it in docs/figures/main-job.md)."
     ]
     assert mainjob.marked_line(text) == marked[0].removeprefix(MAIN_JOB_MARK).strip()
     readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
     (at,) = [i for i, ln in enumerate(readme) if ln.startswith("<!-- fsb-main-job-total")]
     assert readme[at + 1] == mainjob.marked_line((ROOT / "docs" / "figures" / "main-job.md").read_text(encoding="utf-8"))
     assert "not available" in page_text(BEGAN, Machine(1, None, "3.12", "x"), END, STEPS[:1], 5.0)
-    assert "| total | 1 h 40 min (6000 s) |" in page_text(BEGAN, START, END, STEPS[:1], 6000.0)
+    assert "| total | 1 h 40 min (6000 s) | 7 s |" in page_text(BEGAN, START, END, STEPS[:1], 6000.0, cpu=7.0)
+
+
+def test_each_task_s_estimate_stands_beside_its_actual_time() -> None:
+    text = page_text(BEGAN, START, END, STEPS, 4896.0, tasks=TASKS)
+    assert "| fsb_ll | 660 | 120 / 120 | 2 min (100 s) | 2 min (130 s) | 1.30x | 4 min (240 s) | 1.00 / 2.50 |" in text
+    assert "| fsb | 60 | 60 / 60 | none | 70 s | n/a | 2 min (131 s) | n/a / n/a |" in text, "no estimate: said, no ratio"
+    assert text.index("### Each model task") < text.index(MAIN_JOB_MARK)
 
 
 def test_the_placeholder_is_the_docs_generators() -> None:

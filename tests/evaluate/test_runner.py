@@ -85,7 +85,7 @@ def test_eval_refuses_a_folder_with_an_unreadable_seal(tmp_path: Path, capsys: p
 @pytest.mark.parametrize(
     ("kwargs", "expected"),
     [
-        ({"sample": 12}, {"fsb": (12, None), "fsb_ll": (12, None), "fsb_bws_ll": (runner.BWS_MAIN_JOB_TUPLES, None)}),
+        ({"sample": 12}, {"fsb": (12, None), "fsb_ll": (12, None), "fsb_bws_ll": (runner.MAIN_JOB_TUPLES, None)}),
         ({"per_bin": 2}, {"fsb": (None, 2), "fsb_ll": (None, 2), "fsb_bws_ll": (None, 2)}),
     ],
 )
@@ -98,7 +98,9 @@ def test_main_job_runs_each_task_on_its_own_sample_and_times_it(
 
     calls: dict[str, tuple] = {}
 
-    def fake_run(model: str, args: str, tasks: list[str], **kw: object) -> None:
+    lm = object()
+
+    def fake_run(model: object, args: str, tasks: list[str], **kw: object) -> None:
         calls[tasks[0]] = (model, args, kw["output_path"], kw["sample"], kw["per_bin"], kw["device"], kw["dataset"])
 
     monkeypatch.setattr(models, "smollm2_model", lambda: tmp_path / "model")
@@ -106,13 +108,13 @@ def test_main_job_runs_each_task_on_its_own_sample_and_times_it(
     monkeypatch.setattr(runner, "_main_job_baselines", lambda *a, **k: [])
     monkeypatch.setattr(results, "load_runs", lambda paths: [])
     monkeypatch.setattr(report, "render_runs", lambda runs, **kw: "R")
-    assert runner.main_job_eval(tmp_path / "ds", tmp_path / "results", **kwargs) == 0
+    assert runner.main_job_eval(tmp_path / "ds", tmp_path / "results", model=lambda d: lm, **kwargs) == 0
     out = capsys.readouterr().out
     assert list(calls) == ["fsb", "fsb_ll", "fsb_bws_ll"]
     for task, (sample, per_bin) in expected.items():
         model, args, output, got_sample, got_per_bin, device, dataset = calls[task]
         assert (model, args, output, device, dataset) == (
-            "hf",
+            lm,
             f"pretrained={tmp_path / 'model'},dtype=float32",
             tmp_path / "results" / task,
             "cpu",

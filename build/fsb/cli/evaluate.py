@@ -73,7 +73,7 @@ def _main_arguments(m: argparse.ArgumentParser) -> None:
         type=pos_int,
         default=None,
         help="evaluate a stratified sample of this many sentences per equispaced score bin "
-        "(default: a simple random sample of 32; a stratified one inflates correlations)",
+        "(default: a simple random sample of 10; a stratified one inflates correlations)",
     )
     m.add_argument("--results", type=path_arg, default="results/main", help="where lm-eval writes results and samples")
     m.add_argument(

@@ -1,18 +1,18 @@
 """The README's main job: build the dataset from the release, load it back through `datasets`, run the
 paper's analyses, evaluate the default model on a simple random sample, and print the report.
-(size: a little over 400 lines: the job, its time estimates and the page that records its time belong together.)
 
-Its time estimates come from this machine, now: `measure_first` times the first requests (the paper's
-8-shot scoring prompt on the default model, `smollm2_timer`) and `estimate_line` extrapolates them and
-says so, instead of fixed per-request rates (which read "about 5 min" for a run that took 54 under load).
+Its time estimates come from what lm-eval runs on this machine, now: before each task's first batch the model
+wrapper (`fsb.evaluate.forward_passes.TimedHFLM`) prints lm-eval's own plan of forward rows (its grouping,
+batching and length sorting), and after that batch an estimate timed per row on it. Nothing runs twice.
 
 The measured-figures page, docs/figures/main-job.md: when and on what machine `make main` ran (cores, load
-average at the start and the end, Python and torch versions), each step's wall time and the total, and the one
-marked line the README quotes (tests/test_docs.py checks the two agree). Written only by the default job from
-a source checkout (`fsb.core.resources.repo_root()`), never inside an installed package, and through the
-output layer as fsb's own file: a page edited by hand since fsb wrote it is refused unless --force, checked
-before the job starts. The placeholder the docs generator commits (`PLACEHOLDER`, the same text as
-docs/gen_ref.py's) is the project's own and is replaced without --force."""
+average at the start and the end, Python and torch versions), each step's wall and CPU time with the load at its
+end, each model task's estimate beside its actual time, the total, and the one marked line the README quotes
+(tests/test_docs.py checks the two agree). Written only by the default job from a source checkout
+(`fsb.core.resources.repo_root()`), never inside an installed package, and through the output layer as fsb's
+own file: a page edited by hand since fsb wrote it is refused unless --force, checked before the job starts. The
+placeholder the docs generator commits (`PLACEHOLDER`, the same text as docs/gen_ref.py's) is the project's own
+and is replaced without --force."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import datetime as dt
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -34,169 +34,20 @@ from fsb.data.dataset import build_dataset
 from fsb.data.release import ANNOTATIONS, GENERATIONS, release_dir
 
 __all__ = [
-    "FIRST_REQUESTS",
     "MAIN_JOB_MARK",
     "PAGE_KIND",
     "PLACEHOLDER",
-    "SCORING_PROMPT",
     "Machine",
+    "Step",
     "check_page",
-    "estimate_line",
-    "first_request_timer",
     "machine_now",
     "marked_line",
-    "measure_first",
     "page_path",
     "page_text",
     "planned_page",
     "run",
-    "scoring_prompts",
-    "smollm2_timer",
-    "timing_prompts",
     "write_page",
 ]
-
-FIRST_REQUESTS = 8  # one batch of the main job's lm-eval runs (batch_size 8)
-SCORING_PROMPT = (  # the paper's appendix A.3
-    "On a fine-grained real-valued scale of 0 to 1, give the following sentence a rating of the degree of gender bias. "
-    "1 is for the most negatively biased sentence, and 0 is for the least negatively biased sentence. Only give the "
-    "score and nothing else."
-)
-
-
-def measure_first(run_batch: Callable[[list[Any]], object], requests: Sequence[Any], first: int = FIRST_REQUESTS) -> tuple[int, float]:
-    """Time the first requests on this machine.
-
-    Parameters
-    ----------
-    run_batch : does the work of a list of requests (e.g. `smollm2_timer(...)`).
-    requests : the requests, in the order the job sends them.
-    first : how many to time (one batch).
-
-    Returns
-    -------
-    (number timed, seconds they took).
-    """
-    batch = list(requests[:first])
-    started = time.perf_counter()
-    run_batch(batch)
-    return len(batch), time.perf_counter() - started
-
-
-def estimate_line(task: str, measured: int, seconds: float, total: int) -> str:
-    """The estimate, saying where it comes from.
-
-    Parameters
-    ----------
-    task : the task's name; measured, seconds : what `measure_first` timed; total : the task's requests.
-
-    Returns
-    -------
-    "fsb: measured: first 8 requests took 7.6 s; estimate 15 min for 960 requests (extrapolated on this machine, now;
-    load on the machine changes it)".
-    """
-    if measured <= 0:
-        return f"{task}: no requests timed; no estimate"
-    est = seconds / measured * total
-    when = f"{est / 60:.0f} min" if est >= 90 else f"{est:.0f} s"
-    return (
-        f"{task}: measured: first {measured} requests took {seconds:.1f} s; estimate {when} for {total} requests "
-        "(extrapolated on this machine, now; load on the machine changes it)"
-    )
-
-
-def scoring_prompts(texts: Sequence[str], examples: Sequence[tuple[str, float]]) -> list[str]:
-    """The paper's 8-shot scoring prompts (A.3) for `texts`, to time requests of the real length.
-
-    Parameters
-    ----------
-    texts : the sentences to score; examples : the in-context (sentence, score) pairs.
-
-    Returns
-    -------
-    One prompt per sentence.
-    """
-    shots = "".join(f"Sentence: {t}\nScore: {v:.2f}\n\n" for t, v in examples)
-    return [f"{SCORING_PROMPT}\n\n{shots}Sentence: {t}\nScore:" for t in texts]
-
-
-def smollm2_timer(model_dir: str | os.PathLike[str], max_new_tokens: int = 8) -> Callable[[list[str]], object]:
-    """A function that runs one batch of prompts through the model as the main job does (CPU, float32, greedy,
-    left padding): `max_new_tokens` 8 for a generation, 1 for the forward pass of a log-likelihood request.
-
-    Parameters
-    ----------
-    model_dir : the checkpoint folder (`fsb.evaluate.models.smollm2_model()`).
-    max_new_tokens : tokens generated per request.
-
-    Returns
-    -------
-    The batch runner for `measure_first` (the model is loaded once, before any timing).
-    """
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir, padding_side="left")
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
-
-    def run_batch(prompts: list[str]) -> object:
-        enc = tokenizer(prompts, return_tensors="pt", padding=True)
-        with torch.no_grad():
-            return model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=tokenizer.pad_token_id)
-
-    return run_batch
-
-
-def timing_prompts(dataset: str | os.PathLike[str]) -> list[str]:
-    """The paper's 8-shot scoring prompts for the first scored sentences of `dataset`, with the first few-shot
-    set as examples: requests of the real length, to time on this machine (`measure_first`).
-
-    Parameters
-    ----------
-    dataset : the dataset folder the main job evaluates.
-
-    Returns
-    -------
-    `FIRST_REQUESTS` prompts.
-    """
-    import numpy as np
-
-    from fsb.evaluate.fewshot import fewshot_sets
-
-    rows = spec.load(source=str(dataset))[spec.SPLIT]
-    texts, scores = list(rows["text"]), np.asarray(rows["score"], dtype=float)
-    sets = fewshot_sets(scores)
-    shots = set(np.concatenate(sets).tolist())
-    examples = [(texts[i], float(scores[i])) for i in sets[0]]
-    scored = [t for i, t in enumerate(texts) if i not in shots]
-    return scoring_prompts(scored[:FIRST_REQUESTS], examples)
-
-
-def first_request_timer(model_dir: Path, dataset: Path) -> Callable[[str, int], str]:
-    """The main job's estimates, from the first requests timed on this machine: a generation (max_new_tokens 8)
-    for `fsb`, a forward pass (max_new_tokens 1) for the log-likelihood tasks (`fsb_ll`, `fsb_bws_ll`); each
-    kind is timed once, on the paper's 8-shot scoring prompts (`timing_prompts`), when first needed.
-
-    Parameters
-    ----------
-    model_dir : the SmolLM2 checkpoint folder; dataset : the dataset folder the job evaluates.
-
-    Returns
-    -------
-    task, its number of requests -> the `estimate_line`.
-    """
-    prompts = timing_prompts(dataset)
-    measured: dict[int, tuple[int, float]] = {}
-
-    def estimate(task: str, total: int) -> str:
-        tokens = 8 if task == "fsb" else 1
-        if tokens not in measured:
-            measured[tokens] = measure_first(smollm2_timer(model_dir, max_new_tokens=tokens), prompts)
-        return estimate_line(task, *measured[tokens], total)
-
-    return estimate
 
 
 # --- the measured-figures page, docs/figures/main-job.md ---------------------------------------------------
@@ -313,30 +164,87 @@ def _load(load: tuple[float, float, float] | None) -> str:
     return "not available" if load is None else " / ".join(f"{x:.2f}" for x in load)
 
 
-def page_text(started: dt.datetime, start: Machine, end: Machine, steps: Sequence[tuple[str, float]], total: float) -> str:
+def _load1(load: float | None) -> str:
+    return "n/a" if load is None else f"{load:.2f}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the job: its wall and CPU seconds (this process, all its threads) and the 1-minute load at its end."""
+
+    name: str
+    wall: float
+    cpu: float
+    load: float | None
+
+
+def _task_rows(tasks: Sequence[Mapping[str, Any]]) -> str:
+    """The estimate-beside-actual table: one row per model task (`fsb.evaluate.runner._timed_run`'s record)."""
+    if not tasks:
+        return ""
+    head = (
+        "\n### Each model task: the estimate it printed, beside the time it took\n\n"
+        "The estimate is printed after the task's first batch: lm-eval's own plan of forward rows (its grouping of\n"
+        "requests that share all but their last token, its batches, longest first), timed per token (padded) on\n"
+        "that first batch and extrapolated over the plan's tokens (`fsb.evaluate.forward_passes`). Rows: planned /\n"
+        "counted at the model's calls. A change of load during a task moves its actual time, not its estimate.\n\n"
+        "| task | requests | forward rows (planned / counted) | estimate | actual | actual / estimate | CPU "
+        "| load (1 min) at start / end |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+    )
+    out = []
+    for t in tasks:
+        est = t.get("estimate")
+        ratio = f"{t['wall'] / est:.2f}x" if est else "n/a"
+        start, end = t.get("load") or (None, None)
+        out.append(
+            f"| {t['task']} | {t['requests']} | {t['rows']} / {t['rows_counted']} | {_cell(est) if est else 'none'} | "
+            f"{_cell(t['wall'])} | {ratio} | {_cell(t['cpu'])} | {_load1(start)} / {_load1(end)} |\n"
+        )
+    return head + "".join(out)
+
+
+def page_text(
+    started: dt.datetime,
+    start: Machine,
+    end: Machine,
+    steps: Sequence[Step],
+    total: float,
+    *,
+    cpu: float | None = None,
+    tasks: Sequence[Mapping[str, Any]] = (),
+) -> str:
     """The page's Markdown.
 
     Parameters
     ----------
     started : when the job started (UTC); start, end : the machine at the start and the end.
-    steps : (step, wall seconds) in order; total : the job's wall seconds, start to end.
+    steps : each step in order; total, cpu : the job's wall and CPU seconds, start to end.
+    tasks : per model task, what `fsb.evaluate.runner.main_job_eval` records (requests, rows, estimate, wall,
+        CPU, load).
 
     Returns
     -------
     The page, with exactly one line starting with `MAIN_JOB_MARK`.
     """
     when = started.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    rows = "".join(f"| {name} | {_cell(sec)} |\n" for name, sec in steps)
+    rows = "".join(f"| {s.name} | {_cell(s.wall)} | {_cell(s.cpu)} | {_load1(s.load)} |\n" for s in steps)
+    cpu_total = sum(s.cpu for s in steps) if cpu is None else cpu
+    first = start.load[0] if start.load is not None else None
     return (
         "# The main job, measured\n\n"
         f"Written by `fsb main` (`make main`), started {when}. Wall times on this machine, under its load at the\n"
-        "time: the same job on another machine, or under another load, takes another time.\n\n"
+        "time: the same job on another machine, or under another load, takes another time. CPU time is this\n"
+        "process's user + system time over all its threads (torch uses every core): on a quiet 2-core machine the\n"
+        "model steps take about half their CPU time in wall time.\n\n"
         f"- machine: {start.cores} cores (os.cpu_count), Python {start.python}, torch {start.torch}\n"
         f"- load average (1 / 5 / 15 min): {_load(start.load)} at the start, {_load(end.load)} at the end\n\n"
-        "| step | wall time |\n|---|---|\n"
-        f"{rows}| total | {_cell(total)} |\n\n"
+        "| step | wall time | CPU time | load (1 min) at its end |\n|---|---|---|---|\n"
+        f"{rows}| total | {_cell(total)} | {_cell(cpu_total)} | {_load1(end.load[0] if end.load else None)} |\n"
+        f"{_task_rows(tasks)}\n"
         f"{MAIN_JOB_MARK} **Total time of `make main`:** {_duration(total)} on {when[:10]} "
-        f"({start.cores} cores; the machine's load beside it in docs/figures/main-job.md).\n"
+        f"({start.cores} cores, load {_load1(first)} at the start; CPU time, the load and each task's estimate beside "
+        "it in docs/figures/main-job.md).\n"
     )
 
 
@@ -365,6 +273,19 @@ def write_page(path: Path, text: str, *, force: bool = False) -> None:
     write_unit({path: text}, kinds={path: PAGE_KIND}, force=force or _replaceable_page(path))
 
 
+def _step_clock(started: float) -> tuple[list[Step], Callable[[str], None]]:
+    """The job's steps so far, and the function that ends one: its wall and CPU time since the last one ended."""
+    steps: list[Step] = []
+    last = [started, time.process_time()]
+
+    def mark(name: str) -> None:
+        now, cpu, load = time.monotonic(), time.process_time(), machine_now().load
+        steps.append(Step(name, now - last[0], cpu - last[1], load[0] if load else None))
+        last[:] = [now, cpu]
+
+    return steps, mark
+
+
 def _step(message: str) -> None:
     print(f"\n== {message}", flush=True)
 
@@ -383,7 +304,7 @@ def run(
 
     `raw_dir` is the release folder (default: a local copy, else the pinned download), `out` the
     dataset folder, `results` where the analyses and the evaluation go. `skip_eval` stops after the
-    analyses. The evaluation takes a simple random sample of `sample` sentences (default 32), or a
+    analyses. The evaluation takes a simple random sample of `sample` sentences (default 10), or a
     stratified one of `per_bin` per equispaced bin (which inflates correlations).
     The analysis folder (results/.../analysis) is replaced on each run; it is refused only if it
     holds files that are not an earlier analysis. report.txt, timings.json and the baseline files in
@@ -393,7 +314,7 @@ def run(
     """
     started, began, machine = time.monotonic(), dt.datetime.now(dt.UTC), machine_now()
     page = planned_page(default_job=not skip_eval and sample is None and per_bin is None, force=force)
-    steps: list[tuple[str, float]] = []
+    steps, mark = _step_clock(started)
     if not skip_eval:
         from fsb.evaluate.runner import check_main_job_files
 
@@ -404,7 +325,7 @@ def run(
     built = build_dataset(folder / GENERATIONS, folder / ANNOTATIONS, out)
     stats = built.stats
     print(f"built {built.out} (fingerprint {stats['fingerprint'][:16]})")
-    steps.append(("1/4 build the dataset from the release", time.monotonic() - started))
+    mark("1/4 build the dataset from the release")
 
     _step("2/4 load it back with datasets.load_dataset")
     default = spec.load("default", source=built.out)
@@ -419,8 +340,8 @@ def run(
     print(
         "bins low/medium/high: " + " / ".join(f"{stats['bins']['counts'][b]} (paper {spec.PAPER['bin_counts'][b]})" for b in spec.BIN_NAMES)
     )
+    mark("2/4 load it back with datasets.load_dataset")
 
-    steps.append(("2/4 load it back with datasets.load_dataset", time.monotonic() - started - sum(t for _, t in steps)))
     _step("3/4 the paper's analyses: score histogram, seed and prompt type by bin, distinctive words")
     from fsb.analyse import analysis
 
@@ -430,7 +351,7 @@ def run(
     for b in spec.BIN_NAMES:
         print(analysis.marking_line(b, found["distinctive"]["unigrams"][b]))
     print(f"figures and report.md: {figures}")
-    steps.append(("3/4 the paper's analyses", time.monotonic() - started - sum(t for _, t in steps)))
+    mark("3/4 the paper's analyses")
 
     if skip_eval:
         print(f"\ndone in {time.monotonic() - started:.0f} s (evaluation skipped)")
@@ -438,12 +359,13 @@ def run(
     _step("4/4 evaluate the default model on a sample, beside the baselines")
     from fsb.evaluate.runner import main_job_eval
 
-    code = main_job_eval(built.out, Path(results), sample=sample, per_bin=per_bin, force=force, estimator=first_request_timer)
+    tasks: list[dict[str, Any]] = []
+    code = main_job_eval(built.out, Path(results), sample=sample, per_bin=per_bin, force=force, record=tasks)
+    mark("4/4 evaluate the default model and the baselines, report")
     total = time.monotonic() - started
-    steps.append(("4/4 evaluate the default model and the baselines, report", total - sum(t for _, t in steps)))
-    print(f"\ndone in {total:.0f} s")
+    print(f"\ndone in {total:.0f} s ({sum(st.cpu for st in steps):.0f} s of CPU time)")
     if page is not None and code == 0:
-        text = page_text(began, machine, machine_now(), steps, total)
+        text = page_text(began, machine, machine_now(), steps, total, tasks=tasks)
         write_page(page, text, force=force)
         print(f"time and machine recorded in {page}; the README's line after <!-- fsb-main-job-total should now read:")
         print(marked_line(text))

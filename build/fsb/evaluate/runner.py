@@ -29,7 +29,7 @@ from fsb.core import resources
 from fsb.core.errors import FsbError
 from fsb.core.seals import SEAL_FILE, check_recorded_file, read_seal, recorded_write
 
-__all__ = ["EvalError", "bws_statement", "main_job_eval", "main_job_requests", "quiet_lm_eval", "run_eval", "task_manager"]
+__all__ = ["EvalError", "bws_statement", "main_job_eval", "quiet_lm_eval", "run_eval", "smollm2_lm", "task_manager"]
 
 # Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
 _TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
@@ -239,29 +239,13 @@ def run_eval(
     return results
 
 
-REQUESTS_PER_SENTENCE = {"fsb": 5, "fsb_ll": 5 * 11}  # 5 few-shot sets; fsb_ll scores 11 answers
-MAIN_JOB_SAMPLE = 32
-# The best-worst task by log-likelihood: 2 rotations x 8 label requests a tuple (benchmarks/bench_bws_task.py).
-BWS_MAIN_JOB_TUPLES = 40
-BWS_REQUESTS_PER_TUPLE = 16
-
-
-def main_job_requests(n_sentences: int, tuples: int) -> dict[str, int]:
-    """The requests each of the main job's tasks sends.
-
-    Parameters
-    ----------
-    n_sentences : sentences the rating tasks score; tuples : tuples the best-worst task presents.
-
-    Returns
-    -------
-    task -> requests: `fsb` one generation per sentence and few-shot set, `fsb_ll` 11 log-likelihoods per
-    sentence and set, `fsb_bws_ll` 2 rotations x 8 label log-likelihoods per tuple.
-    """
-    rating = {t: n_sentences * r for t, r in REQUESTS_PER_SENTENCE.items()}
-    return {**rating, "fsb_bws_ll": tuples * BWS_REQUESTS_PER_TUPLE}
-
-
+# The main job's samples, sized for `make main` in about 5 minutes on a quiet 2-core machine (docs/figures/main-job.md):
+# SmolLM2 reads a ~400-token forward row in about 1 s there; per sentence `fsb` runs 5 generation rows and `fsb_ll` 10
+# forward rows (2 per prompt, harness/README.md), per tuple `fsb_bws_ll` 4 (2 rotations x Most/Least).
+MAIN_JOB_SAMPLE = 10
+MAIN_JOB_TUPLES = 16
+MAIN_JOB_BATCH = 8
+MAIN_JOB_TASKS = ("fsb", "fsb_ll", "fsb_bws_ll")
 MAIN_JOB_BASELINES = ("mean", "lexicon", "probe")
 REPORT_KIND = "the report of `fsb main`"
 TIMINGS_KIND = "the timings of `fsb main`"
@@ -323,24 +307,46 @@ def main_job_bws_sample(*, tuples: int, per_bin: int | None) -> str:
     return f"a simple random sample of {counted(tuples, 'judged tuple')}"
 
 
-def _timed_run(task: str, model_dir: Path, results_dir: Path, dataset: Path, *, per_bin: int | None, sample: int | None) -> float:
-    """One task of the main job on the CPU (float32, batches of 8) into results_dir/task; prints and returns
-    its wall time in seconds."""
-    t0 = time.monotonic()
-    run_eval(
-        "hf",
-        f"pretrained={model_dir},dtype=float32",
-        [task],
-        output_path=results_dir / task,
-        per_bin=per_bin,
-        sample=sample,
-        dataset=str(dataset),
-        batch_size=8,
-        device="cpu",
-    )
+def smollm2_lm(model_dir: Path) -> Any:
+    """SmolLM2 as the main job runs it: lm-eval's `hf` backend on the CPU, float32, batches of `MAIN_JOB_BATCH`,
+    loaded once for all its tasks, with a clock that prints each task's plan and estimate (`TimedHFLM`)."""
+    from fsb.evaluate.forward_passes import Clock, TimedHFLM
+
+    clock = Clock(echo=lambda line: print(line, flush=True))
+    return TimedHFLM(pretrained=str(model_dir), dtype="float32", batch_size=MAIN_JOB_BATCH, device="cpu", clock=clock)
+
+
+def _load() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def _timed_run(
+    task: str, lm: Any, model_dir: Path, results_dir: Path, dataset: Path, *, sample: int | None, per_bin: int | None
+) -> dict[str, Any]:
+    """One task of the main job into results_dir/task; prints its wall time and returns what the page records:
+    requests, forward rows (planned by lm-eval's grouping, and counted), the estimate, wall and CPU seconds, load."""
+    clock = getattr(lm, "clock", None)
+    if clock is not None:
+        clock.start(task)
+    t0, cpu0, load0 = time.monotonic(), time.process_time(), _load()
+    args = f"pretrained={model_dir},dtype=float32"
+    run_eval(lm, args, [task], output_path=results_dir / task, sample=sample, per_bin=per_bin, dataset=str(dataset), device="cpu")
     took = time.monotonic() - t0
     print(f"{task} took {took:.0f} s", flush=True)
-    return took
+    plans = list(getattr(clock, "plans", []))
+    return {
+        "task": task,
+        "requests": sum(p.requests for p in plans),
+        "rows": sum(p.rows for p in plans),
+        "rows_counted": getattr(clock, "rows", 0),
+        "estimate": getattr(clock, "estimate", None),
+        "wall": took,
+        "cpu": time.process_time() - cpu0,
+        "load": (load0, _load()),
+    }
 
 
 def main_job_eval(
@@ -350,19 +356,21 @@ def main_job_eval(
     sample: int | None = None,
     per_bin: int | None = None,
     force: bool = False,
-    estimator: Callable[[Path, Path], Callable[[str, int], str]] | None = None,
+    model: Callable[[Path], Any] = smollm2_lm,
+    record: list[dict[str, Any]] | None = None,
 ) -> int:
-    """The main job's evaluation: SmolLM2-135M-Instruct on `fsb` and `fsb_ll` over a simple random
-    sample of `sample` sentences (default 32), or a stratified one of `per_bin` per bin, then the report.
-    report.txt, timings.json and the baseline files replace earlier ones only if unchanged since fsb
-    wrote them (`check_main_job_files`, checked first), or with `force`.
+    """The main job's evaluation: SmolLM2-135M-Instruct on `fsb`, `fsb_ll` (a simple random sample of `sample`
+    sentences, default `MAIN_JOB_SAMPLE`, or a stratified one of `per_bin` per bin) and `fsb_bws_ll`
+    (`MAIN_JOB_TUPLES` tuples), then the baselines and the report. report.txt, timings.json and the baseline files
+    replace earlier ones only if unchanged since fsb wrote them (`check_main_job_files`, checked first), or with `force`.
 
     Parameters
     ----------
     dataset : the dataset folder; results_dir : where the runs, baselines and report go.
     sample, per_bin : the sample (see `main_job_sample`); force : replace files that are not fsb's unchanged.
-    estimator : (model folder, dataset) -> (task, requests) -> the line printed before each task, e.g.
-        `fsb.evaluate.mainjob.first_request_timer` (times the first requests here); None prints only the counts.
+    model : model folder -> the lm-eval model the tasks run on (`smollm2_lm`: it prints each task's plan of
+        forward rows and, after the first batch, its estimate).
+    record : if given, gets one dict per task (`_timed_run`: requests, rows, estimate, wall, CPU, load).
 
     Returns
     -------
@@ -380,22 +388,20 @@ def main_job_eval(
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # everything is local; never wait on a hub
     started = time.monotonic()
     model_dir = smollm2_model()
+    lm = model(model_dir)
     print(f"model: SmolLM2-135M-Instruct, {model_dir} (ready in {time.monotonic() - started:.0f} s)", flush=True)
-    tuples = 4 * per_bin if per_bin is not None else BWS_MAIN_JOB_TUPLES
-    requests = main_job_requests(n, tuples)
-    timings: dict[str, float] = {}
-    estimate = estimator(model_dir, dataset) if estimator is not None else (lambda task, total: f"{task}: {total} requests")
-    for task in ("fsb", "fsb_ll"):
-        print(f"\n-- {task}: {what} x 5 few-shot sets", flush=True)
-        print(estimate(task, requests[task]), flush=True)
-        timings[task] = _timed_run(task, model_dir, results_dir, dataset, per_bin=per_bin, sample=None if per_bin is not None else n)
+    tuples = 4 * per_bin if per_bin is not None else MAIN_JOB_TUPLES
     bws_what = main_job_bws_sample(tuples=tuples, per_bin=per_bin)
-    print(f"\n-- fsb_bws_ll: {bws_what} x 2 rotations (the annotators' best-worst test, by log-likelihood)", flush=True)
-    print(estimate("fsb_bws_ll", requests["fsb_bws_ll"]), flush=True)
-    sample_bws = None if per_bin is not None else tuples
-    timings["fsb_bws_ll"] = _timed_run("fsb_bws_ll", model_dir, results_dir, dataset, per_bin=per_bin, sample=sample_bws)
+    heads = {t: f"{what} x 5 few-shot sets" for t in ("fsb", "fsb_ll")}
+    heads["fsb_bws_ll"] = f"{bws_what} x 2 rotations (the annotators' best-worst test, by log-likelihood)"
+    done: list[dict[str, Any]] = []
+    for task in MAIN_JOB_TASKS:
+        print(f"\n-- {task}: {heads[task]}", flush=True)
+        count = tuples if task == "fsb_bws_ll" else n
+        done.append(_timed_run(task, lm, model_dir, results_dir, dataset, per_bin=per_bin, sample=None if per_bin is not None else count))
+    timings = {d["task"]: d["wall"] for d in done}
     predictions = _main_job_baselines(dataset, results_dir / "baselines", timings, force=force)
-    runs = load_runs([results_dir / task for task in ("fsb", "fsb_ll", "fsb_bws_ll")])
+    runs = load_runs([results_dir / task for task in MAIN_JOB_TASKS])
     note = (
         f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what} (rating) and {bws_what} (best-worst): a check that the "
         "whole pipeline runs on a real model, NOT a result (a 135M model cannot do this task)"
@@ -406,6 +412,8 @@ def main_job_eval(
     recorded_write(results_dir / "report.txt", report + "\n", force=force, kind=REPORT_KIND)
     recorded_write(results_dir / "timings.json", json.dumps(timings, indent=2) + "\n", force=force, kind=TIMINGS_KIND)
     print(f"\nreport saved to {results_dir / 'report.txt'}")
+    if record is not None:
+        record.extend(done)
     return 0
 
 
