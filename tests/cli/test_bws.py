@@ -391,3 +391,23 @@ def test_tuples_next_round_writes_a_design_export_reads_and_refuses_a_lone_budge
         proc = run_fsb("tuples", items, *extra, "--out", tmp_path / "d.csv")
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "d.csv").exists()
+
+
+def test_score_maxdiff_ridge_shrinks_the_fit_and_is_recorded_and_refused_elsewhere(tmp_path: Path) -> None:
+    """Review finding M1: MaxDiff with a N(0, 1) prior scored the skewed design best but could not be chosen from
+    the CLI. `--ridge 1` shrinks the utilities (smaller spread than the default fit), reaches the --ci refits
+    (intervals hold their scores), is named in the summary line and a note; with another method it is refused."""
+    judgments = tmp_path / "j.csv"
+    judgments.write_text(_HEADER4 + _BOUND_ROWS)
+    plain = run_fsb("score", judgments, "--method", "maxdiff", "--out", tmp_path / "p.csv")
+    prior = run_fsb("score", judgments, "--method", "maxdiff", "--ridge", "1", "--ci", "--bootstrap", "39", "--out", tmp_path / "r.csv")
+    assert plain.returncode == 0 and prior.returncode == 0, prior.stderr
+    spread = {}
+    for name in ("p", "r"):
+        rows = list(csv.DictReader((tmp_path / f"{name}.csv").open(encoding="utf-8")))
+        spread[name] = max(abs(float(r["score"])) for r in rows)
+    assert spread["r"] < 0.5 * spread["p"]
+    assert "(maxdiff, ridge 1) ->" in prior.stderr and "note: MaxDiff fitted with ridge 1: a N(0, 1) prior" in prior.stderr
+    assert "(maxdiff) ->" in plain.stderr and "note: MaxDiff fitted" not in plain.stderr
+    refused = run_fsb("score", judgments, "--ridge", "1")
+    assert refused.returncode == 2 and "--ridge is the prior precision of the MaxDiff fit: it needs --method maxdiff" in refused.stderr

@@ -103,7 +103,7 @@ def _maxdiff_keep(coded: Coded, notes: list[str]) -> NDArray[np.bool_]:
     return main & ~perfect
 
 
-def _loop_draws(coded: Coded, method: str, n_boot: int, rng: np.random.Generator, start, keep) -> NDArray[np.float32]:
+def _loop_draws(coded: Coded, method: str, n_boot: int, rng: np.random.Generator, start, keep, ridge: float = RIDGE) -> NDArray[np.float32]:
     """Resample by resample: counting scores, or L-BFGS refits warm-started at `start`."""
     design, ti, n = coded.design, coded.tuple_index, coded.n_items
     n_tuples = design.shape[0]
@@ -120,16 +120,16 @@ def _loop_draws(coded: Coded, method: str, n_boot: int, rng: np.random.Generator
             with np.errstate(invalid="ignore", divide="ignore"):
                 draws[r] = ((b - x) / appear + 1.0) / 2.0
         else:
-            u, _, _, _ = maxdiff.minimise(counts.weighted(w), n, start, RIDGE, 1e-3)
+            u, _, _, _ = maxdiff.minimise(counts.weighted(w), n, start, ridge, 1e-3)
             seen = appear > 0
             draws[r] = np.where(seen, centred(u[:, None], (seen & keep)[:, None])[:, 0], np.nan)
     return draws
 
 
-def _newton_tails(coded: Coded, start, n_boot: int, rng: np.random.Generator, keep, alpha: float):
+def _newton_tails(coded: Coded, start, n_boot: int, rng: np.random.Generator, keep, alpha: float, ridge: float = RIDGE):
     """(low, high, empty): the alpha and 1 - alpha quantiles of `newton_draws`, chunk by chunk through
     `Tails`, scaled by the stretch at the end (a positive factor: it commutes with the quantiles)."""
-    chunks = NewtonChunks(coded, start, n_boot, rng, anchor=keep)
+    chunks = NewtonChunks(coded, start, n_boot, rng, anchor=keep, ridge=ridge)
     tails = Tails(coded.n_items, n_boot, alpha)
     for part in chunks:
         part[:, ~keep] = np.nan
@@ -148,6 +148,7 @@ def bootstrap_intervals(
     refit: str = "newton",
     start: NDArray[np.float64] | None = None,
     notes: list[str] | None = None,
+    ridge: float = RIDGE,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-item 95% intervals of the score by the nonparametric bootstrap over tuples.
 
@@ -161,6 +162,7 @@ def bootstrap_intervals(
     refit : "newton" (one batched Newton step per resample, `newton_draws`) or "full" (L-BFGS per resample).
     start : the full fit's utilities when the caller has them (else fitted here).
     notes : list to which one line per reason for a missing interval is appended.
+    ridge : MaxDiff's prior precision (`fsb.bws.maxdiff.fit_maxdiff`): every refit uses the point fit's prior.
 
     Returns
     -------
@@ -185,7 +187,7 @@ def bootstrap_intervals(
     keep = np.ones(n, dtype=bool)
     if method == "maxdiff":
         if start is None:
-            start = maxdiff.fit_maxdiff(design, coded.best, coded.worst, coded.tuple_index, n).utility
+            start = maxdiff.fit_maxdiff(design, coded.best, coded.worst, coded.tuple_index, n, ridge=ridge).utility
         keep = _maxdiff_keep(coded, notes)
     once = keep & (np.bincount(design.ravel(), minlength=n) == 1)
     if once.any():
@@ -195,9 +197,9 @@ def bootstrap_intervals(
             "tuples, so a single tuple shows none of the item's spread"
         )
     if method == "maxdiff" and refit == "newton":
-        low, high, empty = _newton_tails(coded, start, n_boot, rng, keep, alpha)
+        low, high, empty = _newton_tails(coded, start, n_boot, rng, keep, alpha, ridge)
     else:
-        draws = _loop_draws(coded, method, n_boot, rng, start, keep)
+        draws = _loop_draws(coded, method, n_boot, rng, start, keep, ridge)
         draws[:, ~keep] = np.nan
         (low, high), empty = quantiles(draws, [alpha, 1.0 - alpha])
     if (empty & keep).any():

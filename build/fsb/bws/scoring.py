@@ -43,6 +43,7 @@ VALUE_CI_REFUSAL = (
     "--method value gives no interval: its scores are a shrunken tournament, not a fitted model (no standard error), "
     "and a bootstrap would rerun its 100 passes per resample; use --method maxdiff --ci (or counting --ci) for intervals"
 )
+RIDGE_REFUSAL = "--ridge is the prior precision of the MaxDiff fit: it needs --method maxdiff"
 VALUE_COUNT_REFUSAL = (
     "--method value cannot take --invalid count: a quality-control row (a tuple repeating an item, or best = worst) "
     "would make an item beat itself; use --invalid drop to score without those rows, or the default refuse to see the first"
@@ -94,6 +95,7 @@ def score_columns(
     seed: int = 0,
     notes: list[str] | None = None,
     sort: bool = True,
+    ridge: float | None = None,
 ) -> dict[str, np.ndarray]:
     """The score table as numpy columns, most biased first (ties in label order), or in label order (`sort`).
 
@@ -108,6 +110,9 @@ def score_columns(
         whose score is a bound (with or without `ci`).
     sort : False leaves the rows in label order, for a writer that puts them in `score_order` as it writes
         (`csv_bytes(cols, rows=...)`: 1e6 40-character labels are not gathered as a 160 MB unicode array).
+    ridge : "maxdiff" only: the prior precision lambda of the fit and of every bootstrap refit (a N(0, 1/lambda)
+        prior on each utility; None = `fsb.bws.maxdiff.RIDGE`, 0.01, negligible beside the data). ridge=1 shrinks
+        rarely seen items' utilities towards 0 (docs/bws.md, Scoring). A note records a ridge given.
 
     Returns
     -------
@@ -125,6 +130,8 @@ def score_columns(
         raise InputError(ann.path, MAXDIFF_COUNT_REFUSAL if method == "maxdiff" else VALUE_COUNT_REFUSAL)
     if method == "value" and ci:
         raise ValueError(VALUE_CI_REFUSAL)
+    if ridge is not None and method != "maxdiff":
+        raise ValueError(RIDGE_REFUSAL)
     if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
         n_items = ann.labels.size
         counts = bws.count_best_worst(ann.item_codes, ann.best_codes, ann.worst_codes, n_items)
@@ -143,8 +150,12 @@ def score_columns(
     elif method == "maxdiff":
         from fsb.bws import maxdiff
 
-        fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items)
+        lam = maxdiff.RIDGE if ridge is None else ridge
+        fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, ridge=lam)
         cols |= {"score": fit.utility, "se": fit.se}
+        if ridge is not None and notes is not None:
+            prior = f"a N(0, {1 / ridge:g}) prior on each utility"
+            notes.append(f"MaxDiff fitted with ridge {ridge:g}: {prior}, in the fit and every bootstrap refit")
     elif method == "value":
         from fsb.bws import value
 
@@ -157,7 +168,8 @@ def score_columns(
         from fsb.bws import bootstrap
 
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
-        low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
+        extra = {"ridge": ridge} if ridge is not None else {}
+        low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes, **extra)
         cols |= {"ci_low": low, "ci_high": high}
     cols["bound"] = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, counts))
     zero = (cols["ci_high"] - cols["ci_low"] == 0) if ci and method == "counting" else None
