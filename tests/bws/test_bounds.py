@@ -180,3 +180,16 @@ def test_the_scipy_fallback_gives_the_same_masks(monkeypatch: pytest.MonkeyPatch
         best, worst = ranked[:, 0], ranked[np.arange(ti.size), rng.integers(1, 4, ti.size)]
         mine, theirs = bounds.score_bounds(design, best, worst, ti, 30), _reference_bounds(design, best, worst, ti, 30)
         assert all((mine[k] == theirs[k]).all() for k in mine)
+
+
+def test_parts_tied_for_largest_are_all_disconnected_whatever_their_codes() -> None:
+    """Review finding M3: two parts of 4 items each; which half was `disconnected` depended on which held the
+    lowest item code (an id's spelling). With no unique largest part, none shares a scale: all are outside."""
+    design = np.array([[0, 1, 2, 3], [4, 5, 6, 7], [0, 1, 2, 3], [4, 5, 6, 7]])
+    best, worst = np.array([0, 4, 3, 7]), np.array([3, 7, 0, 4])  # each part one group (0 over 3, 3 over 0)
+    for perm in (np.arange(8), np.array([7, 6, 5, 4, 3, 2, 1, 0])):  # the codes renamed: the same answer
+        masks = score_bounds(perm[design], perm[best], perm[worst], None, 8)
+        assert masks["outside_main"].all() and not masks["always_best"].any() and not masks["always_worst"].any()
+    bigger = np.vstack([design, [[8, 0, 1, 2]]])  # one part now larger: it is the scale
+    masks = score_bounds(bigger, np.append(best, 8), np.append(worst, 0), None, 9)
+    assert np.flatnonzero(masks["outside_main"]).tolist() == [4, 5, 6, 7]

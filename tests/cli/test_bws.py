@@ -412,3 +412,14 @@ def test_score_maxdiff_ridge_shrinks_the_fit_and_is_recorded_and_refused_elsewhe
     assert "(maxdiff) ->" in plain.stderr and "note: MaxDiff fitted" not in plain.stderr
     refused = run_fsb("score", judgments, "--ridge", "1")
     assert refused.returncode == 2 and "--ridge is the prior precision of the MaxDiff fit: it needs --method maxdiff" in refused.stderr
+
+
+def test_score_invalid_count_flags_an_item_best_in_every_judgment_shown_twice_in_one(tmp_path: Path) -> None:
+    """Review finding M6: `--invalid count` keeps a row showing item 9 twice; 9 is best in both judgments but its slot
+    tallies (n 3, best 2) hid it, and the bound was empty. The bound is decided on judgments now."""
+    judgments = tmp_path / "rep3.csv"
+    judgments.write_text(_HEADER4 + "9,9,10,11,9,11\n9,12,13,14,9,14\n")
+    proc = run_fsb("score", judgments, "--invalid", "count", "--out", tmp_path / "s.csv")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["item"]: r for r in csv.DictReader((tmp_path / "s.csv").open(encoding="utf-8"))}
+    assert (rows["9"]["n"], rows["9"]["best"], rows["9"]["bound"]) == ("3", "2", "best-always")
