@@ -57,7 +57,11 @@ def test_the_sentence_counts_and_names_each_reason() -> None:
         == "1 item is a bound, not an estimate: 1 best-always (their bound column)"
     )
     text = bound_sentence({"total": 3, "worst-always": 2, "disconnected": 1}, "sentences")
-    assert text.startswith("3 sentences are bounds, not estimates: 2 worst-always, 1 disconnected (the `bound` column")
+    assert text.startswith("3 sentences are not estimates: 2 worst-always, 1 disconnected (the `bound` column")
+    # review M4: disconnected is named as a scale of its own, not a bound; overlapping reasons are said to overlap
+    assert "on a scale of its own, not comparable with the rest" in text and "reasons overlap" not in text
+    both = bound_sentence({"total": 2, "best-always": 1, "worst-always": 1, "disconnected": 2}, explain=False)
+    assert both == "2 items are not estimates: 1 best-always, 1 worst-always, 2 disconnected; reasons overlap (their bound column)"
 
 
 def _reference_bounds(design, best, worst, ti, n) -> dict[str, np.ndarray]:

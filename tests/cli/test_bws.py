@@ -357,8 +357,8 @@ def test_score_says_which_scores_are_bounds_with_and_without_ci(tmp_path: Path, 
     assert proc.returncode == 0, proc.stderr
     table = list(csv.DictReader((tmp_path / "s.csv").open(encoding="utf-8")))
     assert list(table[0])[-1] == "bound" and {r["item"]: r["bound"] for r in table} == _BOUNDS
-    notes = [line for line in proc.stderr.splitlines() if "bounds, not estimates" in line]
-    assert notes == ["note: 6 items are bounds, not estimates: 2 best-always, 2 worst-always, 4 disconnected (their bound column)"]
+    notes = [line for line in proc.stderr.splitlines() if "not estimates" in line]
+    assert notes == ["note: 6 items are not estimates: 2 best-always, 2 worst-always, 4 disconnected; reasons overlap (their bound column)"]
     zero = [line for line in proc.stderr.splitlines() if "has width 0" in line]
     if method == "counting" and ci:  # a and d: every resample scores them 1 and 0 (f and i are in one tuple: no interval)
         assert zero and zero[0].startswith("note: the counting interval of 2 best-always/worst-always items has width 0")
@@ -423,3 +423,17 @@ def test_score_invalid_count_flags_an_item_best_in_every_judgment_shown_twice_in
     assert proc.returncode == 0, proc.stderr
     rows = {r["item"]: r for r in csv.DictReader((tmp_path / "s.csv").open(encoding="utf-8"))}
     assert (rows["9"]["n"], rows["9"]["best"], rows["9"]["bound"]) == ("3", "2", "best-always")
+
+
+@pytest.mark.parametrize("method", ["maxdiff", "value"])
+def test_score_fit_methods_hint_only_the_invalid_policy_they_take(tmp_path: Path, method: str) -> None:
+    """Review finding S3: a quality-control row's hint offered --invalid count, which maxdiff and value then refuse
+    (a loop). Their hint names --invalid drop only, and following it scores the file."""
+    judgments = tmp_path / "qc.csv"
+    judgments.write_text(_HEADER4 + "a,b,c,d,a,d\na,a,c,d,a,d\nb,c,d,e,b,e\n")
+    proc = run_fsb("score", judgments, "--method", method)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert "line 3, field 'Item2'" in proc.stderr and "--invalid drop leaves it out" in proc.stderr
+    assert "--invalid count scores" not in proc.stderr and f"--method {method} cannot take --invalid count" in proc.stderr
+    assert run_fsb("score", judgments, "--method", method, "--invalid", "drop").returncode == 0
+    assert "--invalid count scores it" in run_fsb("score", judgments).stderr  # counting keeps the full hint

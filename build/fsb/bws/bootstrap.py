@@ -112,7 +112,7 @@ def bootstrap_intervals(
     refit: str = "newton",
     start: NDArray[np.float64] | None = None,
     notes: list[str] | None = None,
-    ridge: float = RIDGE,
+    ridge: float | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-item 95% intervals of the score by the nonparametric bootstrap over tuples.
 
@@ -126,7 +126,7 @@ def bootstrap_intervals(
     refit : "newton" (one batched Newton step per resample, `newton_draws`) or "full" (L-BFGS per resample).
     start : the full fit's utilities when the caller has them (else fitted here).
     notes : list to which one line per reason for a missing interval is appended.
-    ridge : MaxDiff's prior precision (`fsb.bws.maxdiff.fit_maxdiff`): every refit uses the point fit's prior.
+    ridge : MaxDiff's prior precision (`fsb.bws.maxdiff.fit_maxdiff`; None: `RIDGE`): every refit uses the fit's prior.
 
     Returns
     -------
@@ -145,6 +145,7 @@ def bootstrap_intervals(
         interval, then put in the frame of `start`.
     """
     design, n = coded.design, coded.n_items
+    ridge = RIDGE if ridge is None else ridge
     rng = np.random.default_rng(seed)
     alpha = (1.0 - level) / 2.0
     notes = [] if notes is None else notes

@@ -303,7 +303,8 @@ def components(rows: NDArray[np.integer], n_items: int) -> NDArray[np.intp]:
 
 def bound_column(masks: dict[str, NDArray[np.bool_]]) -> NDArray[np.str_]:
     """The `bound` column from `score_bounds`' masks: per item "" (an estimate) or its reasons'
-    `BOUND_VALUES` joined by "+" in the order best-always, worst-always, disconnected, unjudged."""
+    `BOUND_VALUES` joined by "+" in the order best-always, worst-always, disconnected, unjudged (an item in
+    no judgment: only the planner's masks have one, every build and score file refuses such items)."""
     n = next(iter(masks.values())).size
     out = np.zeros(n, dtype="U1")  # "" everywhere: one character a row until an item is a bound
     hit = np.logical_or.reduce([masks[name] for name in BOUND_VALUES])
@@ -327,17 +328,27 @@ def bound_counts(column: NDArray[np.str_]) -> dict[str, int]:
 
 def bound_sentence(counts: dict[str, int], noun: str = "items", *, explain: bool = True) -> str:
     """One sentence counting the bounds ("3 items are bounds, not estimates: 2 best-always, 1 disconnected
-    (the `bound` column: ...)."), or "" when there are none; `explain` False drops the parenthesis' meanings."""
+    (the `bound` column: ...)."), or "" when there are none; `explain` False drops the parenthesis' meanings.
+    Each reason is counted, so when an item has two ("best-always+disconnected") the counts add up to more
+    than the total and the sentence says "reasons overlap". `disconnected` is named for what it is: a score
+    on a scale of its own, not a bound."""
     total = counts.get("total", 0)
     if not total:
         return ""
     one = noun[:-1] if noun.endswith("s") else noun
     parts = ", ".join(f"{counts[name]} {name}" for name in BOUND_VALUES.values() if counts.get(name))  # fixed order
-    verb = f"1 {one} is a bound, not an estimate" if total == 1 else f"{total} {noun} are bounds, not estimates"
+    if sum(counts.get(name, 0) for name in BOUND_VALUES.values()) > total:
+        parts += "; reasons overlap"
+    if counts.get("disconnected"):  # not a bound: a scale of its own
+        verb = f"1 {one} is not an estimate" if total == 1 else f"{total} {noun} are not estimates"
+    else:
+        verb = f"1 {one} is a bound, not an estimate" if total == 1 else f"{total} {noun} are bounds, not estimates"
     if not explain:
         return f"{verb}: {parts} (their bound column)"
     return (
-        f"{verb}: {parts} (the `bound` column: best-always/worst-always = chosen "
-        "best/worst in every judgment that showed it, so its score is the end of the scale or the prior's, not the data's; "
-        "disconnected = outside the design's largest connected part, so its score shares no scale with the rest)."
+        f"{verb}: {parts} (the `bound` column: best-always/worst-always = in a group of items that beats (loses to) "
+        "the rest of its connected part and never loses to (beats) it, e.g. chosen best/worst in every judgment that showed it, "
+        "so its score is at least this extreme: the end of the scale or the ridge's, not the data's; "
+        "disconnected = outside the design's largest connected part, or with no chain of wins to or from it, so its score "
+        "is on a scale of its own, not comparable with the rest)."
     )

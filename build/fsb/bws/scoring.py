@@ -16,7 +16,7 @@ import numpy as np
 
 from fsb import bws
 from fsb.bws.bounds import bound_column, bound_counts, bound_sentence, score_bounds
-from fsb.bws.coded import encode
+from fsb.bws.coded import Coded, encode
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -110,9 +110,7 @@ def score_columns(
         whose score is a bound (with or without `ci`).
     sort : False leaves the rows in label order, for a writer that puts them in `score_order` as it writes
         (`csv_bytes(cols, rows=...)`: 1e6 40-character labels are not gathered as a 160 MB unicode array).
-    ridge : "maxdiff" only: the prior precision lambda of the fit and of every bootstrap refit (a N(0, 1/lambda)
-        prior on each utility; None = `fsb.bws.maxdiff.RIDGE`, 0.01, negligible beside the data). ridge=1 shrinks
-        rarely seen items' utilities towards 0 (docs/bws.md, Scoring). A note records a ridge given.
+    ridge : "maxdiff" only: prior precision of the fit and every bootstrap refit (None: `maxdiff.RIDGE`); noted.
 
     Returns
     -------
@@ -148,14 +146,7 @@ def score_columns(
     if method == "counting":
         cols |= {"score_raw": counts.score_raw, "score": counts.score}
     elif method == "maxdiff":
-        from fsb.bws import maxdiff
-
-        lam = maxdiff.RIDGE if ridge is None else ridge
-        fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, ridge=lam)
-        cols |= {"score": fit.utility, "se": fit.se}
-        if ridge is not None and notes is not None:
-            prior = f"a N(0, {1 / ridge:g}) prior on each utility"
-            notes.append(f"MaxDiff fitted with ridge {ridge:g}: {prior}, in the fit and every bootstrap refit")
+        cols |= _maxdiff_columns(coded, ridge, notes)
     elif method == "value":
         from fsb.bws import value
 
@@ -168,13 +159,24 @@ def score_columns(
         from fsb.bws import bootstrap
 
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
-        extra = {"ridge": ridge} if ridge is not None else {}
-        low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes, **extra)
+        low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes, ridge=ridge)
         cols |= {"ci_low": low, "ci_high": high}
     cols["bound"] = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, counts))
     zero = (cols["ci_high"] - cols["ci_low"] == 0) if ci and method == "counting" else None
     _note_bounds(cols["bound"], notes, zero)
     return _sorted(cols) if sort else cols
+
+
+def _maxdiff_columns(coded: Coded, ridge: float | None, notes: list[str] | None) -> dict[str, np.ndarray]:
+    """score and se of the MaxDiff fit with `ridge` (None: the default), and a note naming a ridge given."""
+    from fsb.bws import maxdiff
+
+    fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, ridge=ridge)
+    if ridge is not None and notes is not None:
+        notes.append(
+            f"MaxDiff fitted with ridge {ridge:g}: a N(0, {1 / ridge:g}) prior on each utility, in the fit and every bootstrap refit"
+        )
+    return {"score": fit.utility, "se": fit.se}
 
 
 def _note_bounds(bound: np.ndarray, notes: list[str] | None, zero_width: np.ndarray | None = None) -> None:

@@ -48,6 +48,24 @@ def _ci_resamples(text: str) -> int:
     return resamples(text)
 
 
+FIT_HINT = " (a quality-control row? --invalid drop leaves it out; --method {method} cannot take --invalid count)"
+
+
+def _read_for(args: argparse.Namespace, read_annotations: Any) -> Any:
+    """The judgments for `fsb score`. MaxDiff and value refuse --invalid count, so a quality-control row's hint
+    (which offers count or drop) names only what they take: a hint that led to a refusal was a loop."""
+    from fsb.core.readers import InputError
+    from fsb.tables.rules import IRREGULAR_HINT
+
+    try:
+        return read_annotations(path=args.annotations, invalid=args.invalid, annotators=False)  # scores need no annotator
+    except InputError as err:
+        if args.method == "counting" or not err.message.endswith(IRREGULAR_HINT):
+            raise
+        message = err.message[: -len(IRREGULAR_HINT)] + FIT_HINT.format(method=args.method)
+        raise InputError(err.path, message, line=err.line, field=err.field) from None
+
+
 def _score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "annotations",
@@ -120,7 +138,7 @@ def _score(args: argparse.Namespace) -> int:
     to_file = args.out not in (None, "-")
     if to_file:
         output_file(args.out, SCORES_HEADER, SCORES_KIND, force=args.force, inputs=[args.annotations])
-    ann = read_annotations(path=args.annotations, invalid=args.invalid, annotators=False)  # scores need no annotator
+    ann = _read_for(args, read_annotations)
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
     notes: list[str] = []
