@@ -14,9 +14,10 @@ maximum-likelihood estimate of a connected part exists iff its "beats" graph (be
 items of a judgment, those beat worst) is strongly connected (Ford 1957; Hunter 2004, Ann. Statist. 32,
 condition A). Never chosen worst and never best is necessary, not sufficient: two items each best in most
 judgments and never losing to an item outside the pair run to +inf together. So best-always means the
-item's group (its strongly connected component of the beats graph) never loses to an item outside it,
-worst-always that it never beats one: for a group of one, chosen best (worst) in every judgment that
-showed it. A part that is one group has neither.
+item's group (its strongly connected component of the beats graph) lies above its part's largest group:
+it beats that group through a chain of wins and never loses to it (in a part with no unique largest
+group: no other group ever beats it); worst-always the same below. For a group of one: e.g. chosen best
+(worst) in every judgment that showed it. A part that is one group has neither (`_beyond`).
 
 Only numpy on the usual path: the parts are found by `components`, the groups by forward-backward
 reachability (no scipy import on the counting path, which needs none otherwise; scipy's strong components
@@ -58,12 +59,13 @@ def score_bounds(
     -------
     dict of (n_items,) bool
         never: shown in no judgment (only the planner, `fsb.bws.adaptive`, meets such items). always_best /
-        always_worst: the item's group (strongly connected component of the beats graph, `_source_sink`)
-        never loses to (never beats) an item outside it, and is not its whole connected part; e.g. chosen
-        best (worst) in every judgment that showed it, decided on judgments, not on slots (an item twice in
-        a row is still best in it). outside_main: judged, but not in the largest connected part of the
-        item-tuple graph of judged tuples (the part holding the most judged items); with two or more
-        parts tied for largest, no part shares a scale with the others and every judged item is outside.
+        always_worst: the item's group (strongly connected component of the beats graph) lies above (below)
+        its part's largest group, or, in a part without a unique largest group, no other group beats (is
+        beaten by) it (`_beyond`); e.g. chosen best (worst) in every judgment that showed it, decided on
+        judgments, not on slots (an item twice in a row is still best in it). outside_main: judged, but not
+        in the largest connected part of the item-tuple graph of judged tuples (the part holding the most
+        judged items; with two or more tied, no part shares a scale and every judged item is outside), or
+        in a group with no chain of wins to or from its part's largest group.
     """
     design = np.asarray(design)
     ti = None if tuple_index is None else np.asarray(tuple_index, dtype=np.int64)
