@@ -197,3 +197,13 @@ def test_parts_tied_for_largest_are_all_disconnected_whatever_their_codes() -> N
     bigger = np.vstack([design, [[8, 0, 1, 2]]])  # one part now larger: it is the scale
     masks = score_bounds(bigger, np.append(best, 8), np.append(worst, 0), None, 9)
     assert np.flatnonzero(masks["outside_main"]).tolist() == [4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_no_judgments_give_no_side_bounds(n: int) -> None:
+    """No judgment at all (an API call; the builds refuse it): every item unjudged, none above, below or apart,
+    and no error (the group search had no pivot to start from)."""
+    empty = np.zeros((0, 4), dtype=int)
+    masks = score_bounds(empty, np.zeros(0, dtype=int), np.zeros(0, dtype=int), None, n)
+    assert masks["never"].all() and masks["never"].size == n
+    assert not (masks["always_best"].any() or masks["always_worst"].any() or masks["outside_main"].any())

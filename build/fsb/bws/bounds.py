@@ -115,6 +115,8 @@ def _beyond(
     parts) by `_small_groups`; scipy's strong components when they are many or the sweeps do not settle."""
     appear = np.bincount(rows.ravel(), minlength=n_items)
     shown = appear > 0
+    if not shown.any():  # no judgment: nothing above, below or apart
+        return shown, shown.copy(), shown.copy()
     pivot = int(np.argmax(appear))
     forward = _reach(rows, best, worst, _one(pivot, n_items), forward=True)
     backward = None if forward is None else _reach(rows, best, worst, _one(pivot, n_items), forward=False)
