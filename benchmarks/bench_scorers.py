@@ -13,7 +13,8 @@ Each seed draws a truth (N item utilities from N(0, 1)) and judgments from the b
 Scorers: counting ((B - W) / n), maxdiff (`fsb.bws.maxdiff.fit_maxdiff`, ridge 0.01, fsb's default), maxdiff
 with an N(0, 1) prior (ridge 1), Hollis's value and Rescorla-Wagner scoring (`fsb.bws.value`, 100 passes).
 Reported per design and scorer: Pearson r with the truth, mean over seeds with a 95% t interval; the paired
-difference from maxdiff (mean and 95% t interval over the same seeds); CPU seconds per scoring (process time,
+differences from maxdiff and from value (per seed, then mean and 95% t interval over the seeds: the
+seeds' shared noise cancels, which unpaired intervals cannot show; no row for a scorer minus itself); CPU seconds per scoring (process time,
 mean over seeds).
 
     python benchmarks/bench_scorers.py                      # 1000 items, 20 seeds
@@ -31,6 +32,7 @@ import numpy as np
 
 DESIGNS = ("balanced", "skewed", "sorted")
 SCORERS = ("counting", "maxdiff", "maxdiff_prior", "value", "rw")
+PAIRED = ("maxdiff", "value")  # each scorer's paired difference from these, seed by seed
 
 
 def simulate(design_name: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -107,16 +109,12 @@ def run(n: int, seeds: int) -> dict[str, dict[str, dict[str, float]]]:
         out[design_name] = {}
         for name in SCORERS:
             mean, lo, hi = interval(r[name])
-            d_mean, d_lo, d_hi = interval(r[name] - r["maxdiff"])
-            out[design_name][name] = {
-                "pearson": mean,
-                "pearson_low": lo,
-                "pearson_high": hi,
-                "minus_maxdiff": d_mean,
-                "minus_maxdiff_low": d_lo,
-                "minus_maxdiff_high": d_hi,
-                "cpu_s": float(cpu[name].mean()),
-            }
+            row = {"pearson": mean, "pearson_low": lo, "pearson_high": hi}
+            for ref in PAIRED:
+                if ref != name:  # a scorer minus itself is 0 [0, 0]: no row
+                    d_mean, d_lo, d_hi = interval(r[name] - r[ref])
+                    row |= {f"minus_{ref}": d_mean, f"minus_{ref}_low": d_lo, f"minus_{ref}_high": d_hi}
+            out[design_name][name] = row | {"cpu_s": float(cpu[name].mean())}
     return out
 
 
@@ -131,13 +129,18 @@ def main() -> int:
         print(json.dumps({"items": args.items, "seeds": args.seeds, "results": result}, indent=2))
         return 0
     print(f"{args.items} items, {args.seeds} seeds; Pearson r with the truth, mean [95% t interval over seeds]")
-    print(f"{'design':<9} {'scorer':<14} {'pearson':>26} {'minus maxdiff (paired)':>28} {'cpu s':>7}")
+    heads = "".join(f" {'minus ' + ref + ' (paired)':>28}" for ref in PAIRED)
+    print(f"{'design':<9} {'scorer':<14} {'pearson':>26}{heads} {'cpu s':>7}")
     for design_name, rows in result.items():
         for name, x in rows.items():
-            print(
-                f"{design_name:<9} {name:<14} {x['pearson']:>8.4f} [{x['pearson_low']:.4f}, {x['pearson_high']:.4f}]  "
-                f"{x['minus_maxdiff']:>+8.4f} [{x['minus_maxdiff_low']:+.4f}, {x['minus_maxdiff_high']:+.4f}] {x['cpu_s']:>7.3f}"
+            diffs = "".join(
+                f" {x[f'minus_{ref}']:>+9.4f} [{x[f'minus_{ref}_low']:+.4f}, {x[f'minus_{ref}_high']:+.4f}]"
+                if f"minus_{ref}" in x
+                else f" {'':>28}"
+                for ref in PAIRED
             )
+            pearson = f"{x['pearson']:>8.4f} [{x['pearson_low']:.4f}, {x['pearson_high']:.4f}]"
+            print(f"{design_name:<9} {name:<14} {pearson}{diffs} {x['cpu_s']:>7.3f}")
     return 0
 
 

@@ -64,3 +64,21 @@ def test_an_interval_beside_its_score_carries_a_note_saying_why() -> None:
     aside = int(((low > start) | (high < start)).sum())
     [note] = [n for n in notes if "lies wholly to one side" in n]
     assert aside > 0 and note.startswith(f"the interval of {aside} items (") and "fewer than the 39 a 95% interval needs" in note
+
+
+def test_the_ridge_reaches_every_refit_of_the_bootstrap() -> None:
+    """`--ridge` for MaxDiff: the bootstrap refits must use the point fit's prior. With ridge=1 (a N(0, 1) prior)
+    the Newton intervals must agree with full L-BFGS refits under the same prior, and bracket the ridge-1 fit;
+    before the fix the refits used the default ridge whatever the fit's was (no `ridge` argument at all)."""
+    from fsb.bws import maxdiff
+
+    coded, _ = simulated_study()
+    d, ti = coded.design, coded.tuple_index
+    start = maxdiff.fit_maxdiff(d, coded.best, coded.worst, ti, coded.n_items, ridge=1.0).utility
+    newton_ci = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=80, seed=2, start=start, ridge=1.0)
+    full_ci = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=80, seed=2, start=start, ridge=1.0, refit="full")
+    default_ci = bootstrap.bootstrap_intervals(coded, method="maxdiff", n_boot=80, seed=2, start=start)
+    width = lambda ci: float(np.nanmean(ci[1] - ci[0]))  # noqa: E731
+    assert abs(width(newton_ci) - width(full_ci)) < 0.08 * width(full_ci)
+    assert width(newton_ci) < 0.95 * width(default_ci)  # the prior shrinks the spread of the refits too
+    assert np.mean((newton_ci[0] <= start) & (start <= newton_ci[1])) > 0.97

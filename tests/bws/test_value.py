@@ -155,3 +155,16 @@ def test_score_method_value_refuses_what_it_cannot_do(tmp_path: Path, extra: lis
     proc = run_fsb("score", _judgments(tmp_path), "--method", "value", *extra, "--out", tmp_path / "s.csv")
     assert proc.returncode == 2 and says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_an_item_in_no_pairing_is_near_but_not_at_one_half_with_dummies() -> None:
+    """Review finding S5: the docstrings said 0.5 for an item in no pairing; with the dummies it plays them, so value
+    ends near 0.5 and Rescorla-Wagner well above it; without dummies both are exactly 0.5."""
+    import numpy as np
+
+    from fsb.bws import value
+
+    w, lose = np.array([0, 1, 0]), np.array([1, 2, 2])
+    v, rw = value.value_scores(w, lose, 4, seed=0)[3], value.rw_scores(w, lose, 4, seed=0)[3]
+    assert v != 0.5 and abs(v - 0.5) < 1e-3 and rw > 0.6
+    assert value.value_scores(w, lose, 4, seed=0, dummies=False)[3] == value.rw_scores(w, lose, 4, seed=0, dummies=False)[3] == 0.5

@@ -88,6 +88,10 @@ def test_split_half_is_printed_with_its_place(release: Path, tmp_path: Path) -> 
     assert result["noise_ceiling"]["spearman"] == pytest.approx((2 * s / (1 + s)) ** 0.5)
     built = fsb("build", "--raw-dir", str(release), "--out", str(tmp_path / "ds"), "--no-record").stdout
     text = fsb("reliability", ann).stdout
+    from fsb.bws.bounds import bound_sentence  # review S4: the FSB build prints its bound line as the study build does
+
+    bounds = json.loads((tmp_path / "ds" / "stats.json").read_text())["bounds"]
+    assert bounds["total"] >= 1 and f"  {bound_sentence(bounds, 'sentences', explain=False)}\n" in built
     for out in (built, text):
         flat = " ".join(out.split())
         assert f"split-half r (two half-size panels, uncorrected; 100 trials, seed 0): Pearson {p:.4f} ± " in flat

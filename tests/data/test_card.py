@@ -127,3 +127,18 @@ def test_the_other_build_loads_with_its_round_fields(other_judgments: Path) -> N
     ann = datasets.load_dataset(str(other_judgments), "annotations")["test"]
     assert set(ds["round"]) == {1} and set(ann["round"]) == {1}
     assert ds.features["score_maxdiff"].dtype == "float64" and ann.features["round"].dtype == "int32"
+
+
+def test_the_zero_width_sentence_says_what_was_counted() -> None:
+    """Review finding M5: every counting interval of width 0 was counted, and the card said each was "chosen most
+    (or least) biased in every judgment that showed it", while another sentence said none was. Width 0 also comes
+    from tallies that never vary across resamples: the sentence names both kinds, from the counts the build keeps."""
+    from fsb.data.card import zero_width_sentence
+
+    assert zero_width_sentence({}) == ""
+    text = zero_width_sentence({"zero_width_score": 3, "zero_width_bound": 1})
+    assert text.startswith(" 3 sentences have a counting interval of width 0")
+    assert "1 best-always or worst-always (the `bound` column)" in text and "2 whose judgments never varied" in text
+    assert "in every judgment" not in text
+    one = zero_width_sentence({"zero_width_score": 1, "zero_width_bound": 0}, "items")
+    assert one.startswith(" 1 item has") and "best-always" not in one

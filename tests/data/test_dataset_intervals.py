@@ -157,6 +157,8 @@ def test_the_intervals_are_the_study_builds_own_on_the_same_judgments(tmp_path: 
     np.testing.assert_allclose(scored.default["score_maxdiff_ci_high"], iv.maxdiff_high - shift, rtol=0, atol=1e-12)
     summary = dict(scored.stats["intervals"])
     assert summary.pop("zero_width_score") == int((iv.score_high == iv.score_low).sum())
+    bound = scored.default["bound"].to_numpy().astype(str)
+    assert summary.pop("zero_width_bound") == int(((iv.score_high == iv.score_low) & (np.char.find(bound, "-always") >= 0)).sum())
     assert summary == iv.summary(30, 3)
 
 

@@ -304,7 +304,7 @@ def test_instructions_are_worded_from_the_study(study: dict[str, Path]) -> None:
 def test_the_bound_column_and_the_card_count_the_scores_that_are_bounds(tmp_path: Path) -> None:
     """Issue 30, section 3: an item chosen best in every judgment, one chosen worst in every judgment, and a part of
     the design linked to nothing else: the `bound` column says so per item, stats.json and the card count them."""
-    rows = ["a,b,c,d,a,d", "a,b,c,e,a,c", "b,c,d,e,b,d", "a,c,d,e,a,d", "b,c,e,a,a,c", "f,g,h,i,g,h", "f,g,h,i,f,i"]
+    rows = ["a,b,c,d,a,d", "a,b,c,e,a,c", "b,c,d,e,b,d", "a,c,d,e,a,d", "b,c,e,a,a,c", "f,g,h,i,g,h", "f,g,h,i,h,g"]
     judgments = tmp_path / "j.csv"
     judgments.write_text("Item1,Item2,Item3,Item4,BestItem,WorstItem\n" + "\n".join(rows) + "\n")
     out = build_study(judgments, tmp_path / "ds", trials=2, n_boot=39).out
@@ -318,16 +318,25 @@ def test_the_bound_column_and_the_card_count_the_scores_that_are_bounds(tmp_path
         "f": "disconnected",
         "g": "disconnected",
         "h": "disconnected",
-        "i": "disconnected",  # worst in one of its two judgments
+        "i": "disconnected",  # f..i beat each other round (g over h, h over g): one group, no side bound
     }
     stats = json.loads((out / "stats.json").read_text())
     assert stats["bounds"] == {"total": 6, "best-always": 1, "worst-always": 1, "disconnected": 4}
     card = (out / "README.md").read_text()
-    assert "6 items are bounds, not estimates: 1 best-always, 1 worst-always, 4 disconnected (the `bound` column" in card
+    assert "6 items are not estimates: 1 best-always, 1 worst-always, 4 disconnected (the `bound` column" in card
     assert datasets.load_dataset(str(out))["test"].features["bound"].dtype == "string"
+    # review M5: the study card names counting intervals of width 0 as the FSB card does, agreeing with the column
+    width = frame["score_ci_high"] - frame["score_ci_low"]
+    zero, zero_bound = int((width == 0).sum()), int(((width == 0) & frame["bound"].str.contains("-always")).sum())
+    assert (stats["intervals"]["zero_width_score"], stats["intervals"]["zero_width_bound"]) == (zero, zero_bound) and zero_bound >= 1
+    assert (
+        f"{zero} items have a counting interval of width 0" in " ".join(card.split())
+        if zero > 1
+        else "1 item has a counting interval" in card
+    )
     from fsb.data.study_build import summary_lines
 
-    assert "  6 items are bounds, not estimates: 1 best-always, 1 worst-always, 4 disconnected (their bound column)" in summary_lines(stats)
+    assert "  6 items are not estimates: 1 best-always, 1 worst-always, 4 disconnected (their bound column)" in summary_lines(stats)
 
 
 def test_a_card_without_bounds_says_every_score_is_an_estimate(built: Path) -> None:

@@ -50,7 +50,7 @@ The estimates planned on: a MaxDiff fit with an empirical-Bayes prior (ridge 1 /
 the utilities less their mean squared standard error), so every item has a finite utility and variance
 v_i = 1 / (I_ii + 1 / s^2) <= s^2. Items whose score is only a bound get v_i = s^2, the most any item can
 have, and so are planned first: never judged, chosen best (or worst) in every judgment that showed them,
-or outside the largest connected part of the study (`score_bounds`; computed here from the counts).
+or outside the largest connected part of the study (`fsb.bws.bounds.score_bounds`, the rule of every score file).
 
 Guarantees kept: no new tuple shares more than 2 items with any tuple of the whole study (existing or
 new: every 3-item subset in one tuple at most), no item twice in a tuple, positions balanced within the
@@ -70,6 +70,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
+from fsb.bws.bounds import score_bounds
 from fsb.bws.information import expected_information, tuple_information, variance_drop
 from fsb.bws.tuples import balance_positions, position_report
 from fsb.core.errors import FsbError
@@ -82,38 +83,6 @@ REACH = 4.0  # partners are drawn within this many standard deviations of an ite
 DRAWS = 8  # utility draws averaged in a tuple's expected information
 MAX_CANDIDATES = 400_000  # candidates per pass at most (their information is (C, k, k) float64: 26 MB)
 SPINE = 0.25  # share of a round given to uniformly random tuples, which hold the scale (see the module docstring)
-
-
-def score_bounds(
-    design: NDArray[np.integer], best: NDArray[np.integer], worst: NDArray[np.integer], tuple_index, n_items: int
-) -> dict[str, NDArray[np.bool_]]:
-    """Items whose score is a bound rather than an estimate, by reason (boolean masks over items).
-
-    never: in no judgment. always_best / always_worst: chosen best (worst) in every judgment that showed
-    them (the likelihood grows without bound as u_i -> +-inf). outside_main: not in the largest connected
-    part of the item-tuple graph (their utilities share no scale with it)."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    design = np.asarray(design, dtype=np.int64)
-    ti = np.asarray(tuple_index, dtype=np.int64)
-    shown = np.bincount(design[ti].ravel(), minlength=n_items)
-    nb, nw = np.bincount(best, minlength=n_items), np.bincount(worst, minlength=n_items)
-    judged = design[np.unique(ti)]
-    t, k = judged.shape
-    nodes = n_items + t  # items linked to the tuples showing them: k T links, not the k^2 T of the item graph
-    indptr = np.concatenate([np.zeros(n_items, dtype=np.int64), np.arange(0, t * k + 1, k, dtype=np.int64)])
-    graph = csr_matrix((np.ones(t * k, dtype=np.int8), judged.ravel(), indptr), shape=(nodes, nodes))
-    label = connected_components(graph, directed=False)[1][:n_items]
-    main = shown > 0
-    if main.any():
-        main &= label == np.argmax(np.bincount(label[main]))
-    return {
-        "never": shown == 0,
-        "always_best": (shown > 0) & (nb == shown),
-        "always_worst": (shown > 0) & (nw == shown),
-        "outside_main": (shown > 0) & ~main,
-    }
 
 
 def item_uncertainty(

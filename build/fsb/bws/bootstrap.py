@@ -4,8 +4,8 @@ Counting draws are rescored resample by resample and kept whole, their quantiles
 column block (`fsb.bws.tails.quantiles`). MaxDiff refits are one batched Newton step from the full fit
 per resample (`fsb.bws.newton`), solved a memory-sized chunk at a time, of which only each item's lowest
 and highest draws are kept (`fsb.bws.tails.Tails`); or, with ``refit="full"``, an L-BFGS refit per
-resample. Items whose utilities have no common scale or no finite estimate (`connected_main`,
-`unbounded`) get no interval, with a note saying why; so does an interval lying wholly to one side of
+resample. Items whose utilities have no common scale or no finite estimate (`fsb.bws.bounds.score_bounds`:
+disconnected, best-always, worst-always) get no interval, with a note saying why; so does an interval lying wholly to one side of
 its own score. A 95% interval needs at least `MIN_RESAMPLES` resamples (`minimum_resamples`).
 Efron and Tibshirani (1993), ch. 13.
 """
@@ -26,7 +26,7 @@ from fsb.bws.tails import Tails, quantiles
 if TYPE_CHECKING:
     from fsb.bws.coded import Coded
 
-__all__ = ["MIN_RESAMPLES", "bootstrap_intervals", "connected_main", "minimum_resamples", "unbounded"]
+__all__ = ["MIN_RESAMPLES", "bootstrap_intervals", "minimum_resamples"]
 
 
 def minimum_resamples(level: float = 0.95) -> int:
@@ -44,52 +44,16 @@ def minimum_resamples(level: float = 0.95) -> int:
 MIN_RESAMPLES = minimum_resamples(0.95)  # 39
 
 
-def connected_main(design: NDArray[np.integer], n_items: int) -> NDArray[np.bool_]:
-    """Items of the largest connected component of the comparison graph (items linked when they share a
-    tuple). The logit fixes utilities only up to a shift per component; the ridge sets each component's
-    mean to 0, a convention, so only items in one component are on a common scale.
-
-    Parameters
-    ----------
-    design : (T, k) items of each tuple.
-    n_items : number of items.
-
-    Returns
-    -------
-    (n_items,) bool
-        The items of the component holding the most items, found on the graph of items and tuples
-        (an item linked to each tuple showing it: k T links, where the item graph had k^2 T).
-    """
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
-    n_tuples, k = design.shape
-    nodes = n_items + n_tuples  # the bipartite graph of items and tuples (the item graph links.T @ links was 300 MB at 1e6)
-    indptr = np.concatenate([np.zeros(n_items, dtype=np.int64), np.arange(0, n_tuples * k + 1, k, dtype=np.int64)])
-    graph = sp.csr_matrix((np.ones(n_tuples * k, dtype=np.int8), np.asarray(design, dtype=np.int64).ravel(), indptr), shape=(nodes, nodes))
-    _, label = connected_components(graph, directed=False)
-    label = label[:n_items]
-    return label == np.argmax(np.bincount(label))
-
-
-def unbounded(coded: Coded) -> NDArray[np.bool_]:
-    """Items chosen best in every judgment that showed them, or worst in every one: their likelihood
-    grows without bound as the utility goes to +-inf, so the fit's value is the ridge's, and every
-    resample is perfect too: no two-sided interval exists."""
-    n = np.bincount(coded.items.ravel(), minlength=coded.n_items)
-    best = np.bincount(coded.best, minlength=coded.n_items)
-    worst = np.bincount(coded.worst, minlength=coded.n_items)
-    return (n > 0) & ((best == n) | (worst == n))
-
-
 def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
 def _maxdiff_keep(coded: Coded, notes: list[str]) -> NDArray[np.bool_]:
     """Items of the largest connected part that have a finite utility; one note per reason for the others."""
-    n = coded.n_items
-    main, perfect = connected_main(coded.design, n), unbounded(coded)
+    from fsb.bws.bounds import score_bounds
+
+    masks = score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items)
+    main, perfect = ~masks["outside_main"] & ~masks["never"], masks["always_best"] | masks["always_worst"]
     if (~main).any():
         notes.append(
             f"no interval for {_plural(int((~main).sum()), 'item', 'items')} outside the largest connected part of the design "
@@ -97,13 +61,13 @@ def _maxdiff_keep(coded: Coded, notes: list[str]) -> NDArray[np.bool_]:
         )
     if (main & perfect).any():
         notes.append(
-            f"no interval for {_plural(int((main & perfect).sum()), 'item', 'items')} chosen best (or worst) in every judgment "
-            "that showed them: the utility has no finite estimate (only a bound)"
+            f"no interval for {_plural(int((main & perfect).sum()), 'item', 'items')} whose group never loses (or never beats) "
+            "an item outside it, e.g. chosen best (or worst) in every judgment that showed it: no finite estimate (only a bound)"
         )
     return main & ~perfect
 
 
-def _loop_draws(coded: Coded, method: str, n_boot: int, rng: np.random.Generator, start, keep) -> NDArray[np.float32]:
+def _loop_draws(coded: Coded, method: str, n_boot: int, rng: np.random.Generator, start, keep, ridge: float = RIDGE) -> NDArray[np.float32]:
     """Resample by resample: counting scores, or L-BFGS refits warm-started at `start`."""
     design, ti, n = coded.design, coded.tuple_index, coded.n_items
     n_tuples = design.shape[0]
@@ -120,16 +84,16 @@ def _loop_draws(coded: Coded, method: str, n_boot: int, rng: np.random.Generator
             with np.errstate(invalid="ignore", divide="ignore"):
                 draws[r] = ((b - x) / appear + 1.0) / 2.0
         else:
-            u, _, _, _ = maxdiff.minimise(counts.weighted(w), n, start, RIDGE, 1e-3)
+            u, _, _, _ = maxdiff.minimise(counts.weighted(w), n, start, ridge, 1e-3)
             seen = appear > 0
             draws[r] = np.where(seen, centred(u[:, None], (seen & keep)[:, None])[:, 0], np.nan)
     return draws
 
 
-def _newton_tails(coded: Coded, start, n_boot: int, rng: np.random.Generator, keep, alpha: float):
+def _newton_tails(coded: Coded, start, n_boot: int, rng: np.random.Generator, keep, alpha: float, ridge: float = RIDGE):
     """(low, high, empty): the alpha and 1 - alpha quantiles of `newton_draws`, chunk by chunk through
     `Tails`, scaled by the stretch at the end (a positive factor: it commutes with the quantiles)."""
-    chunks = NewtonChunks(coded, start, n_boot, rng, anchor=keep)
+    chunks = NewtonChunks(coded, start, n_boot, rng, anchor=keep, ridge=ridge)
     tails = Tails(coded.n_items, n_boot, alpha)
     for part in chunks:
         part[:, ~keep] = np.nan
@@ -148,6 +112,7 @@ def bootstrap_intervals(
     refit: str = "newton",
     start: NDArray[np.float64] | None = None,
     notes: list[str] | None = None,
+    ridge: float | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Per-item 95% intervals of the score by the nonparametric bootstrap over tuples.
 
@@ -161,6 +126,7 @@ def bootstrap_intervals(
     refit : "newton" (one batched Newton step per resample, `newton_draws`) or "full" (L-BFGS per resample).
     start : the full fit's utilities when the caller has them (else fitted here).
     notes : list to which one line per reason for a missing interval is appended.
+    ridge : MaxDiff's prior precision (`fsb.bws.maxdiff.fit_maxdiff`; None: `RIDGE`): every refit uses the fit's prior.
 
     Returns
     -------
@@ -179,13 +145,14 @@ def bootstrap_intervals(
         interval, then put in the frame of `start`.
     """
     design, n = coded.design, coded.n_items
+    ridge = RIDGE if ridge is None else ridge
     rng = np.random.default_rng(seed)
     alpha = (1.0 - level) / 2.0
     notes = [] if notes is None else notes
     keep = np.ones(n, dtype=bool)
     if method == "maxdiff":
         if start is None:
-            start = maxdiff.fit_maxdiff(design, coded.best, coded.worst, coded.tuple_index, n).utility
+            start = maxdiff.fit_maxdiff(design, coded.best, coded.worst, coded.tuple_index, n, ridge=ridge).utility
         keep = _maxdiff_keep(coded, notes)
     once = keep & (np.bincount(design.ravel(), minlength=n) == 1)
     if once.any():
@@ -195,9 +162,9 @@ def bootstrap_intervals(
             "tuples, so a single tuple shows none of the item's spread"
         )
     if method == "maxdiff" and refit == "newton":
-        low, high, empty = _newton_tails(coded, start, n_boot, rng, keep, alpha)
+        low, high, empty = _newton_tails(coded, start, n_boot, rng, keep, alpha, ridge)
     else:
-        draws = _loop_draws(coded, method, n_boot, rng, start, keep)
+        draws = _loop_draws(coded, method, n_boot, rng, start, keep, ridge)
         draws[:, ~keep] = np.nan
         (low, high), empty = quantiles(draws, [alpha, 1.0 - alpha])
     if (empty & keep).any():

@@ -356,7 +356,7 @@ def fit_maxdiff(
     tuple_index: NDArray[np.integer],
     n_items: int,
     *,
-    ridge: float = RIDGE,
+    ridge: float | None = RIDGE,
     tol: float = 1e-4,
 ) -> MaxDiffFit:
     """Maximum-likelihood utilities of the best-worst logit for judgments of `design[tuple_index[j]]`.
@@ -367,7 +367,7 @@ def fit_maxdiff(
     best, worst : (M,) items chosen best and worst in judgment j.
     tuple_index : (M,) the tuple of judgment j.
     n_items : number of items (codes 0..n_items-1).
-    ridge : prior precision lambda (lambda/2 ||u||^2 added to the negative log-likelihood).
+    ridge : prior precision lambda (lambda/2 ||u||^2 added to the negative log-likelihood; None: `RIDGE`).
     tol : L-BFGS's projected-gradient tolerance.
 
     Returns
@@ -378,6 +378,7 @@ def fit_maxdiff(
         other utilities, so slightly narrow; `fsb.bws.bootstrap.bootstrap_intervals` gives the
         design-honest interval). Marley and Louviere (2005).
     """
+    ridge = RIDGE if ridge is None else ridge
     counts = tuple_counts(design, best, worst, tuple_index, n_items)
     u, nll, nit, ok = minimise(counts, n_items, counting_start(counts, n_items), ridge, tol)
     se = 1.0 / np.sqrt(diag_information(u, counts, ridge))

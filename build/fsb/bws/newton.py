@@ -144,11 +144,13 @@ class Resamples:
     start : (n,) the full fit's utilities.
     counts : the judgments per tuple (`fsb.bws.maxdiff.tuple_counts`).
     n : number of items.
+    ridge : the fit's prior precision (`fsb.bws.maxdiff.fit_maxdiff`'s), added to every Hessian.
     """
 
-    def __init__(self, start: NDArray[np.float64], counts: TupleCounts, n: int) -> None:
+    def __init__(self, start: NDArray[np.float64], counts: TupleCounts, n: int, ridge: float = RIDGE) -> None:
         import scipy.sparse as sp
 
+        self.ridge = ridge
         self.g, self.blocks = tuple_pieces(start, counts)
         small = max(n, counts.slots.size) < 2**31
         self.slots = np.ascontiguousarray(counts.slots.T, dtype=np.int32 if small else np.intp)  # (T, k)
@@ -193,7 +195,7 @@ class Resamples:
             ys = np.matmul(self.blocks[s:e], part, out=y[s:e])
             ys *= w[s:e, None, :]
         total = self.to_items(y)
-        total += np.float32(RIDGE) * x
+        total += np.float32(self.ridge) * x
         return total
 
 
@@ -209,6 +211,7 @@ def newton_draws(
     rng: np.random.Generator,
     bias_resamples: int = 4,
     anchor: NDArray[np.bool_] | None = None,
+    ridge: float = RIDGE,
 ) -> tuple[NDArray[np.float32], float]:
     """Bootstrap refits over tuples by one Newton step from the full fit, all resamples at once.
 
@@ -220,6 +223,7 @@ def newton_draws(
     rng : the seeded generator drawing the tuple counts.
     bias_resamples : resamples on which a second Newton step measures the stretch.
     anchor : items each draw is centred on (default: all).
+    ridge : the full fit's prior precision (the resamples are refitted with the same prior).
 
     Returns
     -------
@@ -233,7 +237,7 @@ def newton_draws(
         `NewtonChunks`, kept whole (`bootstrap_intervals` keeps only their tails: `Tails`).
     """
     draws = np.empty((n_boot, coded.n_items), dtype=np.float32)
-    chunks = NewtonChunks(coded, start, n_boot, rng, bias_resamples, anchor)
+    chunks = NewtonChunks(coded, start, n_boot, rng, bias_resamples, anchor, ridge)
     s = 0
     for part in chunks:
         draws[s : s + part.shape[0]] = part
@@ -253,18 +257,19 @@ class NewtonChunks:
 
     Parameters
     ----------
-    coded, start, n_boot, rng, bias_resamples, anchor : as `newton_draws`.
+    coded, start, n_boot, rng, bias_resamples, anchor, ridge : as `newton_draws`.
     """
 
-    def __init__(self, coded, start, n_boot, rng, bias_resamples=4, anchor=None) -> None:
+    def __init__(self, coded, start, n_boot, rng, bias_resamples=4, anchor=None, ridge=RIDGE) -> None:
         self.coded, self.start, self.n_boot, self.rng, self.bias = coded, start, n_boot, rng, bias_resamples
+        self.ridge = ridge
         self.anchor = np.ones(coded.n_items, dtype=bool) if anchor is None else anchor
         self.stretch = 0.0
 
     def __iter__(self):
         coded, start, rng, n = self.coded, self.start, self.rng, self.coded.n_items
         counts = maxdiff.tuple_counts(coded.design, coded.best, coded.worst, coded.tuple_index, n)
-        pieces = Resamples(start, counts, n)
+        pieces = Resamples(start, counts, n, self.ridge)
         n_tuples, k = pieces.slots.shape
         per_resample = 4 * (n_tuples * k + 10 * n)
         chunk = max(1, min(self.n_boot, CHUNK_MAX, int(CHUNK_BYTES // per_resample)))
@@ -284,7 +289,7 @@ class NewtonChunks:
             np.copyto(y, (w * per_tuple[:, None])[:, None, :])
             seen = pieces.to_items(y) > 0
             np.multiply(pieces.block_diag[:, :, None], w[:, None, :], out=y)
-            diag = pieces.to_items(y) + np.float32(RIDGE)
+            diag = pieces.to_items(y) + np.float32(self.ridge)
             np.multiply(pieces.g[:, :, None], (w - 1.0)[:, None, :], out=y)
             rhs = pieces.to_items(y)
             np.negative(rhs, out=rhs)
@@ -294,7 +299,7 @@ class NewtonChunks:
             del rhs
             r = min(b, self.bias - len(slopes))
             if r > 0:
-                rhs2 = _second_rhs(coded, start, step[:, :r], w[:, :r], seen[:, :r])
+                rhs2 = _second_rhs(coded, start, step[:, :r], w[:, :r], seen[:, :r], self.ridge)
                 slopes += _second_steps(start, rhs2, w[:, :r], seen[:, :r], diag[:, :r], pieces, self.anchor, scratch)
                 del rhs2
                 self.stretch = _stretch(slopes)
@@ -316,7 +321,7 @@ def _stretch(slopes: list[tuple[NDArray[np.float64], NDArray[np.float64]]]) -> f
 WEIGHT_SLICE = 1 << 18  # tuples weighted at a time for the second steps' gradients
 
 
-def _second_rhs(coded: Coded, start, steps, w, seen) -> NDArray[np.float32]:
+def _second_rhs(coded: Coded, start, steps, w, seen, ridge: float = RIDGE) -> NDArray[np.float32]:
     """For each column of the first Newton steps (n, r) (resample weights w (T, r)): minus the gradient of the
     resample's NLL at start + step, 0 at items it lacks, (n, r) float32. The tuple counts are built here and
     dropped on return (216 MB at 1e6 items, not held through the solves) and weighted `WEIGHT_SLICE` tuples
@@ -328,9 +333,9 @@ def _second_rhs(coded: Coded, start, steps, w, seen) -> NDArray[np.float32]:
     for r in range(steps.shape[1]):
         u, wr = start + steps[:, r], w[:, r].astype(np.float64)
         if n_tuples <= WEIGHT_SLICE:
-            _, g1 = maxdiff.tuple_nll(u, counts.weighted(wr))
+            _, g1 = maxdiff.tuple_nll(u, counts.weighted(wr), ridge)
         else:
-            g1 = RIDGE * u
+            g1 = ridge * u
             for s in range(0, n_tuples, WEIGHT_SLICE):
                 t = slice(s, s + WEIGHT_SLICE)
                 part = TupleCounts.of(counts.slots[:, t], counts.n[t] * wr[t], counts.nb[:, t] * wr[t], counts.nw[:, t] * wr[t], n)

@@ -16,7 +16,7 @@ import numpy as np
 
 from fsb import bws
 from fsb.bws.bounds import bound_column, bound_counts, bound_sentence, score_bounds
-from fsb.bws.coded import encode
+from fsb.bws.coded import Coded, encode
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -43,6 +43,7 @@ VALUE_CI_REFUSAL = (
     "--method value gives no interval: its scores are a shrunken tournament, not a fitted model (no standard error), "
     "and a bootstrap would rerun its 100 passes per resample; use --method maxdiff --ci (or counting --ci) for intervals"
 )
+RIDGE_REFUSAL = "--ridge is the prior precision of the MaxDiff fit: it needs --method maxdiff"
 VALUE_COUNT_REFUSAL = (
     "--method value cannot take --invalid count: a quality-control row (a tuple repeating an item, or best = worst) "
     "would make an item beat itself; use --invalid drop to score without those rows, or the default refuse to see the first"
@@ -94,6 +95,7 @@ def score_columns(
     seed: int = 0,
     notes: list[str] | None = None,
     sort: bool = True,
+    ridge: float | None = None,
 ) -> dict[str, np.ndarray]:
     """The score table as numpy columns, most biased first (ties in label order), or in label order (`sort`).
 
@@ -108,6 +110,7 @@ def score_columns(
         whose score is a bound (with or without `ci`).
     sort : False leaves the rows in label order, for a writer that puts them in `score_order` as it writes
         (`csv_bytes(cols, rows=...)`: 1e6 40-character labels are not gathered as a 160 MB unicode array).
+    ridge : "maxdiff" only: prior precision of the fit and every bootstrap refit (None: `maxdiff.RIDGE`); noted.
 
     Returns
     -------
@@ -125,6 +128,8 @@ def score_columns(
         raise InputError(ann.path, MAXDIFF_COUNT_REFUSAL if method == "maxdiff" else VALUE_COUNT_REFUSAL)
     if method == "value" and ci:
         raise ValueError(VALUE_CI_REFUSAL)
+    if ridge is not None and method != "maxdiff":
+        raise ValueError(RIDGE_REFUSAL)
     if method == "counting" and not ci:  # counting needs no tuple identities: one row per judgment will do
         n_items = ann.labels.size
         counts = bws.count_best_worst(ann.item_codes, ann.best_codes, ann.worst_codes, n_items)
@@ -141,10 +146,7 @@ def score_columns(
     if method == "counting":
         cols |= {"score_raw": counts.score_raw, "score": counts.score}
     elif method == "maxdiff":
-        from fsb.bws import maxdiff
-
-        fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items)
-        cols |= {"score": fit.utility, "se": fit.se}
+        cols |= _maxdiff_columns(coded, ridge, notes)
     elif method == "value":
         from fsb.bws import value
 
@@ -157,12 +159,24 @@ def score_columns(
         from fsb.bws import bootstrap
 
         start = cols["score"] if method == "maxdiff" else None  # the fit above: not fitted twice
-        low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes)
+        low, high = bootstrap.bootstrap_intervals(coded, method=method, n_boot=n_boot, seed=seed, start=start, notes=notes, ridge=ridge)
         cols |= {"ci_low": low, "ci_high": high}
     cols["bound"] = bound_column(score_bounds(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, counts))
     zero = (cols["ci_high"] - cols["ci_low"] == 0) if ci and method == "counting" else None
     _note_bounds(cols["bound"], notes, zero)
     return _sorted(cols) if sort else cols
+
+
+def _maxdiff_columns(coded: Coded, ridge: float | None, notes: list[str] | None) -> dict[str, np.ndarray]:
+    """score and se of the MaxDiff fit with `ridge` (None: the default), and a note naming a ridge given."""
+    from fsb.bws import maxdiff
+
+    fit = maxdiff.fit_maxdiff(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, ridge=ridge)
+    if ridge is not None and notes is not None:
+        notes.append(
+            f"MaxDiff fitted with ridge {ridge:g}: a N(0, {1 / ridge:g}) prior on each utility, in the fit and every bootstrap refit"
+        )
+    return {"score": fit.utility, "se": fit.se}
 
 
 def _note_bounds(bound: np.ndarray, notes: list[str] | None, zero_width: np.ndarray | None = None) -> None:

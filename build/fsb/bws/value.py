@@ -124,7 +124,8 @@ def value_scores(
     Returns
     -------
     (n_items,) float64
-        Each item's value; 0.5 for an item in no pairing."""
+        Each item's value. An item in no pairing starts at 0.5 and meets only the dummies (with `dummies`), so it
+        ends near 0.5, not at it (0.49989 and 0.50004 measured); exactly 0.5 without dummies."""
     v = np.full(n_items + 2, 0.5)
     size = v.size
 
@@ -157,7 +158,8 @@ def rw_scores(
     dummies: bool = True,
 ) -> NDArray[np.float64]:
     """Hollis's Rescorla-Wagner scores p = a_win / (a_win + a_lose) in [0, 1] (see the module docstring).
-    Parameters as `value_scores`; 0.5 for an item in no pairing."""
+    Parameters as `value_scores`. An item in no pairing meets only the dummies (with `dummies`): one win and one
+    loss a pass against them leave it well away from 0.5 (0.66 and 0.751 measured); exactly 0.5 without dummies."""
     win, lose = np.zeros(n_items + 2), np.zeros(n_items + 2)
     size = win.size
 

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from fsb.cli.argtypes import input_file, path_arg, pos_int, resamples, seed, trials
+from fsb.cli.argtypes import input_file, path_arg, pos_float, pos_int, resamples, seed, trials
 from fsb.cli.common import (
     DESIGN_HEADER,
     SCORES_HEADER,
@@ -48,6 +48,24 @@ def _ci_resamples(text: str) -> int:
     return resamples(text)
 
 
+FIT_HINT = " (a quality-control row? --invalid drop leaves it out; --method {method} cannot take --invalid count)"
+
+
+def _read_for(args: argparse.Namespace, read_annotations: Any) -> Any:
+    """The judgments for `fsb score`. MaxDiff and value refuse --invalid count, so a quality-control row's hint
+    (which offers count or drop) names only what they take: a hint that led to a refusal was a loop."""
+    from fsb.core.readers import InputError
+    from fsb.tables.rules import IRREGULAR_HINT
+
+    try:
+        return read_annotations(path=args.annotations, invalid=args.invalid, annotators=False)  # scores need no annotator
+    except InputError as err:
+        if args.method == "counting" or not err.message.endswith(IRREGULAR_HINT):
+            raise
+        message = err.message[: -len(IRREGULAR_HINT)] + FIT_HINT.format(method=args.method)
+        raise InputError(err.path, message, line=err.line, field=err.field) from None
+
+
 def _score_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "annotations",
@@ -69,6 +87,13 @@ def _score_arguments(s: argparse.ArgumentParser) -> None:
         help="counting: score = ((B - W) / n + 1) / 2 in [0, 1]; maxdiff: score = the fitted best-worst multinomial logit "
         "utility (logit scale, centred to mean 0), plus its standard error se; value: Hollis's (2018) value scoring in (0, 1), "
         "a tournament of 100 shuffled passes over the judgments' wins, seeded by --seed, no --ci (see docs/bws.md, Scoring)",
+    )
+    s.add_argument(
+        "--ridge",
+        type=pos_float,
+        help="--method maxdiff only: prior precision R of the fit and its --ci refits, a N(0, 1/R) prior on each utility "
+        "(default 0.01, negligible beside the data; 1 shrinks rarely seen items towards 0 and scores a skewed design "
+        "better, see docs/bws.md, Scoring)",
     )
     s.add_argument("--ci", action="store_true", help="add ci_low,ci_high: 95%% intervals of score by bootstrap over tuples")
     s.add_argument(
@@ -93,6 +118,10 @@ def _score(args: argparse.Namespace) -> int:
         from fsb.bws.scoring import VALUE_CI_REFUSAL
 
         raise FsbError(VALUE_CI_REFUSAL)
+    if args.ridge is not None and args.method != "maxdiff":
+        from fsb.bws.scoring import RIDGE_REFUSAL
+
+        raise FsbError(f"{RIDGE_REFUSAL} (got --method {args.method})")
     seeds_order = args.method == "value"  # value's seed orders its tournament: no --ci needed
     given = " and ".join(
         option for option, value in (("--bootstrap", args.bootstrap), ("--seed", None if seeds_order else args.seed)) if value is not None
@@ -109,12 +138,12 @@ def _score(args: argparse.Namespace) -> int:
     to_file = args.out not in (None, "-")
     if to_file:
         output_file(args.out, SCORES_HEADER, SCORES_KIND, force=args.force, inputs=[args.annotations])
-    ann = read_annotations(path=args.annotations, invalid=args.invalid, annotators=False)  # scores need no annotator
+    ann = _read_for(args, read_annotations)
     if note := describe_irregular(ann):
         print(note, file=sys.stderr)
     notes: list[str] = []
     n_boot, boot_seed = CI_RESAMPLES if args.bootstrap is None else args.bootstrap, args.seed or 0
-    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=n_boot, seed=boot_seed, notes=notes, sort=False)
+    cols = score_columns(ann, method=args.method, ci=args.ci, n_boot=n_boot, seed=boot_seed, notes=notes, sort=False, ridge=args.ridge)
     data = csv_bytes(cols, rows=score_order(cols))  # most biased first, each column put in order as it is written
     if not to_file:
         write_stdout(data)
@@ -123,7 +152,8 @@ def _score(args: argparse.Namespace) -> int:
     for note in notes:  # after the scores they comment on: items that are bounds, items left without an interval, and why
         print(f"note: {note}", file=sys.stderr)
     if to_file:
-        print(f"scored {cols['item'].size} items ({args.method}) -> {args.out}", file=sys.stderr)
+        method = args.method if args.ridge is None else f"{args.method}, ridge {args.ridge:g}"
+        print(f"scored {cols['item'].size} items ({method}) -> {args.out}", file=sys.stderr)
     no_collection_at_exit()  # the scores are written and closed
     return 0
 

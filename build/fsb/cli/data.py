@@ -105,8 +105,9 @@ def _build_arguments(b: argparse.ArgumentParser) -> None:
     description="Build a dataset folder that datasets.load_dataset reads (configs default and annotations) and fsb "
     "publish publishes. FSB's build: --raw-dir, --generations with --annotations, or --rounds; recorded as the build "
     "loaders find (unless --no-record). Any other best-worst study: --annotations alone, with --items (ids, texts, "
-    "further columns) and --study (the wording), scores with 95% bootstrap intervals; never recorded. Annotator ids "
-    "are keyed-hash pseudonyms unless --keep-annotator-ids; contact details never in the clear.",
+    "further columns) and --study (the wording), scores with 95% bootstrap intervals; never recorded. Both add a bound "
+    "column (empty for an estimate, else why not: best-always, worst-always, disconnected; docs/bws.md, Scoring). "
+    "Annotator ids are keyed-hash pseudonyms unless --keep-annotator-ids; contact details never in the clear.",
 )
 def _build(args: argparse.Namespace) -> int:
     from fsb.data.dataset import build_dataset
@@ -163,6 +164,10 @@ def _build(args: argparse.Namespace) -> int:
     print(f"built {result.out}")
     print(f"  {s['n_items']} sentences, {s['n_tuples']} tuples, {s['n_annotations']} judgments")
     print(f"  bins (low/medium/high): {' / '.join(str(v) for v in s['bins']['counts'].values())}")
+    from fsb.bws.bounds import bound_sentence
+
+    if bounds := bound_sentence(s.get("bounds", {}), "sentences", explain=False):  # as the study build's summary
+        print(f"  {bounds}")
     from fsb.data.reference import placed_split_half
 
     for line in placed_split_half(shr, release=bool(s["release"]["is_release"])):

@@ -302,14 +302,25 @@ def _round_fields(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _zero_width(n: int) -> str:
-    """The sentence on counting intervals of width 0 (empty when there are none)."""
+def zero_width_sentence(intervals: dict[str, Any], noun: str = "sentences") -> str:
+    """The sentence on counting intervals of width 0 (empty when there are none), from the build's interval stats:
+    `zero_width_score` intervals of width 0 (every resample gave the item the same counting score), of which
+    `zero_width_bound` belong to best-always/worst-always items (the `bound` column) and the rest to items whose
+    tallies never varied across resamples. Both are a bound or a lack of spread, not certainty."""
+    n = int(intervals.get("zero_width_score", 0))
     if not n:
         return ""
-    which = "1 sentence has" if n == 1 else f"{n} sentences have"
+    one = noun[:-1] if noun.endswith("s") else noun
+    bound = int(intervals.get("zero_width_bound", 0))
+    which = f"1 {one} has" if n == 1 else f"{n} {noun} have"
+    parts = []
+    if bound:
+        parts.append(f"{bound} best-always or worst-always (the `bound` column), a bound")
+    if n - bound:
+        parts.append(f"{n - bound} whose judgments never varied across resamples (e.g. the same share of best and worst in every tuple)")
     return (
-        f" {which} a counting interval of width 0: chosen most (or least) biased in every judgment that showed it, "
-        "it gives the bootstrap no spread to see; read such an interval as a bound, not as certainty."
+        f" {which} a counting interval of width 0, every resample scoring it the same: {'; '.join(parts)}. "
+        "Read such an interval as no spread for the bootstrap to see, not as certainty."
     )
 
 
@@ -323,7 +334,7 @@ def _interval_fields(stats: dict[str, Any]) -> dict[str, Any]:
         "coverage": intervals.coverage_text(iv),
         "null_score": iv["null"]["score"],
         "null_maxdiff": iv["null"]["score_maxdiff"],
-        "zero_width": _zero_width(iv.get("zero_width_score", 0)),
+        "zero_width": zero_width_sentence(iv),
         "bounds": bound_sentence(stats.get("bounds", {}), "sentences"),
         "null_reasons": "".join(f"\n- {_md_text(line)}" for lines in iv["reasons"].values() for line in lines).replace("\n", "\n\n", 1),
     }

@@ -179,8 +179,8 @@ def score_dataset(
             "min": float(score_maxdiff.min()),
             "max": float(score_maxdiff.max()),
         },
-        # a sentence chosen best (or worst) in every judgment gets [1, 1] ([0, 0]): no spread for the bootstrap to see
-        "intervals": {**iv.summary(n_boot, seed), "zero_width_score": int((iv.score_high - iv.score_low == 0).sum())},
+        # counting intervals of width 0: every resample scored the sentence the same (best-always: [1, 1]; or tallies never varied)
+        "intervals": {**iv.summary(n_boot, seed), **intervals.zero_width_counts(iv, bound)},
         "bounds": bound_counts(bound),  # sentences whose scores are bounds, not estimates, by reason (the `bound` column)
         "annotators": annotator_figures(ann.annotator),
         "rounds": round_table(item_round, ann_round, tuple_index, design, ann.annotator, round_names or {}),

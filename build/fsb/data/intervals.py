@@ -175,3 +175,11 @@ def measure_coverage(n_items: int = 1000, per_tuple: int = 3, n_boot: int = N_BO
         out[name] = round(float(((lo[ok] <= target[ok]) & (target[ok] <= hi[ok])).mean()), 4)
         out[f"{name}_with_interval"] = int(ok.sum())
     return out
+
+
+def zero_width_counts(iv: Intervals, bound: np.ndarray) -> dict[str, int]:
+    """Counting intervals of width 0 (`zero_width_score`: every resample gave the item one score) and how many of
+    them are best-always/worst-always items' (`zero_width_bound`, by the `bound` column); the cards' sentence
+    (`fsb.data.card.zero_width_sentence`) names both, so it agrees with the column."""
+    zero = iv.score_high - iv.score_low == 0
+    return {"zero_width_score": int(zero.sum()), "zero_width_bound": int((zero & (np.char.find(bound.astype(str), "-always") >= 0)).sum())}

@@ -131,7 +131,7 @@ def score_study(ann: Annotations, items: ItemsFile | None, *, trials: int, seed:
             "min": float(fit.utility.min()),
             "max": float(fit.utility.max()),
         },
-        "intervals": iv.summary(n_boot, seed),
+        "intervals": {**iv.summary(n_boot, seed), **intervals.zero_width_counts(iv, bound)},
         "bounds": bound_counts(bound),  # items whose scores are bounds, not estimates, by reason (the `bound` column)
     }
     return out, figures

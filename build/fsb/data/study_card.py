@@ -15,7 +15,7 @@ from fsb import __version__
 from fsb.annotate.study import Study
 from fsb.bws.bounds import bound_sentence
 from fsb.data.annotators import agreement_table, personal_note
-from fsb.data.card import annotators_phrase, invalid_note, size_category
+from fsb.data.card import annotators_phrase, invalid_note, size_category, zero_width_sentence
 from fsb.data.reference import noise_ceiling, spearman_brown
 
 __all__ = ["metadata", "render"]
@@ -34,8 +34,10 @@ _MEANINGS = {
     "n_judgments": "judgments of tuples that contained the item",
     "n_best": "times chosen as the best",
     "n_worst": "times chosen as the worst",
-    "bound": "empty when the scores are estimates; else why they are bounds: best-always/worst-always (chosen best/worst in "
-    "every judgment that showed it), disconnected (outside the design's largest connected part; see below)",
+    "bound": "empty when the scores are estimates; else why not: best-always/worst-always (a bound, at least this extreme: in a "
+    "group of items that beats (loses to) the rest of its connected part and never loses to (beats) it, e.g. chosen best/worst "
+    "in every judgment that showed it), disconnected (not a bound: outside the design's largest connected part, a score on a "
+    "scale of its own); reasons overlap, joined by +; see below",
 }
 
 
@@ -127,6 +129,7 @@ def _fields(stats: dict[str, Any], columns: list[str], features: dict[str, Any])
         "null_score": iv["null"]["score"],
         "null_maxdiff": iv["null"]["score_maxdiff"],
         "bounds": bound_sentence(stats.get("bounds", {})),
+        "zero_width": zero_width_sentence(iv, "items"),
         "reasons": reasons,
         "trials": shr["trials"],
         "shr_seed": shr["seed"],
