@@ -170,3 +170,38 @@ def test_plan_next_round_reads_files_and_plans_items_never_judged(tmp_path: Path
     with pytest.raises(FsbError, match="not in") as e:
         adaptive.plan_next_round(judgments, short, 6)
     assert "\n" not in str(e.value)
+
+
+def test_next_round_ids_start_after_the_designs_and_pending_tuples_keep_the_rule(tmp_path: Path) -> None:
+    """A1: a design of 30 tuples over 15 items, only its first 20 judged. New ids start at 30, not at 20
+    (the 20 distinct tuples judged: ids 20..29 would name two tuples), and no new tuple shares 3 items with
+    a pending tuple (dense: 15 items hold 455 3-subsets, the 30 tuples take 120)."""
+    n = 15
+    design = bws.bws_design(n, 4, 8, seed=1)
+    assert len(design) == 30
+    frame = pd.DataFrame(design + 1, columns=[f"Item{j + 1}" for j in range(4)])
+    frame.insert(0, "tuple_id", np.arange(30))
+    frame.to_csv(tmp_path / "round1.csv", index=False)
+    rng = np.random.default_rng(0)
+    rows = design[np.repeat(np.arange(20), 2)]  # tuples 0..19 judged twice each, 20..29 pending
+    b = rows[np.arange(len(rows)), rng.integers(0, 4, len(rows))]
+    w = np.where(rows[:, 0] != b, rows[:, 0], rows[:, 1])
+    lines = ["Item1,Item2,Item3,Item4,BestItem,WorstItem"] + [",".join(map(str, [*r + 1, x + 1, y + 1])) for r, x, y in zip(rows, b, w)]
+    (tmp_path / "j.csv").write_text("\n".join(lines) + "\n")
+    tuples, report = adaptive.plan_next_round(tmp_path / "j.csv", None, 20, seed=0, designs=[tmp_path / "round1.csv"])
+    assert report["first_tuple_id"] == 30 and report["pending_tuples"] == 10
+    assert "tuple ids up to 29" in report["tuple_ids_seen"] and "10 of their tuples not judged yet" in report["tuple_ids_seen"]
+    assert _max_shared(np.concatenate([design + 1, tuples]), len(design)) <= 2
+    assert report["max_shared_items_new_with_study"] <= 2
+    _, alone = adaptive.plan_next_round(tmp_path / "j.csv", None, 20, seed=0)
+    assert alone["first_tuple_id"] == 20 and "no design file given" in alone["tuple_ids_seen"]
+    other = tmp_path / "other.csv"
+    other.write_text("tuple_id,Item1,Item2,Item3,Item4\n0,1,2,3,99\n")
+    with pytest.raises(FsbError, match="99 is in a tuple but not in"):
+        adaptive.plan_next_round(tmp_path / "j.csv", _items(tmp_path, n), 4, designs=[other])
+
+
+def _items(folder: Path, n: int) -> Path:
+    path = folder / "items.txt"
+    path.write_text("\n".join(str(i) for i in range(1, n + 1)) + "\n")
+    return path

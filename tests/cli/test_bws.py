@@ -391,3 +391,29 @@ def test_tuples_next_round_writes_a_design_export_reads_and_refuses_a_lone_budge
         proc = run_fsb("tuples", items, *extra, "--out", tmp_path / "d.csv")
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "d.csv").exists()
+
+
+def test_tuples_next_round_ids_follow_the_design_files_not_the_judged_count(tmp_path: Path) -> None:
+    """A1 end to end: round 1's design has 48 tuples (ids 0..47), its judgments answer only the first 40: with
+    --design the new ids start at 48 (the judged count, 40, would reuse ids 40..47 of pending tuples); without,
+    a note on stderr says the ids of pending tuples are unknown. --design without --next-round: one line, exit 2."""
+    raw = make_raw(tmp_path / "raw", n=24, seed=3)
+    run_fsb("tuples", 24, "--seed", 3, "--out", tmp_path / "round1.csv")
+    lines = (raw[1]).read_text().splitlines()
+    judged = {tuple(sorted(line.split(",")[:4])) for line in lines[1:]}
+    design = read_design(tmp_path / "round1.csv")
+    assert len(design) == 48 and len(judged) == 48
+    keep = {tuple(sorted(map(str, r))) for r in design[[f"Item{j}" for j in range(1, 5)]].to_numpy()[:40].tolist()}
+    part = tmp_path / "part.csv"
+    part.write_text("\n".join([lines[0], *(line for line in lines[1:] if tuple(sorted(line.split(",")[:4])) in keep)]) + "\n")
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(str(i) for i in range(1, 25)) + "\n")
+    proc = run_fsb("tuples", items, "--next-round", part, "--design", tmp_path / "round1.csv", "--budget", 6, "--out", tmp_path / "n.csv")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["first_tuple_id"] == 48 and report["pending_tuples"] == 8
+    assert read_design(tmp_path / "n.csv")["tuple_id"].tolist() == list(range(48, 54))
+    proc = run_fsb("tuples", items, "--next-round", part, "--budget", 6, "--out", tmp_path / "m.csv")
+    assert json.loads(proc.stdout)["first_tuple_id"] == 40 and "no design file given (--design)" in proc.stderr
+    proc = run_fsb("tuples", 24, "--design", tmp_path / "round1.csv", "--out", tmp_path / "d.csv")
+    assert proc.returncode == 2 and "--design goes with --next-round" in proc.stderr

@@ -1,6 +1,7 @@
 """Adaptive annotation rounds: plan the next round of best-worst tuples from the judgments so far
 (`plan_next_round`; `plan_round` on arrays, `choose_tuples` from any set of candidate tuples; the
-information and its bound: `fsb.bws.information`).
+information and its bound: `fsb.bws.information`). (size: a little over 400 lines while `score_bounds` is a copy
+of `fsb.bws.bounds`'s: the planner, its report and its file reader read best together.)
 
 The rule: greedy Bayesian A-optimal design for the MaxDiff model (Marley and Louviere 2005; the logit of
 `fsb.bws.maxdiff`). With utilities u and a Gaussian approximation of their uncertainty (per-item variance
@@ -33,18 +34,12 @@ the same tuples are judged afresh: the design depends on the noise) and the per-
 cover too little; random tuples and wide partners tie the scale down (slope 1.17 with a quarter of random
 tuples and partners within 4 sd, 1.35 with neither, at the same Pearson in 3 seeds: bench_adaptive).
 
-What it can reach (`fsb.bws.information`, bench_adaptive's `bound`): a judgment carries at most t_max =
-17/12 of information (trace, level tuple); the paper's fixed tuples carry 0.63 t_max on the release's
-fitted scale and its design sits 1.19x above the Cauchy-Schwarz equality, so no rule, even one knowing the
-truth, reaches the fixed design's Pearson 0.95 in under 0.64x its judgments after the common start of 2
-tuples per item (0.53x with no start), and a rule knowing only the judgments in under about 0.67x: the
-issue's goal of 0.67 is out of reach at the release's noise. This rule measures 0.84x, its studies at 0.69
-of the bound's A-efficiency (fixed 0.56). Tried in 3 seeds, each within 6% of these judgments: partners
-within 2 or 1 sd, a tenth or no random tuples, rounds of N / 8, a first round of 1 tuple per item, J at
-the posterior mean (no draws), and candidates from sorted posterior draws (Thompson 1933). Tighter tuples
-raise the information per judgment but stretch the fit further, so Pearson hardly moves; the best (2 sd,
-a tenth random: 4% fewer) stretches the scale to slope 1.30 and costs the intervals, so it is not the
-default. With annotators 1.5x more consistent the bound is 0.44x and this rule 0.80x: room left there.
+What it can reach (`fsb.bws.information`, bench_adaptive's `bound`): a judgment carries at most 17/12 of
+information (trace, level tuple); two asymptotic approximations (not strict bounds: they compare summed
+asymptotic variances, tr I^+, with a finite-sample Pearson crossing) put a rule knowing the truth at about
+0.64x the fixed design's judgments to its Pearson 0.95 after a start of 2 tuples per item, and one knowing
+only the judgments at about 0.67x, at the release's noise. This rule measures 0.84x (docs/bws.md, Adaptive
+rounds, for the variants tried and the regimes where it gains more or less).
 
 The estimates planned on: a MaxDiff fit with an empirical-Bayes prior (ridge 1 / s^2, s^2 the spread of
 the utilities less their mean squared standard error), so every item has a finite utility and variance
@@ -61,6 +56,7 @@ pairs met once, position balance over the whole study (reported per item).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from itertools import combinations
 from math import comb
 from pathlib import Path
@@ -70,6 +66,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
+from fsb.bws.designs import design_report
 from fsb.bws.information import expected_information, tuple_information, variance_drop
 from fsb.bws.tuples import balance_positions, position_report
 from fsb.core.errors import FsbError
@@ -231,21 +228,24 @@ def plan_round(
     reach: float = REACH,
     draws: int = DRAWS,
     spine: float = SPINE,
+    pending: NDArray[np.integer] | None = None,
 ) -> tuple[NDArray[np.int64], dict[str, Any]]:
     """The next round on arrays: `budget` new tuples (item codes, shape (budget, k), position-balanced) for a
     study whose distinct tuples are `design` and whose judgment j chose best[j], worst[j] in
     design[tuple_index[j]]. m: judgments each new tuple will get (default: the mean so far); reach and
-    draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples. Seeded.
+    draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples; pending:
+    the study's tuples not judged yet (item codes), held to the same at-most-2-shared-items rule. Seeded.
 
     Raises FsbError (one line) for a budget that cannot be met. Returns the tuples and a report."""
     design = np.asarray(design, dtype=np.int64)
     if design.ndim != 2 or len(best) == 0:
         raise FsbError("no judgments yet: plan the first round with `fsb tuples`, then adapt from its judgments")
     k = design.shape[1]
-    problem = _budget_problem(design, n_items, budget, k)
+    held = design if pending is None or not len(pending) else np.concatenate([design, np.sort(np.asarray(pending, dtype=np.int64), axis=1)])
+    problem = _budget_problem(held, n_items, budget, k)
     if problem:
         raise FsbError(problem)
-    used = {s for row in design.tolist() for s in _subsets(row)}
+    used = {s for row in held.tolist() for s in _subsets(row)}
     existing_subsets = len(used)
     per_tuple = np.bincount(np.asarray(tuple_index, dtype=np.int64), minlength=len(design))
     if m is None:
@@ -273,6 +273,11 @@ def plan_round(
     report = _report(design, codes, n_items, bound, score_bounds(design, best, worst, tuple_index, n_items), s2, m, n_random)
     report["study_3subsets_before"] = existing_subsets
     report["spine_tuples"] = n_spine
+    report["pending_tuples"] = len(held) - len(design)
+    if len(held) > len(design):  # the pending tuples are part of the study the guarantee is checked on
+        whole = np.concatenate([held, np.sort(codes, axis=1)])
+        report["max_shared_items_study"] = int(design_report(whole, n_items)["max_shared_items"])
+        report["max_shared_items_new_with_study"] = _max_shared_new(held, codes)
     return codes, report
 
 
@@ -297,8 +302,6 @@ def _budget_problem(design: NDArray[np.int64], n_items: int, budget: int, k: int
 
 def _report(design, codes, n_items: int, bound, bounds: dict[str, NDArray[np.bool_]], s2: float, m: float, n_random: int) -> dict[str, Any]:
     """What the round kept and relaxed, checked on the tuples themselves."""
-    from fsb.bws.designs import design_report
-
     whole = np.concatenate([design, np.sort(codes, axis=1)]) if len(design) else np.sort(codes, axis=1)
     study = design_report(whole, n_items)
     new = design_report(codes, n_items)
@@ -355,13 +358,23 @@ def _max_shared_new(design, codes) -> int:
 
 
 def plan_next_round(
-    judgments: str | os.PathLike[str], items: str | os.PathLike[str] | None, budget: int, seed: int = 0, *, invalid: str = "refuse"
+    judgments: str | os.PathLike[str],
+    items: str | os.PathLike[str] | None,
+    budget: int,
+    seed: int = 0,
+    *,
+    invalid: str = "refuse",
+    designs: Sequence[str | os.PathLike[str]] = (),
 ) -> tuple[NDArray[Any], dict[str, Any]]:
     """The next round for a study: `budget` new tuples (item labels, shape (budget, k), in the order to show)
-    from the judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator]) and the study's items (an item
-    list or generations file; None: the items of the judgments). Items of `items` never judged are planned
-    first. The report adds first_tuple_id (the number of distinct tuples judged so far). Seeded."""
+    from the judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator]), the study's items (an item list
+    or generations file; None: the items of the judgments and designs) and its design files (`fsb tuples`
+    output: tuple_id,Item1..ItemK; their tuples not judged yet are pending). Items never judged are planned
+    first; pending tuples are held to the at-most-2-shared-items rule. The report adds first_tuple_id: one
+    past the largest tuple id the designs use, and at least the number of distinct tuples judged (a
+    judgments file carries no tuple ids), and tuple_ids_seen, saying which. Seeded."""
     from fsb.bws.coded import encode
+    from fsb.bws.tuples import read_design
     from fsb.core.readers import InputError
     from fsb.tables.items import read_items
     from fsb.tables.judgments import read_annotations
@@ -369,15 +382,37 @@ def plan_next_round(
     if invalid == "count":
         raise InputError(judgments, "adaptive rounds cannot take --invalid count (the MaxDiff fit has no such rows); use drop or refuse")
     ann = read_annotations(Path(judgments), invalid=invalid)  # type: ignore[arg-type]
-    labels = ann.labels
+    k = ann.item_codes.shape[1]
+    read = [(Path(d), read_design(d)) for d in designs]
+    for path, frame in read:
+        if frame.shape[1] - 1 != k:
+            raise InputError(path, f"its tuples have {frame.shape[1] - 1} items, the judgments of {judgments} {k}")
+    integer = ann.labels.dtype.kind in "iu"
+    design_labels = [frame.drop(columns="tuple_id").to_numpy() for _, frame in read]
+    for (path, _), lab in zip(read, design_labels):
+        if len(lab) and (lab.dtype.kind in "iu") != integer:
+            raise InputError(path, f"its item ids and the labels of {judgments} must both be integers or both be strings")
+    labels = np.unique(np.concatenate([ann.labels, *(lab.ravel() for lab in design_labels)])) if design_labels else ann.labels
     if items is not None:
         ids = read_items(items).ids
-        if (ids.dtype.kind in "iu") != (labels.dtype.kind in "iu"):
+        if (ids.dtype.kind in "iu") != integer:
             raise InputError(items, f"the item ids and the labels of {judgments} must both be integers or both be strings")
-        unknown = np.setdiff1d(labels, ids)
-        if unknown.size:
-            raise InputError(judgments, f"item {unknown.tolist()[0]!r} is judged but not in {items}")
+        sources = [(judgments, ann.labels, "judged"), *((path, lab.ravel(), "in a tuple") for (path, _), lab in zip(read, design_labels))]
+        for source, have, how in sources:
+            unknown = np.setdiff1d(have, ids)
+            if unknown.size:
+                raise InputError(source, f"item {unknown.tolist()[0]!r} is {how} but not in {items}")
         labels = np.unique(ids)
     coded = encode(ann, labels=labels)
-    codes, report = plan_round(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, budget, seed)
-    return coded.labels[codes], {**report, "first_tuple_id": len(coded.design), "seed": seed}
+    judged = {tuple(r) for r in np.sort(coded.design, axis=1).tolist()}
+    pending = [r for lab in design_labels for r in np.sort(np.searchsorted(labels, lab), axis=1).tolist() if tuple(r) not in judged]
+    pending_codes = np.unique(np.array(pending, dtype=np.int64).reshape(-1, k), axis=0)
+    top = max((int(frame["tuple_id"].max()) for _, frame in read if len(frame)), default=-1)
+    first = max(top + 1, len(coded.design))
+    seen = f"{len(coded.design)} distinct tuples judged in {judgments} (a judgments file carries no tuple ids)"
+    if read:
+        seen += f"; tuple ids up to {top} in {', '.join(str(p) for p, _ in read)} ({len(pending_codes)} of their tuples not judged yet)"
+    else:
+        seen += "; no design file given (--design): ids of tuples not judged yet are unknown, and may collide"
+    codes, report = plan_round(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, budget, seed, pending=pending_codes)
+    return coded.labels[codes], {**report, "first_tuple_id": first, "tuple_ids_seen": seen, "seed": seed}

@@ -231,6 +231,15 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         "--budget new 4-tuples where the MaxDiff scores are least certain (fsb.bws.adaptive)",
     )
     t.add_argument("--budget", type=pos_int, help="with --next-round: how many new tuples to plan")
+    t.add_argument(
+        "--design",
+        type=input_file,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --next-round (repeatable): the study's design files so far; their tuples not judged yet keep the "
+        "at-most-2-shared-items rule and new tuple ids start after their largest",
+    )
     add_invalid(t)  # with --extend or --next-round: the quality-control rows of the judgments, as in fsb score
     add_force(t)
 
@@ -246,9 +255,12 @@ def _tuples(args: argparse.Namespace) -> int:
 
     if (args.budget is None) != (args.next_round is None):
         raise FsbError("--next-round and --budget go together: --next-round JUDGMENTS --budget N plans N new tuples")
+    if args.design and not args.next_round:
+        raise FsbError("--design goes with --next-round: the study's design files so far")
     if args.next_round and args.extend:
         raise FsbError("--next-round and --extend are two ways to add tuples: give one")
-    output_file(args.out, DESIGN_HEADER, tuples.DESIGN_KIND, force=args.force, inputs=[args.items, args.extend, args.next_round])
+    inputs = [args.items, args.extend, args.next_round, *args.design]
+    output_file(args.out, DESIGN_HEADER, tuples.DESIGN_KIND, force=args.force, inputs=inputs)
     if args.next_round:
         return _next_round(args)
     if args.extend:
@@ -275,17 +287,20 @@ def _tuples(args: argparse.Namespace) -> int:
 
 
 def _next_round(args: argparse.Namespace) -> int:
-    """`fsb tuples ITEMS --next-round JUDGMENTS --budget N`: the planned tuples as a design file (tuple ids go on
-    from the study's count of distinct tuples), readable by `fsb annotate export` as any design is."""
+    """`fsb tuples ITEMS --next-round JUDGMENTS --budget N [--design FILE ...]`: the planned tuples as a design file
+    (tuple ids start after the largest of the design files, and after the count of distinct tuples judged), readable
+    by `fsb annotate export` as any design is."""
     import pandas as pd
 
     from fsb.bws.adaptive import plan_next_round
     from fsb.bws.tuples import DESIGN_KIND
     from fsb.core.seals import recorded_write
 
-    planned, report = plan_next_round(args.next_round, args.items, args.budget, seed=args.seed, invalid=args.invalid)
+    planned, report = plan_next_round(args.next_round, args.items, args.budget, seed=args.seed, invalid=args.invalid, designs=args.design)
     frame = pd.DataFrame(planned, columns=[f"Item{j + 1}" for j in range(planned.shape[1])])
     frame.insert(0, "tuple_id", range(report["first_tuple_id"], report["first_tuple_id"] + len(frame)))
     recorded_write(args.out, frame.to_csv(index=False, lineterminator="\n"), force=args.force, kind=DESIGN_KIND)
+    if not args.design:
+        print(f"note: {report['tuple_ids_seen']}", file=sys.stderr)
     print_json({**report, "out": str(args.out)})
     return 0
