@@ -417,3 +417,18 @@ def test_tuples_next_round_ids_follow_the_design_files_not_the_judged_count(tmp_
     assert json.loads(proc.stdout)["first_tuple_id"] == 40 and "no design file given (--design)" in proc.stderr
     proc = run_fsb("tuples", 24, "--design", tmp_path / "round1.csv", "--out", tmp_path / "d.csv")
     assert proc.returncode == 2 and "--design goes with --next-round" in proc.stderr
+
+
+@pytest.mark.parametrize("extra", [["--size", 3], ["--k", 4], ["--appearances", 4]])
+def test_tuples_next_round_refuses_size_and_appearances_rather_than_ignoring_them(tmp_path: Path, extra: list) -> None:
+    """A2: a 4-item study with --size 3 got 4-tuples, --k was dropped: now one line, exit 2, nothing written;
+    `fsb --help` and `fsb tuples --help` name --next-round and the study's size."""
+    raw = make_raw(tmp_path / "raw", n=16, seed=1)
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(str(i) for i in range(1, 17)) + "\n")
+    proc = run_fsb("tuples", items, "--next-round", raw[1], "--budget", 4, *extra, "--out", tmp_path / "n.csv")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "does not go with --next-round" in proc.stderr and not (tmp_path / "n.csv").exists()
+    assert "--next-round" in run_fsb("--help").stdout
+    helps = " ".join(run_fsb("tuples", "--help").stdout.split())
+    assert "new tuples of the study's size" in helps and "new 4-tuples" not in helps

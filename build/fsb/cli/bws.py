@@ -213,8 +213,13 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file",
     )
     t.add_argument("--out", type=path_arg, required=True, help="CSV with tuple_id,Item1..ItemK")
-    t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
-    t.add_argument("--appearances", "--k", type=pos_int, default=8, help="tuples per (new) item (default 8, giving 2N 4-tuples)")
+    t.add_argument("--size", type=pos_int, help="items per tuple (default 4; not with --next-round: the study's size)")
+    t.add_argument(
+        "--appearances",
+        "--k",
+        type=pos_int,
+        help="tuples per (new) item (default 8, giving 2N 4-tuples; not with --next-round: see --budget)",
+    )
     t.add_argument("--seed", type=seed, default=0)
     t.add_argument(
         "--extend",
@@ -228,7 +233,7 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         type=input_file,
         metavar="JUDGMENTS",
         help="plan the next round of a study from its judgments so far (ITEMS: the study's item list or generations file): "
-        "--budget new 4-tuples where the MaxDiff scores are least certain (fsb.bws.adaptive)",
+        "--budget new tuples of the study's size where the MaxDiff scores are least certain (fsb.bws.adaptive)",
     )
     t.add_argument("--budget", type=pos_int, help="with --next-round: how many new tuples to plan")
     t.add_argument(
@@ -247,7 +252,8 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
 @commands.add(
     "tuples",
     arguments=_tuples_arguments,
-    help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items (--extend: new items tied to a study)",
+    help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items (--extend: new items tied to a "
+    "study; --next-round: the next round where the scores are least certain)",
 )
 def _tuples(args: argparse.Namespace) -> int:
     from fsb.bws import tuples
@@ -259,6 +265,13 @@ def _tuples(args: argparse.Namespace) -> int:
         raise FsbError("--design goes with --next-round: the study's design files so far")
     if args.next_round and args.extend:
         raise FsbError("--next-round and --extend are two ways to add tuples: give one")
+    if args.next_round and (args.size is not None or args.appearances is not None):
+        given = "--size" if args.size is not None else "--appearances/--k"
+        raise FsbError(
+            f"{given} does not go with --next-round: the tuple size comes from the judgments, the number of tuples from --budget"
+        )
+    size = 4 if args.size is None else args.size
+    appearances = 8 if args.appearances is None else args.appearances
     inputs = [args.items, args.extend, args.next_round, *args.design]
     output_file(args.out, DESIGN_HEADER, tuples.DESIGN_KIND, force=args.force, inputs=inputs)
     if args.next_round:
@@ -270,7 +283,7 @@ def _tuples(args: argparse.Namespace) -> int:
             items=args.items,
             existing=args.extend,
             out=args.out,
-            k=args.appearances,
+            k=appearances,
             seed=args.seed,
             force=args.force,
             invalid=args.invalid,
@@ -279,9 +292,7 @@ def _tuples(args: argparse.Namespace) -> int:
             print(result["existing_irregular"], file=sys.stderr)
         print_json(result)
         return 0
-    design = tuples.make_tuples(
-        items=args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed, force=args.force
-    )
+    design = tuples.make_tuples(items=args.items, out=args.out, tuple_size=size, appearances=appearances, seed=args.seed, force=args.force)
     print_json(design)
     return 0
 
