@@ -432,3 +432,19 @@ def test_tuples_next_round_refuses_size_and_appearances_rather_than_ignoring_the
     assert "--next-round" in run_fsb("--help").stdout
     helps = " ".join(run_fsb("tuples", "--help").stdout.split())
     assert "new tuples of the study's size" in helps and "new 4-tuples" not in helps
+
+
+def test_tuples_next_round_takes_items_as_a_number_as_the_help_says(tmp_path: Path) -> None:
+    """A3: ITEMS = 30 means items 1..30 (24 judged, 25..30 never judged, so planned first); it was refused
+    as "30: file not found". The round is the one the same items as a list give."""
+    raw = make_raw(tmp_path / "raw", n=24, seed=3)
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(str(i) for i in range(1, 31)) + "\n")
+    proc = run_fsb("tuples", 30, "--next-round", raw[1], "--budget", 8, "--seed", 2, "--out", tmp_path / "a.csv")
+    assert proc.returncode == 0, proc.stderr
+    assert run_fsb("tuples", items, "--next-round", raw[1], "--budget", 8, "--seed", 2, "--out", tmp_path / "b.csv").returncode == 0
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    planned = read_design(tmp_path / "a.csv")[[f"Item{j}" for j in range(1, 5)]].to_numpy().ravel().tolist()
+    assert {25, 26, 27, 28, 29, 30} <= set(planned)
+    proc = run_fsb("tuples", 20, "--next-round", raw[1], "--budget", 8, "--out", tmp_path / "c.csv")  # items 21..24 judged
+    assert proc.returncode == 2 and "is judged but not in 20" in proc.stderr

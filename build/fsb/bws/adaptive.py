@@ -367,8 +367,8 @@ def plan_next_round(
     designs: Sequence[str | os.PathLike[str]] = (),
 ) -> tuple[NDArray[Any], dict[str, Any]]:
     """The next round for a study: `budget` new tuples (item labels, shape (budget, k), in the order to show)
-    from the judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator]), the study's items (an item list
-    or generations file; None: the items of the judgments and designs) and its design files (`fsb tuples`
+    from the judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator]), the study's items (a number N for
+    items 1..N, an item list or generations file; None: the items of the judgments and designs) and its design files (`fsb tuples`
     output: tuple_id,Item1..ItemK; their tuples not judged yet are pending). Items never judged are planned
     first; pending tuples are held to the at-most-2-shared-items rule. The report adds first_tuple_id: one
     past the largest tuple id the designs use, and at least the number of distinct tuples judged (a
@@ -394,7 +394,10 @@ def plan_next_round(
             raise InputError(path, f"its item ids and the labels of {judgments} must both be integers or both be strings")
     labels = np.unique(np.concatenate([ann.labels, *(lab.ravel() for lab in design_labels)])) if design_labels else ann.labels
     if items is not None:
-        ids = read_items(items).ids
+        text = str(items)
+        ids = np.arange(1, int(text) + 1) if text.isascii() and text.isdigit() else read_items(items).ids  # N: items 1..N, as fsb tuples
+        if not ids.size:
+            raise InputError(items, "a study needs at least 1 item, got 0")
         if (ids.dtype.kind in "iu") != integer:
             raise InputError(items, f"the item ids and the labels of {judgments} must both be integers or both be strings")
         sources = [(judgments, ann.labels, "judged"), *((path, lab.ravel(), "in a tuple") for (path, _), lab in zip(read, design_labels))]

@@ -232,8 +232,8 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         "--next-round",
         type=input_file,
         metavar="JUDGMENTS",
-        help="plan the next round of a study from its judgments so far (ITEMS: the study's item list or generations file): "
-        "--budget new tuples of the study's size where the MaxDiff scores are least certain (fsb.bws.adaptive)",
+        help="plan the next round of a study from its judgments so far (ITEMS: the study's items, a number N, an item list "
+        "or generations file): --budget new tuples of the study's size where the MaxDiff scores are least certain (fsb.bws.adaptive)",
     )
     t.add_argument("--budget", type=pos_int, help="with --next-round: how many new tuples to plan")
     t.add_argument(
