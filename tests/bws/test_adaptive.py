@@ -5,6 +5,7 @@ information itself: test_information)."""
 
 from __future__ import annotations
 
+import re
 from itertools import combinations
 from pathlib import Path
 
@@ -95,9 +96,9 @@ def test_the_counting_bound_is_exact_at_the_edge() -> None:
     except FsbError as e:
         message = str(e)
     else:
-        message = "could be found"
+        message = "this search found only"
         assert len(codes) == most and _max_shared(np.concatenate([design, codes]), len(design)) <= 2
-    assert "could be found" in message
+    assert "this search found only" in message
 
 
 def test_no_judgments_is_refused() -> None:
@@ -205,3 +206,20 @@ def _items(folder: Path, n: int) -> Path:
     path = folder / "items.txt"
     path.write_text("\n".join(str(i) for i in range(1, n + 1)) + "\n")
     return path
+
+
+def test_a_short_search_suggests_a_count_that_works() -> None:
+    """A4: 20 items, 245 tuples asked: the search finds 169, but asking for 169 found only 158 (and so on):
+    the refusal now suggests a count and says whether it was checked; the count it suggests is planned
+    (same seed) or, when only estimated, the message says so."""
+    design, best, worst, ti = _study(20)
+    with pytest.raises(FsbError) as e:
+        adaptive.plan_round(design, best, worst, ti, 20, 245, seed=0)
+    message = str(e.value)
+    assert message.startswith("this search found only") and "\n" not in message
+    checked = re.search(r"ask for at most (\d+) \(a search for \1 with this seed succeeds\)", message)
+    estimate = re.search(r"ask for about (\d+) \(80% of that, an estimate, not checked\)", message)
+    assert checked or estimate, message
+    count = int((checked or estimate).group(1))
+    codes, _ = adaptive.plan_round(design, best, worst, ti, 20, count, seed=0)
+    assert len(codes) == count and _max_shared(np.concatenate([design, codes]), len(design)) <= 2

@@ -250,8 +250,28 @@ def plan_round(
     per_tuple = np.bincount(np.asarray(tuple_index, dtype=np.int64), minlength=len(design))
     if m is None:
         m = float(per_tuple[per_tuple > 0].mean()) if per_tuple.any() else 1.0
-    rng = np.random.default_rng(seed)
     u, v, bound, s2 = item_uncertainty(design, best, worst, tuple_index, n_items)
+    search = dict(u=u, v=v, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed)
+    chosen, n_spine, n_random = _search(budget, set(used), **search)
+    if len(chosen) < budget:
+        raise FsbError(_shortfall(budget, len(chosen), used, search))
+    codes = balance_positions(np.array(chosen, dtype=np.int64), n_items, seed=seed)
+    report = _report(design, codes, n_items, bound, score_bounds(design, best, worst, tuple_index, n_items), s2, m, n_random)
+    report["study_3subsets_before"] = existing_subsets
+    report["spine_tuples"] = n_spine
+    report["pending_tuples"] = len(held) - len(design)
+    if len(held) > len(design):  # the pending tuples are part of the study the guarantee is checked on
+        whole = np.concatenate([held, np.sort(codes, axis=1)])
+        report["max_shared_items_study"] = int(design_report(whole, n_items)["max_shared_items"])
+        report["max_shared_items_new_with_study"] = _max_shared_new(held, codes)
+    return codes, report
+
+
+def _search(budget: int, used: set[tuple[int, ...]], *, u, v, k: int, m: float, reach: float, draws: int, spine: float, seed: int):
+    """(tuples, spine tuples, random fill) of one seeded search for `budget` tuples: the random spine, then up
+    to 4 passes of candidates (each reaching twice as far), then random tuples; `used` is updated in place."""
+    n_items = u.size
+    rng = np.random.default_rng(seed)
     n_spine = round(spine * budget)
     chosen = _random_fill(n_items, k, n_spine, used, rng, tries=50 * max(n_spine, 1)) if n_spine else []
     passes = 0
@@ -264,21 +284,21 @@ def plan_round(
     n_random = budget - len(chosen)
     if n_random:
         chosen += _random_fill(n_items, k, n_random, used, rng, tries=50 * n_random)
-    if len(chosen) < budget:
-        raise FsbError(
-            f"only {len(chosen)} of {budget} new {k}-tuples over {n_items} items could be found that share at most 2 items "
-            "with every tuple of the study; ask for fewer tuples or add items"
-        )
-    codes = balance_positions(np.array(chosen, dtype=np.int64), n_items, seed=seed)
-    report = _report(design, codes, n_items, bound, score_bounds(design, best, worst, tuple_index, n_items), s2, m, n_random)
-    report["study_3subsets_before"] = existing_subsets
-    report["spine_tuples"] = n_spine
-    report["pending_tuples"] = len(held) - len(design)
-    if len(held) > len(design):  # the pending tuples are part of the study the guarantee is checked on
-        whole = np.concatenate([held, np.sort(codes, axis=1)])
-        report["max_shared_items_study"] = int(design_report(whole, n_items)["max_shared_items"])
-        report["max_shared_items_new_with_study"] = _max_shared_new(held, codes)
-    return codes, report
+    return chosen, n_spine, n_random
+
+
+def _shortfall(budget: int, found: int, used: set[tuple[int, ...]], search: dict[str, Any]) -> str:
+    """The one-line refusal of a search that came short, with a count that works: a second search (same seed)
+    for the count found either meets it (then that count is checked for this seed) or finds fewer still (near
+    the limit each search leaves more 3-subsets unusable), and then about 80% of its count is suggested, as
+    an estimate. Searches find fewer than the counting bound allows: 20 items, 245 asked, 169 found, 158 at 169."""
+    k, n_items = search["k"], search["u"].size
+    head = f"this search found only {found} of {budget} new {k}-tuples over {n_items} items sharing at most 2 items with the study's"
+    again = len(_search(found, set(used), **search)[0]) if found else 0
+    if found and again == found:
+        return f"{head}; ask for at most {found} (a search for {found} with this seed succeeds), or add items"
+    suggest = max(1, int(0.8 * again))
+    return f"{head}, and {again} when asked for {found}; ask for about {suggest} (80% of that, an estimate, not checked), or add items"
 
 
 def _budget_problem(design: NDArray[np.int64], n_items: int, budget: int, k: int) -> str | None:
@@ -295,7 +315,8 @@ def _budget_problem(design: NDArray[np.int64], n_items: int, budget: int, k: int
     if budget * comb(k, 3) > free:
         return (
             f"{budget} new {k}-tuples need {budget * comb(k, 3)} 3-item subsets that no tuple of the study holds, but {n_items} items "
-            f"have only {free} left: some tuple would share 3 items with another; ask for at most {free // comb(k, 3)}"
+            f"have only {free} left: some tuple would share 3 items with another; ask for at most {free // comb(k, 3)} (a counting "
+            "bound: a search may find fewer)"
         )
     return None
 
