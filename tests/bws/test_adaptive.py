@@ -73,7 +73,7 @@ def test_deterministic_for_a_seed_and_seeded() -> None:
 
 @pytest.mark.parametrize(
     ("budget", "words"),
-    [(0, "at least 1 new tuple"), (-3, "at least 1 new tuple"), (10**6, "ask for at most")],
+    [(0, "at least 1 new tuple"), (-3, "at least 1 new tuple"), (400, "ask for at most"), (10**6, "plan at most 1,344")],
 )
 def test_an_impossible_budget_is_refused_in_one_line(budget: int, words: str) -> None:
     design, best, worst, ti = _study(14)
@@ -223,3 +223,19 @@ def test_a_short_search_suggests_a_count_that_works() -> None:
     count = int((checked or estimate).group(1))
     codes, _ = adaptive.plan_round(design, best, worst, ti, 20, count, seed=0)
     assert len(codes) == count and _max_shared(np.concatenate([design, codes]), len(design)) <= 2
+
+
+def test_a_huge_round_is_refused_at_once_and_a_long_one_shows_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A5: 3,000,000 tuples over 1,100 items passed the counting bound and ran for minutes with no output.
+    Beyond the planner's candidates (4 passes x 24 per item) it is now refused before any fit; a planned
+    round calls `progress` with counts that rise to the budget (every PROGRESS_SECONDS: 0 here)."""
+    design, best, worst, ti = _study(1100, appearances=2, per_tuple=1)
+    with pytest.raises(FsbError, match="more than the 105,600 candidates") as e:
+        adaptive.plan_round(design, best, worst, ti, 1100, 3_000_000)
+    assert "plan at most 105,600" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setattr(adaptive, "PROGRESS_SECONDS", 0.0)
+    small, b, w, t = _study(40)
+    lines: list[str] = []
+    codes, _ = adaptive.plan_round(small, b, w, t, 40, 20, seed=0, progress=lines.append)
+    counts = [int(re.match(r"planning: (\d+) of 20 tuples chosen", line).group(1)) for line in lines]
+    assert counts and counts == sorted(counts) and counts[-1] <= 20 and len(codes) == 20

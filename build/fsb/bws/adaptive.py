@@ -56,7 +56,8 @@ pairs met once, position balance over the whole study (reported per item).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from math import comb
 from pathlib import Path
@@ -78,6 +79,8 @@ PER_ITEM = 24  # candidate tuples built around each item
 REACH = 4.0  # partners are drawn within this many standard deviations of an item's utility
 DRAWS = 8  # utility draws averaged in a tuple's expected information
 MAX_CANDIDATES = 400_000  # candidates per pass at most (their information is (C, k, k) float64: 26 MB)
+PASSES = 4  # candidate passes of a search, each reaching twice as far as the one before
+PROGRESS_SECONDS = 10.0  # a progress line at most this often while a round is planned
 SPINE = 0.25  # share of a round given to uniformly random tuples, which hold the scale (see the module docstring)
 
 
@@ -159,7 +162,15 @@ def candidate_tuples(
 
 
 def choose_tuples(
-    candidates, u, v, budget: int, m: float, used: set[tuple[int, ...]], rounds: int = 16, info: NDArray[np.float64] | None = None
+    candidates,
+    u,
+    v,
+    budget: int,
+    m: float,
+    used: set[tuple[int, ...]],
+    rounds: int = 16,
+    info: NDArray[np.float64] | None = None,
+    on_batch: Callable[[int], None] | None = None,
 ) -> tuple[list[list[int]], NDArray[np.float64]]:
     """Up to `budget` of the candidate tuples (item codes), greedily by the variance drop, skipping any that
     holds a 3-subset in `used` (updated in place). Returns the tuples and the variances after them (v
@@ -168,7 +179,8 @@ def choose_tuples(
     Greedy in batches: every gain is computed (one batched 4x4 inverse per candidate, J(S) once: u is
     fixed within a round), the best tuples sharing no item are taken (about budget / `rounds` of them),
     the variances of their items updated, and the gains recomputed. Tuples of one batch share no item,
-    so each gain in it is exact; the one-at-a-time greedy differs only in ties broken by the batch."""
+    so each gain in it is exact; the one-at-a-time greedy differs only in ties broken by the batch. on_batch:
+    called with the count chosen after each batch (progress)."""
     cand = np.asarray(candidates, dtype=np.int64)
     v = np.array(v, dtype=np.float64)
     if info is None:
@@ -198,6 +210,8 @@ def choose_tuples(
             took += 1
         if not took:
             break
+        if on_batch is not None:
+            on_batch(len(chosen))
     return chosen, v
 
 
@@ -229,12 +243,14 @@ def plan_round(
     draws: int = DRAWS,
     spine: float = SPINE,
     pending: NDArray[np.integer] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[NDArray[np.int64], dict[str, Any]]:
     """The next round on arrays: `budget` new tuples (item codes, shape (budget, k), position-balanced) for a
     study whose distinct tuples are `design` and whose judgment j chose best[j], worst[j] in
     design[tuple_index[j]]. m: judgments each new tuple will get (default: the mean so far); reach and
     draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples; pending:
-    the study's tuples not judged yet (item codes), held to the same at-most-2-shared-items rule. Seeded.
+    the study's tuples not judged yet (item codes), held to the same at-most-2-shared-items rule; progress:
+    called with a line every PROGRESS_SECONDS of a long search (the CLI prints them on stderr). Seeded.
 
     Raises FsbError (one line) for a budget that cannot be met. Returns the tuples and a report."""
     design = np.asarray(design, dtype=np.int64)
@@ -251,7 +267,7 @@ def plan_round(
     if m is None:
         m = float(per_tuple[per_tuple > 0].mean()) if per_tuple.any() else 1.0
     u, v, bound, s2 = item_uncertainty(design, best, worst, tuple_index, n_items)
-    search = dict(u=u, v=v, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed)
+    search = dict(u=u, v=v, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed, progress=progress)
     chosen, n_spine, n_random = _search(budget, set(used), **search)
     if len(chosen) < budget:
         raise FsbError(_shortfall(budget, len(chosen), used, search))
@@ -267,18 +283,30 @@ def plan_round(
     return codes, report
 
 
-def _search(budget: int, used: set[tuple[int, ...]], *, u, v, k: int, m: float, reach: float, draws: int, spine: float, seed: int):
+def _search(
+    budget: int, used: set[tuple[int, ...]], *, u, v, k: int, m: float, reach: float, draws: int, spine: float, seed: int, progress
+):
     """(tuples, spine tuples, random fill) of one seeded search for `budget` tuples: the random spine, then up
-    to 4 passes of candidates (each reaching twice as far), then random tuples; `used` is updated in place."""
+    to PASSES passes of candidates (each reaching twice as far), then random tuples; `used` is updated in
+    place. progress: None or called with a line every PROGRESS_SECONDS while the search runs."""
     n_items = u.size
     rng = np.random.default_rng(seed)
     n_spine = round(spine * budget)
     chosen = _random_fill(n_items, k, n_spine, used, rng, tries=50 * max(n_spine, 1)) if n_spine else []
+    start = last = time.monotonic()
+
+    def tick(done: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if progress is not None and now - last >= PROGRESS_SECONDS:
+            last = now
+            progress(f"planning: {len(chosen) + done:,} of {budget:,} tuples chosen, pass {passes + 1} of {PASSES} ({now - start:.0f} s)")
+
     passes = 0
-    while len(chosen) < budget and passes < 4:
-        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=max(2, min(PER_ITEM, MAX_CANDIDATES // n_items)))
+    while len(chosen) < budget and passes < PASSES:
+        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=_per_item(n_items))
         info = expected_information(u[cand], v[cand], rng, draws)
-        more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info)
+        more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info, on_batch=tick)
         chosen += more
         passes += 1
     n_random = budget - len(chosen)
@@ -301,15 +329,28 @@ def _shortfall(budget: int, found: int, used: set[tuple[int, ...]], search: dict
     return f"{head}, and {again} when asked for {found}; ask for about {suggest} (80% of that, an estimate, not checked), or add items"
 
 
+def _per_item(n_items: int) -> int:
+    """Candidate tuples built around each item in one pass."""
+    return max(2, min(PER_ITEM, MAX_CANDIDATES // n_items))
+
+
 def _budget_problem(design: NDArray[np.int64], n_items: int, budget: int, k: int) -> str | None:
-    """Why `budget` new k-tuples cannot be planned, or None (a counting bound: each new tuple needs C(k, 3)
-    3-item subsets no tuple of the study holds yet)."""
+    """Why `budget` new k-tuples cannot be planned, or None. Two bounds: the round cannot be larger than the
+    candidates the planner builds (PASSES x `_per_item` per item: beyond them it would only draw random
+    tuples, slowly; 3,000,000 tuples over 1,100 items ran for minutes), and a counting bound: each new tuple
+    needs C(k, 3) 3-item subsets no tuple of the study holds yet."""
     if budget < 1:
         return f"--budget must be at least 1 new tuple, got {budget}"
     if k < 3:
         return f"adaptive rounds need tuples of at least 3 items (the study's have {k})"
     if n_items < k + 1:
         return f"{n_items} items are too few for new {k}-tuples (at least {k + 1})"
+    pool = PASSES * _per_item(n_items) * n_items
+    if budget > pool:
+        return (
+            f"a round of {budget:,} tuples is more than the {pool:,} candidates the planner builds over {n_items} items "
+            f"({PASSES} passes of {_per_item(n_items)} per item): plan at most {pool:,}, have them judged, then plan the next round"
+        )
     taken = len({s for row in design.tolist() for s in _subsets(row)})
     free = comb(n_items, 3) - taken
     if budget * comb(k, 3) > free:
@@ -386,6 +427,7 @@ def plan_next_round(
     *,
     invalid: str = "refuse",
     designs: Sequence[str | os.PathLike[str]] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[NDArray[Any], dict[str, Any]]:
     """The next round for a study: `budget` new tuples (item labels, shape (budget, k), in the order to show)
     from the judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator]), the study's items (a number N for
@@ -438,5 +480,7 @@ def plan_next_round(
         seen += f"; tuple ids up to {top} in {', '.join(str(p) for p, _ in read)} ({len(pending_codes)} of their tuples not judged yet)"
     else:
         seen += "; no design file given (--design): ids of tuples not judged yet are unknown, and may collide"
-    codes, report = plan_round(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, budget, seed, pending=pending_codes)
+    codes, report = plan_round(
+        coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, budget, seed, pending=pending_codes, progress=progress
+    )
     return coded.labels[codes], {**report, "first_tuple_id": first, "tuple_ids_seen": seen, "seed": seed}

@@ -297,6 +297,10 @@ def _tuples(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _next_round(args: argparse.Namespace) -> int:
     """`fsb tuples ITEMS --next-round JUDGMENTS --budget N [--design FILE ...]`: the planned tuples as a design file
     (tuple ids start after the largest of the design files, and after the count of distinct tuples judged), readable
@@ -307,7 +311,9 @@ def _next_round(args: argparse.Namespace) -> int:
     from fsb.bws.tuples import DESIGN_KIND
     from fsb.core.seals import recorded_write
 
-    planned, report = plan_next_round(args.next_round, args.items, args.budget, seed=args.seed, invalid=args.invalid, designs=args.design)
+    planned, report = plan_next_round(
+        args.next_round, args.items, args.budget, seed=args.seed, invalid=args.invalid, designs=args.design, progress=_progress
+    )
     frame = pd.DataFrame(planned, columns=[f"Item{j + 1}" for j in range(planned.shape[1])])
     frame.insert(0, "tuple_id", range(report["first_tuple_id"], report["first_tuple_id"] + len(frame)))
     recorded_write(args.out, frame.to_csv(index=False, lineterminator="\n"), force=args.force, kind=DESIGN_KIND)
