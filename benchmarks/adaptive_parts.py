@@ -114,7 +114,7 @@ def replay(path: Path, seed: int, round_size: int) -> dict:
 def ratio_summary(need: np.ndarray, need_cens: np.ndarray, base: np.ndarray, base_cens: np.ndarray) -> dict:
     """Per-seed ratios need / base summarised: a seed whose numerator is censored gives a lower bound on its ratio
     (kept and counted); one whose base is censored bounds nothing and is left out, counted as base_censored."""
-    ok = ~base_cens
+    ok = ~np.asarray(base_cens, dtype=bool)
     out = summarise(need[ok] / base[ok], need_cens[ok])
     return out | {"base_censored": int(base_cens.sum())}
 
@@ -132,7 +132,7 @@ def replay_section(path: Path, seeds: int, round_size: int) -> tuple[list[dict],
     for target in (0.95, 0.98):  # judgments each policy bought to reach this Pearson with the whole pool's scores
         got = {p: [censored_crossing(r[p], "pearson", target) for r in reps] for p in ("random", "naive", "adaptive")}
         need = {p: np.array([x for x, _ in got[p]]) for p in got}
-        cens = {p: np.array([c for _, c in got[p]]) for p in got}
+        cens = {p: np.array([c for _, c in got[p]], dtype=bool) for p in got}
         reached[str(target)] = {p: summarise(need[p], cens[p]) for p in need} | {
             f"ratio_{p}_to_random": ratio_summary(need[p], cens[p], need["random"], cens["random"]) for p in ("naive", "adaptive")
         }
