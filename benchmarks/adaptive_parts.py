@@ -214,7 +214,7 @@ def tables(result: dict) -> str:
                 f"fixed tuples carry {b['t_fixed_over_t_max']} of the most, eta {b['eta_fixed']}"
             )
     replay = result.get("replay", {}).get("to_pearson")
-    if replay:
+    if replay and result["replay"].get("curves"):
         out.append(f"\nreplay on {result['replay']['pool']}: judgments bought to a Pearson with the whole pool's scores")
         out.append("| Pearson | random | naive | adaptive | adaptive / random | naive / random |")
         out.append("|---|---|---|---|---|---|")
