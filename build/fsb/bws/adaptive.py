@@ -268,9 +268,12 @@ def plan_round(
         m = float(per_tuple[per_tuple > 0].mean()) if per_tuple.any() else 1.0
     u, v, bound, s2 = item_uncertainty(design, best, worst, tuple_index, n_items)
     search = dict(u=u, v=v, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed, progress=progress)
+    began = time.monotonic()
     chosen, n_spine, n_random = _search(budget, set(used), **search)
     if len(chosen) < budget:
         raise FsbError(_shortfall(budget, len(chosen), used, search))
+    if progress is not None and time.monotonic() - began >= PROGRESS_SECONDS:  # the checks below take as long again
+        progress(f"planning: {budget:,} tuples chosen; balancing positions and checking the study's guarantees")
     codes = balance_positions(np.array(chosen, dtype=np.int64), n_items, seed=seed)
     report = _report(design, codes, n_items, bound, score_bounds(design, best, worst, tuple_index, n_items), s2, m, n_random)
     report["study_3subsets_before"] = existing_subsets
