@@ -1,7 +1,7 @@
 """Adaptive annotation rounds: plan the next round of best-worst tuples from the judgments so far
 (`plan_next_round`; `plan_round` on arrays, `choose_tuples` from any set of candidate tuples; the
-information and its bound: `fsb.bws.information`). (size: a little over 400 lines while `score_bounds` is a copy
-of `fsb.bws.bounds`'s: the planner, its report and its file reader read best together.)
+information and its bound: `fsb.bws.information`). (size: under 500 lines: the planner, its budget checks,
+its report and its file reader read best together.)
 
 The rule: greedy Bayesian A-optimal design for the MaxDiff model (Marley and Louviere 2005; the logit of
 `fsb.bws.maxdiff`). With utilities u and a Gaussian approximation of their uncertainty (per-item variance
@@ -67,7 +67,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
-from fsb.bws.designs import design_report
 from fsb.bws.information import expected_information, tuple_information, variance_drop
 from fsb.bws.tuples import balance_positions, position_report
 from fsb.core.errors import FsbError
@@ -280,6 +279,8 @@ def plan_round(
     report["spine_tuples"] = n_spine
     report["pending_tuples"] = len(held) - len(design)
     if len(held) > len(design):  # the pending tuples are part of the study the guarantee is checked on
+        from fsb.bws.designs import design_report
+
         whole = np.concatenate([held, np.sort(codes, axis=1)])
         report["max_shared_items_study"] = int(design_report(whole, n_items)["max_shared_items"])
         report["max_shared_items_new_with_study"] = _max_shared_new(held, codes)
@@ -367,6 +368,8 @@ def _budget_problem(design: NDArray[np.int64], n_items: int, budget: int, k: int
 
 def _report(design, codes, n_items: int, bound, bounds: dict[str, NDArray[np.bool_]], s2: float, m: float, n_random: int) -> dict[str, Any]:
     """What the round kept and relaxed, checked on the tuples themselves."""
+    from fsb.bws.designs import design_report
+
     whole = np.concatenate([design, np.sort(codes, axis=1)]) if len(design) else np.sort(codes, axis=1)
     study = design_report(whole, n_items)
     new = design_report(codes, n_items)
