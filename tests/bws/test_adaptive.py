@@ -5,6 +5,7 @@ information itself: test_information)."""
 
 from __future__ import annotations
 
+import re
 from itertools import combinations
 from pathlib import Path
 
@@ -72,7 +73,7 @@ def test_deterministic_for_a_seed_and_seeded() -> None:
 
 @pytest.mark.parametrize(
     ("budget", "words"),
-    [(0, "at least 1 new tuple"), (-3, "at least 1 new tuple"), (10**6, "ask for at most")],
+    [(0, "at least 1 new tuple"), (-3, "at least 1 new tuple"), (400, "ask for at most"), (10**6, "plan at most 1,344")],
 )
 def test_an_impossible_budget_is_refused_in_one_line(budget: int, words: str) -> None:
     design, best, worst, ti = _study(14)
@@ -95,9 +96,9 @@ def test_the_counting_bound_is_exact_at_the_edge() -> None:
     except FsbError as e:
         message = str(e)
     else:
-        message = "could be found"
+        message = "this search found only"
         assert len(codes) == most and _max_shared(np.concatenate([design, codes]), len(design)) <= 2
-    assert "could be found" in message
+    assert "this search found only" in message
 
 
 def test_no_judgments_is_refused() -> None:
@@ -170,3 +171,72 @@ def test_plan_next_round_reads_files_and_plans_items_never_judged(tmp_path: Path
     with pytest.raises(FsbError, match="not in") as e:
         adaptive.plan_next_round(judgments, short, 6)
     assert "\n" not in str(e.value)
+
+
+def test_next_round_ids_start_after_the_designs_and_pending_tuples_keep_the_rule(tmp_path: Path) -> None:
+    """A1: a design of 30 tuples over 15 items, only its first 20 judged. New ids start at 30, not at 20
+    (the 20 distinct tuples judged: ids 20..29 would name two tuples), and no new tuple shares 3 items with
+    a pending tuple (dense: 15 items hold 455 3-subsets, the 30 tuples take 120)."""
+    n = 15
+    design = bws.bws_design(n, 4, 8, seed=1)
+    assert len(design) == 30
+    frame = pd.DataFrame(design + 1, columns=[f"Item{j + 1}" for j in range(4)])
+    frame.insert(0, "tuple_id", np.arange(30))
+    frame.to_csv(tmp_path / "round1.csv", index=False)
+    rng = np.random.default_rng(0)
+    rows = design[np.repeat(np.arange(20), 2)]  # tuples 0..19 judged twice each, 20..29 pending
+    b = rows[np.arange(len(rows)), rng.integers(0, 4, len(rows))]
+    w = np.where(rows[:, 0] != b, rows[:, 0], rows[:, 1])
+    lines = ["Item1,Item2,Item3,Item4,BestItem,WorstItem"] + [",".join(map(str, [*r + 1, x + 1, y + 1])) for r, x, y in zip(rows, b, w)]
+    (tmp_path / "j.csv").write_text("\n".join(lines) + "\n")
+    tuples, report = adaptive.plan_next_round(tmp_path / "j.csv", None, 20, seed=0, designs=[tmp_path / "round1.csv"])
+    assert report["first_tuple_id"] == 30 and report["pending_tuples"] == 10
+    assert "tuple ids up to 29" in report["tuple_ids_seen"] and "10 of their tuples not judged yet" in report["tuple_ids_seen"]
+    assert _max_shared(np.concatenate([design + 1, tuples]), len(design)) <= 2
+    assert report["max_shared_items_new_with_study"] <= 2
+    _, alone = adaptive.plan_next_round(tmp_path / "j.csv", None, 20, seed=0)
+    assert alone["first_tuple_id"] == 20 and "no design file given" in alone["tuple_ids_seen"]
+    other = tmp_path / "other.csv"
+    other.write_text("tuple_id,Item1,Item2,Item3,Item4\n0,1,2,3,99\n")
+    with pytest.raises(FsbError, match="99 is in a tuple but not in"):
+        adaptive.plan_next_round(tmp_path / "j.csv", _items(tmp_path, n), 4, designs=[other])
+
+
+def _items(folder: Path, n: int) -> Path:
+    path = folder / "items.txt"
+    path.write_text("\n".join(str(i) for i in range(1, n + 1)) + "\n")
+    return path
+
+
+def test_a_short_search_suggests_a_count_that_works() -> None:
+    """A4: 20 items, 245 tuples asked: the search finds 169, but asking for 169 found only 158 (and so on):
+    the refusal now suggests a count and says whether it was checked; the count it suggests is planned
+    (same seed) or, when only estimated, the message says so."""
+    design, best, worst, ti = _study(20)
+    with pytest.raises(FsbError) as e:
+        adaptive.plan_round(design, best, worst, ti, 20, 245, seed=0)
+    message = str(e.value)
+    assert message.startswith("this search found only") and "\n" not in message
+    checked = re.search(r"ask for at most (\d+) \(a search for \1 with this seed succeeds\)", message)
+    estimate = re.search(r"ask for about (\d+) \(80% of that, an estimate, not checked\)", message)
+    assert checked or estimate, message
+    count = int((checked or estimate).group(1))
+    codes, _ = adaptive.plan_round(design, best, worst, ti, 20, count, seed=0)
+    assert len(codes) == count and _max_shared(np.concatenate([design, codes]), len(design)) <= 2
+
+
+def test_a_huge_round_is_refused_at_once_and_a_long_one_shows_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A5: 3,000,000 tuples over 1,100 items passed the counting bound and ran for minutes with no output.
+    Beyond the planner's candidates (4 passes x 24 per item) it is now refused before any fit; a planned
+    round calls `progress` with counts that rise to the budget (every PROGRESS_SECONDS: 0 here)."""
+    design, best, worst, ti = _study(1100, appearances=2, per_tuple=1)
+    with pytest.raises(FsbError, match="more than the 105,600 candidates") as e:
+        adaptive.plan_round(design, best, worst, ti, 1100, 3_000_000)
+    assert "plan at most 105,600" in str(e.value) and "\n" not in str(e.value)
+    monkeypatch.setattr(adaptive, "PROGRESS_SECONDS", 0.0)
+    small, b, w, t = _study(40)
+    lines: list[str] = []
+    codes, _ = adaptive.plan_round(small, b, w, t, 40, 20, seed=0, progress=lines.append)
+    assert lines[-1] == "planning: 20 tuples chosen; balancing positions and checking the study's guarantees"
+    counts = [int(re.match(r"planning: (\d+) of 20 tuples chosen", line).group(1)) for line in lines[:-1]]
+    assert counts and counts == sorted(counts) and counts[-1] <= 20 and len(codes) == 20

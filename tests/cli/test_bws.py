@@ -71,6 +71,63 @@ def test_tuples_invalid_choices_are_the_shared_ones(capsys: pytest.CaptureFixtur
     assert "'refuse', 'count', 'drop'" in capsys.readouterr().err
 
 
+def test_tuples_next_round_ids_follow_the_design_files_not_the_judged_count(tmp_path: Path) -> None:
+    """A1 end to end: round 1's design has 48 tuples (ids 0..47), its judgments answer only the first 40: with
+    --design the new ids start at 48 (the judged count, 40, would reuse ids 40..47 of pending tuples); without,
+    a note on stderr says the ids of pending tuples are unknown. --design without --next-round: one line, exit 2."""
+    raw = make_raw(tmp_path / "raw", n=24, seed=3)
+    run_fsb("tuples", 24, "--seed", 3, "--out", tmp_path / "round1.csv")
+    lines = (raw[1]).read_text().splitlines()
+    judged = {tuple(sorted(line.split(",")[:4])) for line in lines[1:]}
+    design = read_design(tmp_path / "round1.csv")
+    assert len(design) == 48 and len(judged) == 48
+    keep = {tuple(sorted(map(str, r))) for r in design[[f"Item{j}" for j in range(1, 5)]].to_numpy()[:40].tolist()}
+    part = tmp_path / "part.csv"
+    part.write_text("\n".join([lines[0], *(line for line in lines[1:] if tuple(sorted(line.split(",")[:4])) in keep)]) + "\n")
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(str(i) for i in range(1, 25)) + "\n")
+    proc = run_fsb("tuples", items, "--next-round", part, "--design", tmp_path / "round1.csv", "--budget", 6, "--out", tmp_path / "n.csv")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["first_tuple_id"] == 48 and report["pending_tuples"] == 8
+    assert read_design(tmp_path / "n.csv")["tuple_id"].tolist() == list(range(48, 54))
+    proc = run_fsb("tuples", items, "--next-round", part, "--budget", 6, "--out", tmp_path / "m.csv")
+    assert json.loads(proc.stdout)["first_tuple_id"] == 40 and "no design file given (--design)" in proc.stderr
+    proc = run_fsb("tuples", 24, "--design", tmp_path / "round1.csv", "--out", tmp_path / "d.csv")
+    assert proc.returncode == 2 and "--design goes with --next-round" in proc.stderr
+
+
+@pytest.mark.parametrize("extra", [["--size", 3], ["--k", 4], ["--appearances", 4]])
+def test_tuples_next_round_refuses_size_and_appearances_rather_than_ignoring_them(tmp_path: Path, extra: list) -> None:
+    """A2: a 4-item study with --size 3 got 4-tuples, --k was dropped: now one line, exit 2, nothing written;
+    `fsb --help` and `fsb tuples --help` name --next-round and the study's size."""
+    raw = make_raw(tmp_path / "raw", n=16, seed=1)
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(str(i) for i in range(1, 17)) + "\n")
+    proc = run_fsb("tuples", items, "--next-round", raw[1], "--budget", 4, *extra, "--out", tmp_path / "n.csv")
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "does not go with --next-round" in proc.stderr and not (tmp_path / "n.csv").exists()
+    assert "--next-round" in run_fsb("--help").stdout
+    helps = " ".join(run_fsb("tuples", "--help").stdout.split())
+    assert "new tuples of the study's size" in helps and "new 4-tuples" not in helps
+
+
+def test_tuples_next_round_takes_items_as_a_number_as_the_help_says(tmp_path: Path) -> None:
+    """A3: ITEMS = 30 means items 1..30 (24 judged, 25..30 never judged, so planned first); it was refused
+    as "30: file not found". The round is the one the same items as a list give."""
+    raw = make_raw(tmp_path / "raw", n=24, seed=3)
+    items = tmp_path / "items.txt"
+    items.write_text("\n".join(str(i) for i in range(1, 31)) + "\n")
+    proc = run_fsb("tuples", 30, "--next-round", raw[1], "--budget", 8, "--seed", 2, "--out", tmp_path / "a.csv")
+    assert proc.returncode == 0, proc.stderr
+    assert run_fsb("tuples", items, "--next-round", raw[1], "--budget", 8, "--seed", 2, "--out", tmp_path / "b.csv").returncode == 0
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    planned = read_design(tmp_path / "a.csv")[[f"Item{j}" for j in range(1, 5)]].to_numpy().ravel().tolist()
+    assert {25, 26, 27, 28, 29, 30} <= set(planned)
+    proc = run_fsb("tuples", 20, "--next-round", raw[1], "--budget", 8, "--out", tmp_path / "c.csv")  # items 21..24 judged
+    assert proc.returncode == 2 and "is judged but not in 20" in proc.stderr
+
+
 def test_reliability_on_one_row_says_undefined_once_per_figure_without_nan(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One judgment row: no split has 2 items in both halves, so every figure is undefined; the text says so
     once per figure (split-half r, full-panel reliability, noise ceiling), never "nan" nor a square root of a

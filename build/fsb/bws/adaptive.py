@@ -1,6 +1,7 @@
 """Adaptive annotation rounds: plan the next round of best-worst tuples from the judgments so far
 (`plan_next_round`; `plan_round` on arrays, `choose_tuples` from any set of candidate tuples; the
-information and its bound: `fsb.bws.information`).
+information and its bound: `fsb.bws.information`). (size: under 500 lines: the planner, its budget checks,
+its report and its file reader read best together.)
 
 The rule: greedy Bayesian A-optimal design for the MaxDiff model (Marley and Louviere 2005; the logit of
 `fsb.bws.maxdiff`). With utilities u and a Gaussian approximation of their uncertainty (per-item variance
@@ -33,18 +34,12 @@ the same tuples are judged afresh: the design depends on the noise) and the per-
 cover too little; random tuples and wide partners tie the scale down (slope 1.17 with a quarter of random
 tuples and partners within 4 sd, 1.35 with neither, at the same Pearson in 3 seeds: bench_adaptive).
 
-What it can reach (`fsb.bws.information`, bench_adaptive's `bound`): a judgment carries at most t_max =
-17/12 of information (trace, level tuple); the paper's fixed tuples carry 0.63 t_max on the release's
-fitted scale and its design sits 1.19x above the Cauchy-Schwarz equality, so no rule, even one knowing the
-truth, reaches the fixed design's Pearson 0.95 in under 0.64x its judgments after the common start of 2
-tuples per item (0.53x with no start), and a rule knowing only the judgments in under about 0.67x: the
-issue's goal of 0.67 is out of reach at the release's noise. This rule measures 0.84x, its studies at 0.69
-of the bound's A-efficiency (fixed 0.56). Tried in 3 seeds, each within 6% of these judgments: partners
-within 2 or 1 sd, a tenth or no random tuples, rounds of N / 8, a first round of 1 tuple per item, J at
-the posterior mean (no draws), and candidates from sorted posterior draws (Thompson 1933). Tighter tuples
-raise the information per judgment but stretch the fit further, so Pearson hardly moves; the best (2 sd,
-a tenth random: 4% fewer) stretches the scale to slope 1.30 and costs the intervals, so it is not the
-default. With annotators 1.5x more consistent the bound is 0.44x and this rule 0.80x: room left there.
+What it can reach (`fsb.bws.information`, bench_adaptive's `bound`): a judgment carries at most 17/12 of
+information (trace, level tuple); two asymptotic approximations (not strict bounds: they compare summed
+asymptotic variances, tr I^+, with a finite-sample Pearson crossing) put a rule knowing the truth at about
+0.64x the fixed design's judgments to its Pearson 0.95 after a start of 2 tuples per item, and one knowing
+only the judgments at about 0.67x, at the release's noise. This rule measures 0.84x (docs/bws.md, Adaptive
+rounds, for the variants tried and the regimes where it gains more or less).
 
 The estimates planned on: a MaxDiff fit with an empirical-Bayes prior (ridge 1 / s^2, s^2 the spread of
 the utilities less their mean squared standard error), so every item has a finite utility and variance
@@ -61,6 +56,8 @@ pairs met once, position balance over the whole study (reported per item).
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable, Sequence
 from itertools import combinations
 from math import comb
 from pathlib import Path
@@ -82,6 +79,8 @@ PER_ITEM = 24  # candidate tuples built around each item
 REACH = 4.0  # partners are drawn within this many standard deviations of an item's utility
 DRAWS = 8  # utility draws averaged in a tuple's expected information
 MAX_CANDIDATES = 400_000  # candidates per pass at most (their information is (C, k, k) float64: 26 MB)
+PASSES = 4  # candidate passes of a search, each reaching twice as far as the one before
+PROGRESS_SECONDS = 10.0  # a progress line at most this often while a round is planned
 SPINE = 0.25  # share of a round given to uniformly random tuples, which hold the scale (see the module docstring)
 
 
@@ -131,7 +130,15 @@ def candidate_tuples(
 
 
 def choose_tuples(
-    candidates, u, v, budget: int, m: float, used: set[tuple[int, ...]], rounds: int = 16, info: NDArray[np.float64] | None = None
+    candidates,
+    u,
+    v,
+    budget: int,
+    m: float,
+    used: set[tuple[int, ...]],
+    rounds: int = 16,
+    info: NDArray[np.float64] | None = None,
+    on_batch: Callable[[int], None] | None = None,
 ) -> tuple[list[list[int]], NDArray[np.float64]]:
     """Up to `budget` of the candidate tuples (item codes), greedily by the variance drop, skipping any that
     holds a 3-subset in `used` (updated in place). Returns the tuples and the variances after them (v
@@ -140,7 +147,8 @@ def choose_tuples(
     Greedy in batches: every gain is computed (one batched 4x4 inverse per candidate, J(S) once: u is
     fixed within a round), the best tuples sharing no item are taken (about budget / `rounds` of them),
     the variances of their items updated, and the gains recomputed. Tuples of one batch share no item,
-    so each gain in it is exact; the one-at-a-time greedy differs only in ties broken by the batch."""
+    so each gain in it is exact; the one-at-a-time greedy differs only in ties broken by the batch. on_batch:
+    called with the count chosen after each batch (progress)."""
     cand = np.asarray(candidates, dtype=np.int64)
     v = np.array(v, dtype=np.float64)
     if info is None:
@@ -170,6 +178,8 @@ def choose_tuples(
             took += 1
         if not took:
             break
+        if on_batch is not None:
+            on_batch(len(chosen))
     return chosen, v
 
 
@@ -200,66 +210,127 @@ def plan_round(
     reach: float = REACH,
     draws: int = DRAWS,
     spine: float = SPINE,
+    pending: NDArray[np.integer] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[NDArray[np.int64], dict[str, Any]]:
     """The next round on arrays: `budget` new tuples (item codes, shape (budget, k), position-balanced) for a
     study whose distinct tuples are `design` and whose judgment j chose best[j], worst[j] in
     design[tuple_index[j]]. m: judgments each new tuple will get (default: the mean so far); reach and
-    draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples. Seeded.
+    draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples; pending:
+    the study's tuples not judged yet (item codes), held to the same at-most-2-shared-items rule; progress:
+    called with a line every PROGRESS_SECONDS of a long search (the CLI prints them on stderr). Seeded.
 
     Raises FsbError (one line) for a budget that cannot be met. Returns the tuples and a report."""
     design = np.asarray(design, dtype=np.int64)
     if design.ndim != 2 or len(best) == 0:
         raise FsbError("no judgments yet: plan the first round with `fsb tuples`, then adapt from its judgments")
     k = design.shape[1]
-    problem = _budget_problem(design, n_items, budget, k)
+    held = design if pending is None or not len(pending) else np.concatenate([design, np.sort(np.asarray(pending, dtype=np.int64), axis=1)])
+    problem = _budget_problem(held, n_items, budget, k)
     if problem:
         raise FsbError(problem)
-    used = {s for row in design.tolist() for s in _subsets(row)}
+    used = {s for row in held.tolist() for s in _subsets(row)}
     existing_subsets = len(used)
     per_tuple = np.bincount(np.asarray(tuple_index, dtype=np.int64), minlength=len(design))
     if m is None:
         m = float(per_tuple[per_tuple > 0].mean()) if per_tuple.any() else 1.0
-    rng = np.random.default_rng(seed)
     u, v, bound, s2 = item_uncertainty(design, best, worst, tuple_index, n_items)
+    search = dict(u=u, v=v, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed, progress=progress)
+    began = time.monotonic()
+    chosen, n_spine, n_random = _search(budget, set(used), **search)
+    if len(chosen) < budget:
+        raise FsbError(_shortfall(budget, len(chosen), used, search))
+    if progress is not None and time.monotonic() - began >= PROGRESS_SECONDS:  # the checks below take as long again
+        progress(f"planning: {budget:,} tuples chosen; balancing positions and checking the study's guarantees")
+    codes = balance_positions(np.array(chosen, dtype=np.int64), n_items, seed=seed)
+    report = _report(design, codes, n_items, bound, score_bounds(design, best, worst, tuple_index, n_items), s2, m, n_random)
+    report["study_3subsets_before"] = existing_subsets
+    report["spine_tuples"] = n_spine
+    report["pending_tuples"] = len(held) - len(design)
+    if len(held) > len(design):  # the pending tuples are part of the study the guarantee is checked on
+        from fsb.bws.designs import design_report
+
+        whole = np.concatenate([held, np.sort(codes, axis=1)])
+        report["max_shared_items_study"] = int(design_report(whole, n_items)["max_shared_items"])
+        report["max_shared_items_new_with_study"] = _max_shared_new(held, codes)
+    return codes, report
+
+
+def _search(
+    budget: int, used: set[tuple[int, ...]], *, u, v, k: int, m: float, reach: float, draws: int, spine: float, seed: int, progress
+):
+    """(tuples, spine tuples, random fill) of one seeded search for `budget` tuples: the random spine, then up
+    to PASSES passes of candidates (each reaching twice as far), then random tuples; `used` is updated in
+    place. progress: None or called with a line every PROGRESS_SECONDS while the search runs."""
+    n_items = u.size
+    rng = np.random.default_rng(seed)
     n_spine = round(spine * budget)
     chosen = _random_fill(n_items, k, n_spine, used, rng, tries=50 * max(n_spine, 1)) if n_spine else []
+    start = last = time.monotonic()
+
+    def tick(done: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if progress is not None and now - last >= PROGRESS_SECONDS:
+            last = now
+            progress(f"planning: {len(chosen) + done:,} of {budget:,} tuples chosen, pass {passes + 1} of {PASSES} ({now - start:.0f} s)")
+
     passes = 0
-    while len(chosen) < budget and passes < 4:
-        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=max(2, min(PER_ITEM, MAX_CANDIDATES // n_items)))
+    while len(chosen) < budget and passes < PASSES:
+        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=_per_item(n_items))
         info = expected_information(u[cand], v[cand], rng, draws)
-        more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info)
+        more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info, on_batch=tick)
         chosen += more
         passes += 1
     n_random = budget - len(chosen)
     if n_random:
         chosen += _random_fill(n_items, k, n_random, used, rng, tries=50 * n_random)
-    if len(chosen) < budget:
-        raise FsbError(
-            f"only {len(chosen)} of {budget} new {k}-tuples over {n_items} items could be found that share at most 2 items "
-            "with every tuple of the study; ask for fewer tuples or add items"
-        )
-    codes = balance_positions(np.array(chosen, dtype=np.int64), n_items, seed=seed)
-    report = _report(design, codes, n_items, bound, score_bounds(design, best, worst, tuple_index, n_items), s2, m, n_random)
-    report["study_3subsets_before"] = existing_subsets
-    report["spine_tuples"] = n_spine
-    return codes, report
+    return chosen, n_spine, n_random
+
+
+def _shortfall(budget: int, found: int, used: set[tuple[int, ...]], search: dict[str, Any]) -> str:
+    """The one-line refusal of a search that came short, with a count that works: a second search (same seed)
+    for the count found either meets it (then that count is checked for this seed) or finds fewer still (near
+    the limit each search leaves more 3-subsets unusable), and then about 80% of its count is suggested, as
+    an estimate. Searches find fewer than the counting bound allows: 20 items, 245 asked, 169 found, 158 at 169."""
+    k, n_items = search["k"], search["u"].size
+    head = f"this search found only {found} of {budget} new {k}-tuples over {n_items} items sharing at most 2 items with the study's"
+    again = len(_search(found, set(used), **search)[0]) if found else 0
+    if found and again == found:
+        return f"{head}; ask for at most {found} (a search for {found} with this seed succeeds), or add items"
+    suggest = max(1, int(0.8 * again))
+    return f"{head}, and {again} when asked for {found}; ask for about {suggest} (80% of that, an estimate, not checked), or add items"
+
+
+def _per_item(n_items: int) -> int:
+    """Candidate tuples built around each item in one pass."""
+    return max(2, min(PER_ITEM, MAX_CANDIDATES // n_items))
 
 
 def _budget_problem(design: NDArray[np.int64], n_items: int, budget: int, k: int) -> str | None:
-    """Why `budget` new k-tuples cannot be planned, or None (a counting bound: each new tuple needs C(k, 3)
-    3-item subsets no tuple of the study holds yet)."""
+    """Why `budget` new k-tuples cannot be planned, or None. Two bounds: the round cannot be larger than the
+    candidates the planner builds (PASSES x `_per_item` per item: beyond them it would only draw random
+    tuples, slowly; 3,000,000 tuples over 1,100 items ran for minutes), and a counting bound: each new tuple
+    needs C(k, 3) 3-item subsets no tuple of the study holds yet."""
     if budget < 1:
         return f"--budget must be at least 1 new tuple, got {budget}"
     if k < 3:
         return f"adaptive rounds need tuples of at least 3 items (the study's have {k})"
     if n_items < k + 1:
         return f"{n_items} items are too few for new {k}-tuples (at least {k + 1})"
+    pool = PASSES * _per_item(n_items) * n_items
+    if budget > pool:
+        return (
+            f"a round of {budget:,} tuples is more than the {pool:,} candidates the planner builds over {n_items} items "
+            f"({PASSES} passes of {_per_item(n_items)} per item): plan at most {pool:,}, have them judged, then plan the next round"
+        )
     taken = len({s for row in design.tolist() for s in _subsets(row)})
     free = comb(n_items, 3) - taken
     if budget * comb(k, 3) > free:
         return (
             f"{budget} new {k}-tuples need {budget * comb(k, 3)} 3-item subsets that no tuple of the study holds, but {n_items} items "
-            f"have only {free} left: some tuple would share 3 items with another; ask for at most {free // comb(k, 3)}"
+            f"have only {free} left: some tuple would share 3 items with another; ask for at most {free // comb(k, 3)} (a counting "
+            "bound: a search may find fewer)"
         )
     return None
 
@@ -324,13 +395,24 @@ def _max_shared_new(design, codes) -> int:
 
 
 def plan_next_round(
-    judgments: str | os.PathLike[str], items: str | os.PathLike[str] | None, budget: int, seed: int = 0, *, invalid: str = "refuse"
+    judgments: str | os.PathLike[str],
+    items: str | os.PathLike[str] | None,
+    budget: int,
+    seed: int = 0,
+    *,
+    invalid: str = "refuse",
+    designs: Sequence[str | os.PathLike[str]] = (),
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[NDArray[Any], dict[str, Any]]:
     """The next round for a study: `budget` new tuples (item labels, shape (budget, k), in the order to show)
-    from the judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator]) and the study's items (an item
-    list or generations file; None: the items of the judgments). Items of `items` never judged are planned
-    first. The report adds first_tuple_id (the number of distinct tuples judged so far). Seeded."""
+    from the judgments file (Item1..ItemK,BestItem,WorstItem[,Annotator]), the study's items (a number N for
+    items 1..N, an item list or generations file; None: the items of the judgments and designs) and its design files (`fsb tuples`
+    output: tuple_id,Item1..ItemK; their tuples not judged yet are pending). Items never judged are planned
+    first; pending tuples are held to the at-most-2-shared-items rule. The report adds first_tuple_id: one
+    past the largest tuple id the designs use, and at least the number of distinct tuples judged (a
+    judgments file carries no tuple ids), and tuple_ids_seen, saying which. Seeded."""
     from fsb.bws.coded import encode
+    from fsb.bws.tuples import read_design
     from fsb.core.readers import InputError
     from fsb.tables.items import read_items
     from fsb.tables.judgments import read_annotations
@@ -338,15 +420,42 @@ def plan_next_round(
     if invalid == "count":
         raise InputError(judgments, "adaptive rounds cannot take --invalid count (the MaxDiff fit has no such rows); use drop or refuse")
     ann = read_annotations(Path(judgments), invalid=invalid)  # type: ignore[arg-type]
-    labels = ann.labels
+    k = ann.item_codes.shape[1]
+    read = [(Path(d), read_design(d)) for d in designs]
+    for path, frame in read:
+        if frame.shape[1] - 1 != k:
+            raise InputError(path, f"its tuples have {frame.shape[1] - 1} items, the judgments of {judgments} {k}")
+    integer = ann.labels.dtype.kind in "iu"
+    design_labels = [frame.drop(columns="tuple_id").to_numpy() for _, frame in read]
+    for (path, _), lab in zip(read, design_labels):
+        if len(lab) and (lab.dtype.kind in "iu") != integer:
+            raise InputError(path, f"its item ids and the labels of {judgments} must both be integers or both be strings")
+    labels = np.unique(np.concatenate([ann.labels, *(lab.ravel() for lab in design_labels)])) if design_labels else ann.labels
     if items is not None:
-        ids = read_items(items).ids
-        if (ids.dtype.kind in "iu") != (labels.dtype.kind in "iu"):
+        text = str(items)
+        ids = np.arange(1, int(text) + 1) if text.isascii() and text.isdigit() else read_items(items).ids  # N: items 1..N, as fsb tuples
+        if not ids.size:
+            raise InputError(items, "a study needs at least 1 item, got 0")
+        if (ids.dtype.kind in "iu") != integer:
             raise InputError(items, f"the item ids and the labels of {judgments} must both be integers or both be strings")
-        unknown = np.setdiff1d(labels, ids)
-        if unknown.size:
-            raise InputError(judgments, f"item {unknown.tolist()[0]!r} is judged but not in {items}")
+        sources = [(judgments, ann.labels, "judged"), *((path, lab.ravel(), "in a tuple") for (path, _), lab in zip(read, design_labels))]
+        for source, have, how in sources:
+            unknown = np.setdiff1d(have, ids)
+            if unknown.size:
+                raise InputError(source, f"item {unknown.tolist()[0]!r} is {how} but not in {items}")
         labels = np.unique(ids)
     coded = encode(ann, labels=labels)
-    codes, report = plan_round(coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, budget, seed)
-    return coded.labels[codes], {**report, "first_tuple_id": len(coded.design), "seed": seed}
+    judged = {tuple(r) for r in np.sort(coded.design, axis=1).tolist()}
+    pending = [r for lab in design_labels for r in np.sort(np.searchsorted(labels, lab), axis=1).tolist() if tuple(r) not in judged]
+    pending_codes = np.unique(np.array(pending, dtype=np.int64).reshape(-1, k), axis=0)
+    top = max((int(frame["tuple_id"].max()) for _, frame in read if len(frame)), default=-1)
+    first = max(top + 1, len(coded.design))
+    seen = f"{len(coded.design)} distinct tuples judged in {judgments} (a judgments file carries no tuple ids)"
+    if read:
+        seen += f"; tuple ids up to {top} in {', '.join(str(p) for p, _ in read)} ({len(pending_codes)} of their tuples not judged yet)"
+    else:
+        seen += "; no design file given (--design): ids of tuples not judged yet are unknown, and may collide"
+    codes, report = plan_round(
+        coded.design, coded.best, coded.worst, coded.tuple_index, coded.n_items, budget, seed, pending=pending_codes, progress=progress
+    )
+    return coded.labels[codes], {**report, "first_tuple_id": first, "tuple_ids_seen": seen, "seed": seed}

@@ -9,7 +9,12 @@ Louviere 2005) with utilities u_S carries the Fisher information
 choice b). J 1 = 0 (only differences are identified), and tr J is largest when the utilities are equal:
 t_max = (1 - 1/k) + (1 - 1/(k - 1)), 17/12 for k = 4.
 
-The bound (`judgment_bound`). n judgments with information matrix I = sum_j J(S_j) (N items; on the
+The approximations (`judgment_bound`, `knowable_bound`): asymptotic, not strict bounds. They compare summed
+asymptotic variances (tr I^+, what the maximum-likelihood utilities approach with many judgments per item),
+while a benchmark measures where a finite study's Pearson crosses a target: at that crossing the actual
+summed error is larger (a review of bench_adaptive measured a mean squared error of 0.36-0.41 there, where
+tr I^+ / N gives 0.27-0.28), so a rule may land on either side of them. Read them as where the information runs out, not as
+a guarantee. n judgments with information matrix I = sum_j J(S_j) (N items; on the
 N - 1 dimensional space of centred utilities, eigenvalues l_1..l_{N-1}) give the maximum-likelihood
 utilities a summed asymptotic variance tr I^+ = sum 1/l_i >= (N - 1)^2 / sum l_i = (N - 1)^2 / tr I
 (Cauchy-Schwarz; equality iff all l_i are equal), and tr I = sum_j tr J(S_j) <= n t_max. A fixed design of
@@ -17,15 +22,16 @@ n_f judgments whose tuples carry t_f = mean tr J on average sits at tr I^+ = eta
 eta >= 1 its distance from equality (`design_efficiency`; about 1.1 for the paper's balanced design on
 the release's scale). Any design that matches its summed variance therefore needs tr I >= n_f t_f / eta;
 after a common start of n_s judgments of the fixed design (information n_s t_f) the rest need at least
-(n_f t_f / eta - n_s t_f) / t_max judgments, whatever rule chooses them, even one that knows the truth:
+(n_f t_f / eta - n_s t_f) / t_max judgments asymptotically, whatever rule chooses them, even one that knows
+the truth:
 
     adaptive / fixed >= (n_s + (n_f t_f / eta - n_s t_f) / t_max) / n_f     (-> t_f / (eta t_max), n_s = 0).
 
 A rule that knows only the judgments does worse: a tuple whose items' utilities are known to within a
 posterior sd sigma has true utilities m + sigma z at best (equal means), hence expected information at
 most t_B(sigma) = E tr J(sigma z) < t_max (`bayes_information`); `knowable_bound` integrates that along the
-study (the summed information so far sets sigma^2 = (N - 1) / tr I, every item taken as equally known: an
-approximation, not a strict bound). Summed error variance is what Pearson with the truth falls with
+study (the summed information so far and the prior set the posterior variance sigma^2 = 1 / (tr I / (N - 1)
++ 1 / prior_var), every item taken as equally known: an approximation). Summed error variance is what Pearson with the truth falls with
 (r^2 ~ var u / (var u + mean error variance)), so these bound the judgments to a Pearson target too.
 References: Chaloner and Verdinelli 1995 (Bayesian A-optimal design), Kessels, Goos and Vandebroek 2006
 (choice designs), Chaloner and Larntz 1989 (design averaged over a prior).
@@ -127,8 +133,9 @@ def bayes_information(sigma: float, k: int = 4, draws: int = 20_000, seed: int =
 
 
 def judgment_bound(n_fixed: float, n_start: float, t_fixed: float, t_max: float, eta: float = 1.0) -> float:
-    """Lower bound on adaptive / fixed judgments to the fixed design's summed variance at n_fixed judgments,
-    both sharing the first n_start (the formula of the module docstring; eta = 1 gives a looser bound)."""
+    """Asymptotic approximation (not a strict bound: see the module docstring) of the least adaptive / fixed
+    judgments to the fixed design's summed variance at n_fixed judgments, both sharing the first n_start (the
+    formula of the module docstring; eta = 1 gives a lower figure)."""
     need = max(0.0, n_fixed * t_fixed / eta - n_start * t_fixed)
     return (n_start + need / t_max) / n_fixed
 

@@ -243,8 +243,13 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file",
     )
     t.add_argument("--out", type=path_arg, required=True, help="CSV with tuple_id,Item1..ItemK")
-    t.add_argument("--size", type=pos_int, default=4, help="items per tuple (default 4)")
-    t.add_argument("--appearances", "--k", type=pos_int, default=8, help="tuples per (new) item (default 8, giving 2N 4-tuples)")
+    t.add_argument("--size", type=pos_int, help="items per tuple (default 4; not with --next-round: the study's size)")
+    t.add_argument(
+        "--appearances",
+        "--k",
+        type=pos_int,
+        help="tuples per (new) item (default 8, giving 2N 4-tuples; not with --next-round: see --budget)",
+    )
     t.add_argument("--seed", type=seed, default=0)
     t.add_argument(
         "--extend",
@@ -257,10 +262,19 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         "--next-round",
         type=input_file,
         metavar="JUDGMENTS",
-        help="plan the next round of a study from its judgments so far (ITEMS: the study's item list or generations file): "
-        "--budget new 4-tuples where the MaxDiff scores are least certain (fsb.bws.adaptive)",
+        help="plan the next round of a study from its judgments so far (ITEMS: the study's items, a number N, an item list "
+        "or generations file): --budget new tuples of the study's size where the MaxDiff scores are least certain (fsb.bws.adaptive)",
     )
     t.add_argument("--budget", type=pos_int, help="with --next-round: how many new tuples to plan")
+    t.add_argument(
+        "--design",
+        type=input_file,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --next-round (repeatable): the study's design files so far; their tuples not judged yet keep the "
+        "at-most-2-shared-items rule and new tuple ids start after their largest",
+    )
     add_invalid(t)  # with --extend or --next-round: the quality-control rows of the judgments, as in fsb score
     add_force(t)
 
@@ -268,7 +282,8 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
 @commands.add(
     "tuples",
     arguments=_tuples_arguments,
-    help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items (--extend: new items tied to a study)",
+    help="make a best-worst design: each item in k tuples, no two tuples sharing more than 2 items (--extend: new items tied to a "
+    "study; --next-round: the next round where the scores are least certain)",
 )
 def _tuples(args: argparse.Namespace) -> int:
     from fsb.bws import tuples
@@ -276,9 +291,19 @@ def _tuples(args: argparse.Namespace) -> int:
 
     if (args.budget is None) != (args.next_round is None):
         raise FsbError("--next-round and --budget go together: --next-round JUDGMENTS --budget N plans N new tuples")
+    if args.design and not args.next_round:
+        raise FsbError("--design goes with --next-round: the study's design files so far")
     if args.next_round and args.extend:
         raise FsbError("--next-round and --extend are two ways to add tuples: give one")
-    output_file(args.out, DESIGN_HEADER, tuples.DESIGN_KIND, force=args.force, inputs=[args.items, args.extend, args.next_round])
+    if args.next_round and (args.size is not None or args.appearances is not None):
+        given = "--size" if args.size is not None else "--appearances/--k"
+        raise FsbError(
+            f"{given} does not go with --next-round: the tuple size comes from the judgments, the number of tuples from --budget"
+        )
+    size = 4 if args.size is None else args.size
+    appearances = 8 if args.appearances is None else args.appearances
+    inputs = [args.items, args.extend, args.next_round, *args.design]
+    output_file(args.out, DESIGN_HEADER, tuples.DESIGN_KIND, force=args.force, inputs=inputs)
     if args.next_round:
         return _next_round(args)
     if args.extend:
@@ -288,7 +313,7 @@ def _tuples(args: argparse.Namespace) -> int:
             items=args.items,
             existing=args.extend,
             out=args.out,
-            k=args.appearances,
+            k=appearances,
             seed=args.seed,
             force=args.force,
             invalid=args.invalid,
@@ -297,25 +322,32 @@ def _tuples(args: argparse.Namespace) -> int:
             print(result["existing_irregular"], file=sys.stderr)
         print_json(result)
         return 0
-    design = tuples.make_tuples(
-        items=args.items, out=args.out, tuple_size=args.size, appearances=args.appearances, seed=args.seed, force=args.force
-    )
+    design = tuples.make_tuples(items=args.items, out=args.out, tuple_size=size, appearances=appearances, seed=args.seed, force=args.force)
     print_json(design)
     return 0
 
 
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _next_round(args: argparse.Namespace) -> int:
-    """`fsb tuples ITEMS --next-round JUDGMENTS --budget N`: the planned tuples as a design file (tuple ids go on
-    from the study's count of distinct tuples), readable by `fsb annotate export` as any design is."""
+    """`fsb tuples ITEMS --next-round JUDGMENTS --budget N [--design FILE ...]`: the planned tuples as a design file
+    (tuple ids start after the largest of the design files, and after the count of distinct tuples judged), readable
+    by `fsb annotate export` as any design is."""
     import pandas as pd
 
     from fsb.bws.adaptive import plan_next_round
     from fsb.bws.tuples import DESIGN_KIND
     from fsb.core.seals import recorded_write
 
-    planned, report = plan_next_round(args.next_round, args.items, args.budget, seed=args.seed, invalid=args.invalid)
+    planned, report = plan_next_round(
+        args.next_round, args.items, args.budget, seed=args.seed, invalid=args.invalid, designs=args.design, progress=_progress
+    )
     frame = pd.DataFrame(planned, columns=[f"Item{j + 1}" for j in range(planned.shape[1])])
     frame.insert(0, "tuple_id", range(report["first_tuple_id"], report["first_tuple_id"] + len(frame)))
     recorded_write(args.out, frame.to_csv(index=False, lineterminator="\n"), force=args.force, kind=DESIGN_KIND)
+    if not args.design:
+        print(f"note: {report['tuple_ids_seen']}", file=sys.stderr)
     print_json({**report, "out": str(args.out)})
     return 0
