@@ -116,7 +116,7 @@ def test_only_the_default_job_writes_a_page_under_its_results(monkeypatch: pytes
         mainjob.planned_page(default_job=True, record=True)
     assert mainjob.planned_page(default_job=True, record=True, force=True) is not None
     (tmp_path / "README.md").write_text("# no marker\n", encoding="utf-8")
-    with pytest.raises(InputError, match="README.md.*fsb-main-job-total"):
+    with pytest.raises(InputError, match=r"README\.md.*fsb-main-job-total"):
         mainjob.planned_page(default_job=True, record=True, force=True)
 
 
@@ -145,7 +145,7 @@ def _fake_job(monkeypatch: pytest.MonkeyPatch, root: Path, *extra: str) -> int:
 
     monkeypatch.setattr(reference, "placed_split_half", lambda *a, **k: [])
     monkeypatch.setattr(analysis, "read_sentences", lambda *a: None)
-    words = {"unigrams": dict.fromkeys(mainjob.spec.BIN_NAMES, [])}
+    words = {"unigrams": {b: [] for b in mainjob.spec.BIN_NAMES}}
     monkeypatch.setattr(analysis, "write_analysis", lambda *a: {"histogram": {"counts": [1]}, "distinctive": words})
     monkeypatch.setattr(analysis, "marking_line", lambda b, w: b)
     monkeypatch.setattr(runner, "check_main_job_files", lambda *a, **k: None)

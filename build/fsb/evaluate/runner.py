@@ -245,6 +245,7 @@ def run_eval(
 MAIN_JOB_SAMPLE = 10
 MAIN_JOB_TUPLES = 16
 MAIN_JOB_BATCH = 8
+MAIN_JOB_PROGRESS = 30.0  # seconds between the clock's progress lines (lm-eval's own bars are hidden in the main job)
 MAIN_JOB_TASKS = ("fsb", "fsb_ll", "fsb_bws_ll")
 MAIN_JOB_BASELINES = ("mean", "lexicon", "probe")
 REPORT_KIND = "the report of `fsb main`"
@@ -309,11 +310,12 @@ def main_job_bws_sample(*, tuples: int, per_bin: int | None) -> str:
 
 def smollm2_lm(model_dir: Path) -> Any:
     """SmolLM2 as the main job runs it: lm-eval's `hf` backend on the CPU, float32, batches of `MAIN_JOB_BATCH`,
-    loaded once for all its tasks, with a clock that prints each task's plan and estimate (`TimedHFLM`)."""
+    loaded once for all its tasks, with a clock that prints each task's plan, estimate and progress (`TimedHFLM`),
+    lm-eval's own bars hidden: their ETA, taken after the first (longest) batch, overstated several-fold."""
     from fsb.evaluate.forward_passes import Clock, TimedHFLM
 
-    clock = Clock(echo=lambda line: print(line, flush=True))
-    return TimedHFLM(pretrained=str(model_dir), dtype="float32", batch_size=MAIN_JOB_BATCH, device="cpu", clock=clock)
+    clock = Clock(echo=lambda line: print(line, flush=True), every=MAIN_JOB_PROGRESS)
+    return TimedHFLM(pretrained=str(model_dir), dtype="float32", batch_size=MAIN_JOB_BATCH, device="cpu", clock=clock, bars=False)
 
 
 def _load() -> float | None:
