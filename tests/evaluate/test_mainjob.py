@@ -140,7 +140,7 @@ def test_main_job_eval_prints_each_plan_and_estimate_within_its_task(
 
     monkeypatch.setattr(models, "smollm2_model", lambda: tmp_path / "model")
     monkeypatch.setattr(runner, "run_eval", fake_run)
-    monkeypatch.setattr(runner, "_main_job_baselines", lambda *a, **k: [])
+    monkeypatch.setattr(runner, "main_job_baselines", lambda *a, **k: [])
     monkeypatch.setattr(results, "load_runs", lambda paths: [])
     monkeypatch.setattr(report, "render_runs", lambda runs, **kw: "THE REPORT")
     record: list[dict] = []
@@ -169,7 +169,7 @@ def test_the_baselines_step_says_what_it_runs_not_a_fixed_time(
     monkeypatch.setattr(baselines, "probe_model_dir", lambda: tmp_path)
     monkeypatch.setattr(baselines, "run_baselines", lambda dataset, names, out, force=False: [])
     timings: dict[str, float] = {}
-    assert runner._main_job_baselines(tmp_path / "ds", tmp_path / "b", timings) == []
+    assert runner.main_job_baselines(tmp_path / "ds", tmp_path / "b", timings) == []
     out = capsys.readouterr().out
     assert "about" not in out and " s with the probe" not in out, out
     assert "-- baselines on all the scored sentences: mean (" in out and "probe (all-MiniLM-L6-v2 embeds every sentence" in out
@@ -183,8 +183,24 @@ def test_the_chat_template_warning_is_said_once_a_process() -> None:
 
     from fsb.evaluate import runner
 
-    runner._SAID_ONCE.discard("chat template")
-    record = logging.LogRecord("lm_eval.evaluator", logging.WARNING, __file__, 1, "x appears ... chat template is not applied.", None, None)
-    kept = [runner._QuietNoise().filter(record) for _ in range(3)]
-    other = logging.LogRecord("lm_eval.evaluator", logging.WARNING, __file__, 1, "another warning", None, None)
-    assert kept == [True, False, False] and runner._QuietNoise().filter(other)
+    runner.WARNED_ONCE.discard("chat template")
+    said: list[str] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    logger = logging.getLogger("lm_eval.evaluator")
+    catch = Catch(logging.WARNING)
+    logger.addHandler(catch)
+    try:
+        for _ in range(3):  # once per run_eval, each in its own quiet_lm_eval
+            with runner.quiet_lm_eval():
+                logger.warning("pretrained=x appears to be an instruct or chat variant but chat template is not applied.")
+                logger.warning("another warning")
+    finally:
+        logger.removeHandler(catch)
+    assert [m for m in said if "chat template" in m] == [
+        "pretrained=x appears to be an instruct or chat variant but chat template is not applied."
+    ]
+    assert said.count("another warning") == 3, "other warnings pass each time"

