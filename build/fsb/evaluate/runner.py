@@ -258,7 +258,8 @@ def run_eval(
     return results
 
 
-# The main job's samples, sized for `make main` in about 5 minutes on a quiet 2-core machine (docs/figures/main-job.md):
+# The main job's samples, sized for its model tasks to take about 5 minutes on a quiet 2-core machine (their CPU time
+# over 2 cores; the whole job, under load, longer: docs/figures/main-job.md):
 # SmolLM2 reads a ~400-token forward row in about 1 s there; per sentence `fsb` runs 5 generation rows and `fsb_ll` 10
 # forward rows (2 per prompt, harness/README.md), per tuple `fsb_bws_ll` 4 (2 rotations x Most/Least).
 MAIN_JOB_SAMPLE = 10
