@@ -188,3 +188,49 @@ def test_the_clock_estimates_after_the_first_call_from_the_rows_left(monkeypatch
     clock.timed(8, 8.0)
     assert clock.estimate == pytest.approx(20.0 + 8.0 * 4200 / 4000), "per token: the first batch's rows are the longest"
     assert said[-1].startswith("fsb_bws_ll: the first 8 rows (4000 tokens with padding) took 8.0 s (1.00 s a row): estimate 28 s")
+
+
+def test_the_clock_says_its_progress_at_most_every_so_often(monkeypatch: pytest.MonkeyPatch) -> None:
+    """J2: with lm-eval's bars hidden the clock prints progress lines (rows run of planned, time so far), not before
+    the estimate, and no more often than `every` seconds."""
+    now = [0.0]
+    monkeypatch.setattr(forward_passes.time, "monotonic", lambda: now[0])
+    said: list[str] = []
+    clock = Clock(echo=said.append, every=30.0)
+    clock.start("fsb_ll")
+    clock.planned(Plan("loglikelihood", 330, (8, 8, 8, 6)))
+    now[0] = 10.0
+    clock.timed(8, 10.0)
+    now[0] = 20.0
+    clock.timed(8, 10.0)
+    assert len(said) == 2, "plan and estimate, no progress within 30 s of the estimate"
+    now[0] = 40.0
+    clock.timed(8, 10.0)
+    assert said[-1] == "fsb_ll: 24 of 30 rows run, 40 s so far (estimate 38 s)"
+    assert Clock(echo=said.append).every is None, "no progress lines unless asked"
+
+
+def test_the_main_job_hides_lm_evals_bars(monkeypatch: pytest.MonkeyPatch) -> None:
+    """J2: lm-eval's tqdm bar showed its ETA after the longest-first first batch (5:48:44 for a 5-minute task) and
+    fsb's estimate was glued after its carriage return. The main job's model passes disable_tqdm=True to lm-eval;
+    fails before (no `bars` option: lm-eval's bars were shown)."""
+    from lm_eval.models.huggingface import HFLM
+
+    from fsb.evaluate import runner
+
+    seen: list[tuple[str, bool]] = []
+    monkeypatch.setattr(HFLM, "__init__", lambda self, *a, **k: None)
+    monkeypatch.setattr(
+        HFLM, "_loglikelihood_tokens", lambda self, reqs, disable_tqdm=False, override_bs=None: seen.append(("ll", disable_tqdm))
+    )
+    monkeypatch.setattr(HFLM, "generate_until", lambda self, reqs, disable_tqdm=False: seen.append(("gen", disable_tqdm)))
+    monkeypatch.setattr(HFLM, "batch_size", 8, raising=False)
+    lm = runner.smollm2_lm(Path("/nowhere"))
+    lm.backend, lm.logits_cache = "causal", True
+    lm._loglikelihood_tokens([])
+    lm.generate_until([])
+    assert seen == [("ll", True), ("gen", True)] and lm.clock.every == runner.MAIN_JOB_PROGRESS
+    shown = TimedHFLM(clock=Clock())
+    shown.backend, shown.logits_cache = "causal", True
+    shown._loglikelihood_tokens([])
+    assert seen[-1] == ("ll", False), "elsewhere (the benchmark, tests) lm-eval's bars stay"

@@ -140,7 +140,7 @@ def test_main_job_eval_prints_each_plan_and_estimate_within_its_task(
 
     monkeypatch.setattr(models, "smollm2_model", lambda: tmp_path / "model")
     monkeypatch.setattr(runner, "run_eval", fake_run)
-    monkeypatch.setattr(runner, "_main_job_baselines", lambda *a, **k: [])
+    monkeypatch.setattr(runner, "main_job_baselines", lambda *a, **k: [])
     monkeypatch.setattr(results, "load_runs", lambda paths: [])
     monkeypatch.setattr(report, "render_runs", lambda runs, **kw: "THE REPORT")
     record: list[dict] = []
@@ -157,3 +157,50 @@ def test_main_job_eval_prints_each_plan_and_estimate_within_its_task(
     assert "Best-worst (" not in out, "no second best-worst sentence"
     assert (tmp_path / "results" / "report.txt").read_text() == "THE REPORT\n"
     assert set(json.loads((tmp_path / "results" / "timings.json").read_text())) == {"fsb", "fsb_ll", "fsb_bws_ll"}
+
+
+def test_the_baselines_step_says_what_it_runs_not_a_fixed_time(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """J3: the baselines step printed a fixed "about 20 s" and took 69 s under load; now it names what it runs (the
+    probe's embedding is the slow part) and prints the time it took. Fails before (the fixed number)."""
+    from fsb.evaluate import baselines, runner
+
+    monkeypatch.setattr(baselines, "probe_model_dir", lambda: tmp_path)
+    monkeypatch.setattr(baselines, "run_baselines", lambda dataset, names, out, force=False: [])
+    timings: dict[str, float] = {}
+    assert runner.main_job_baselines(tmp_path / "ds", tmp_path / "b", timings) == []
+    out = capsys.readouterr().out
+    assert "about" not in out and " s with the probe" not in out, out
+    assert "-- baselines on all the scored sentences: mean (" in out and "probe (all-MiniLM-L6-v2 embeds every sentence" in out
+    assert f"baselines took {timings['baselines']:.0f} s" in out
+
+
+def test_the_chat_template_warning_is_said_once_a_process() -> None:
+    """J8: lm-eval warns "chat template is not applied" once per run_eval, 3 times in the main job: now once.
+    Fails before (every record passed)."""
+    import logging
+
+    from fsb.evaluate import runner
+
+    runner.WARNED_ONCE.discard("chat template")
+    said: list[str] = []
+
+    class Catch(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    logger = logging.getLogger("lm_eval.evaluator")
+    catch = Catch(logging.WARNING)
+    logger.addHandler(catch)
+    try:
+        for _ in range(3):  # once per run_eval, each in its own quiet_lm_eval
+            with runner.quiet_lm_eval():
+                logger.warning("pretrained=x appears to be an instruct or chat variant but chat template is not applied.")
+                logger.warning("another warning")
+    finally:
+        logger.removeHandler(catch)
+    assert [m for m in said if "chat template" in m] == [
+        "pretrained=x appears to be an instruct or chat variant but chat template is not applied."
+    ]
+    assert said.count("another warning") == 3, "other warnings pass each time"

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.util
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from fsb.core.errors import FsbError
 from fsb.core.readers import InputError
 from fsb.evaluate import mainjob
 from fsb.evaluate.mainjob import MAIN_JOB_MARK, Machine, Step, page_text, write_page
@@ -47,7 +49,8 @@ def test_the_page_says_when_on_what_and_how_long() -> None:
     marked = [ln for ln in text.splitlines() if ln.startswith(MAIN_JOB_MARK)]
     assert marked == [
         f"{MAIN_JOB_MARK} **Total time of `make main`:** 82 min on 2026-12-01 (2 cores, load 3.50 at the start; CPU time, the "
-        "load and each task's estimate beside it in docs/figures/main-job.md)."
+        "load and each task's estimate beside it in docs/figures/main-job.md). The first run adds its setup: installing .venv "
+        "(about 3 min with a warm pip cache) and converting SmolLM2 once (about 1 min)."
     ]
     assert mainjob.marked_line(text) == marked[0].removeprefix(MAIN_JOB_MARK).strip()
     readme = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
@@ -97,27 +100,105 @@ def test_written_as_fsbs_own_file_a_hand_edit_is_refused_unless_force(tmp_path: 
         mainjob.check_page(mine)
 
 
-def test_only_the_default_job_from_a_checkout_writes_a_page(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert mainjob.planned_page(default_job=False) is None, "--skip-eval, --sample, --per-bin: no page"
+def test_only_the_default_job_writes_a_page_under_its_results(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert mainjob.planned_page(default_job=False, results=tmp_path) is None, "--skip-eval, --sample, --per-bin: no page"
+    assert mainjob.planned_page(default_job=True, results=tmp_path / "r") == tmp_path / "r" / "main-job.md", "by default: RESULTS"
     monkeypatch.setattr(mainjob.resources, "repo_root", lambda: None)
-    assert mainjob.planned_page(default_job=True) is None, "never inside an installed package"
+    with pytest.raises(FsbError, match="source checkout"):
+        mainjob.planned_page(default_job=True, record=True)
     monkeypatch.setattr(mainjob.resources, "repo_root", lambda: tmp_path)
-    assert mainjob.planned_page(default_job=True) == tmp_path / "docs" / "figures" / "main-job.md"
+    (tmp_path / "README.md").write_text("# x\n<!-- fsb-main-job-total: quotes -->\nold line\n", encoding="utf-8")
+    with pytest.raises(FsbError, match="default job only"):
+        mainjob.planned_page(default_job=False, record=True)
+    assert mainjob.planned_page(default_job=True, record=True) == tmp_path / "docs" / "figures" / "main-job.md"
     (tmp_path / "docs" / "figures").mkdir(parents=True)
     (tmp_path / "docs" / "figures" / "main-job.md").write_text("hand written\n", encoding="utf-8")
     with pytest.raises(InputError):
-        mainjob.planned_page(default_job=True)
-    assert mainjob.planned_page(default_job=True, force=True) is not None
+        mainjob.planned_page(default_job=True, record=True)
+    assert mainjob.planned_page(default_job=True, record=True, force=True) is not None
+    (tmp_path / "README.md").write_text("# no marker\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"README\.md.*fsb-main-job-total"):
+        mainjob.planned_page(default_job=True, record=True, force=True)
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+def _fake_job(monkeypatch: pytest.MonkeyPatch, root: Path, *extra: str) -> int:
+    """`fsb main` in a git checkout at `root` (a copy of README.md and the page), with every step faked but the
+    page's planning and writing: the build, load, analyses and evaluation are stubs."""
+    import types
+
+    from fsb.cli.app import main
+    from fsb.evaluate import runner
+
+    monkeypatch.setattr(mainjob.resources, "repo_root", lambda: root)
+    monkeypatch.chdir(root)
+    built = types.SimpleNamespace(out=root / "ds", stats={"fingerprint": "0" * 64, "shr": {}, "release": {"is_release": True}})
+    built.stats["bins"] = {"counts": dict.fromkeys(mainjob.spec.BIN_NAMES, 1)}
+    monkeypatch.setattr(mainjob, "release_dir", lambda raw: root)
+    monkeypatch.setattr(mainjob, "build_dataset", lambda *a: built)
+    rows = types.SimpleNamespace(num_rows=1, features=["text"])
+    monkeypatch.setattr(mainjob.spec, "load", lambda *a, **k: {mainjob.spec.SPLIT: rows})
+    import fsb.analyse.analysis as analysis
+    import fsb.data.reference as reference
+
+    monkeypatch.setattr(reference, "placed_split_half", lambda *a, **k: [])
+    monkeypatch.setattr(analysis, "read_sentences", lambda *a: None)
+    words = {"unigrams": {b: [] for b in mainjob.spec.BIN_NAMES}}
+    monkeypatch.setattr(analysis, "write_analysis", lambda *a: {"histogram": {"counts": [1]}, "distinctive": words})
+    monkeypatch.setattr(analysis, "marking_line", lambda b, w: b)
+    monkeypatch.setattr(runner, "check_main_job_files", lambda *a, **k: None)
+    monkeypatch.setattr(runner, "main_job_eval", lambda *a, **k: 0)
+    return main(["main", "--results", str(root / "results"), *extra])
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """A git checkout holding this repository's README.md, .gitignore and docs/figures/main-job.md, all committed."""
+    root = tmp_path / "clone"
+    (root / "docs" / "figures").mkdir(parents=True)
+    for rel in ("README.md", ".gitignore", "docs/figures/main-job.md"):
+        (root / rel).write_bytes((ROOT / rel).read_bytes())
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "clone")
+    return root
+
+
+def test_a_default_fsb_main_changes_no_tracked_file(monkeypatch: pytest.MonkeyPatch, checkout: Path) -> None:
+    """J1: `make main` left docs/figures/main-job.md rewritten (and the README's quote stale, failing `make test`).
+    Now the default job writes RESULTS/main-job.md (gitignored) and `git status` stays clean. Failed before: the
+    page was written to docs/figures/main-job.md."""
+    assert _fake_job(monkeypatch, checkout) == 0
+    assert _git(checkout, "status", "--porcelain") == "", "no tracked file changed, no untracked file shown"
+    page = (checkout / "results" / "main-job.md").read_text(encoding="utf-8")
+    assert page.startswith("# The main job, measured\n") and page.count(MAIN_JOB_MARK) == 1
+
+
+def test_fsb_main_record_writes_the_page_and_the_readme_line_together(monkeypatch: pytest.MonkeyPatch, checkout: Path) -> None:
+    """J1: `fsb main --record` (maintainers) writes docs/figures/main-job.md and README.md's marked line, which then
+    agree; the README changes at that one line only."""
+    before = (checkout / "README.md").read_text(encoding="utf-8").splitlines()
+    assert _fake_job(monkeypatch, checkout, "--record") == 0
+    changed = _git(checkout, "status", "--porcelain").split()
+    assert sorted(changed[1::2]) == ["README.md", "docs/figures/main-job.md"]
+    page = (checkout / "docs" / "figures" / "main-job.md").read_text(encoding="utf-8")
+    after = (checkout / "README.md").read_text(encoding="utf-8").splitlines()
+    (at,) = [i for i, ln in enumerate(after) if ln.startswith("<!-- fsb-main-job-total")]
+    assert after[at + 1] == mainjob.marked_line(page) != before[at + 1]
+    assert [ln for i, ln in enumerate(after) if i != at + 1] == [ln for i, ln in enumerate(before) if i != at + 1]
+    assert not (checkout / "results" / "main-job.md").exists()
 
 
 def test_fsb_main_refuses_a_hand_edited_page_before_any_work(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`fsb main` from a checkout whose page was edited by hand: one line, exit 2, before anything is built."""
+    """`fsb main` whose results page was edited by hand: one line, exit 2, before anything is built."""
     from fsb.cli.app import main
 
-    monkeypatch.setattr(mainjob.resources, "repo_root", lambda: tmp_path)
-    page = tmp_path / "docs" / "figures" / "main-job.md"
+    page = tmp_path / "results" / "main-job.md"
     page.parent.mkdir(parents=True)
     page.write_text("# my own figures\n", encoding="utf-8")
     code = main(["main", "--out", str(tmp_path / "ds"), "--results", str(tmp_path / "results")])

