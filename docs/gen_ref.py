@@ -54,7 +54,7 @@ PLACEHOLDERS = {
     ),
     "figures/main-job.md": (
         "# The main job, measured\n\n"
-        "This page is written by `fsb main` (`make main`): the date, the machine (cores, load), each step's\n"
+        "This page is written by `fsb main --record`: the date, the machine (cores, load), each step's\n"
         "time and the total. The README quotes the line below.\n\n"
         f"{MAIN_JOB_MARK} **Total time of `make main`:** not yet recorded in this checkout; "
         "`fsb main` prints its expected time before each evaluation.\n"

@@ -4,7 +4,7 @@ paper's analyses, evaluate the default model on a simple random sample, and prin
 
 Its time estimates come from what lm-eval runs on this machine, now: before each task's first batch the model
 wrapper (`fsb.evaluate.forward_passes.TimedHFLM`) prints lm-eval's own plan of forward rows (its grouping,
-batching and length sorting), and after that batch an estimate timed per row on it. Nothing runs twice.
+batching and length sorting), and after that batch an estimate timed per token on it. Nothing runs twice.
 
 The measured-figures page: when and on what machine `make main` ran (cores, load
 average at the start and the end, Python and torch versions), each step's wall and CPU time with the load at its
@@ -67,7 +67,7 @@ RESULTS_PAGE = "main-job.md"  # the default job's page, in its results folder
 README_KIND = "README.md (its line after the `<!-- fsb-main-job-total` comment, written by `fsb main --record`)"
 PLACEHOLDER = (
     "# The main job, measured\n\n"
-    "This page is written by `fsb main` (`make main`): the date, the machine (cores, load), each step's\n"
+    "This page is written by `fsb main --record`: the date, the machine (cores, load), each step's\n"
     "time and the total. The README quotes the line below.\n\n"
     f"{MAIN_JOB_MARK} **Total time of `make main`:** not yet recorded in this checkout; "
     "`fsb main` prints its expected time before each evaluation.\n"
