@@ -105,7 +105,7 @@ def test_main_job_runs_each_task_on_its_own_sample_and_times_it(
 
     monkeypatch.setattr(models, "smollm2_model", lambda: tmp_path / "model")
     monkeypatch.setattr(runner, "run_eval", fake_run)
-    monkeypatch.setattr(runner, "_main_job_baselines", lambda *a, **k: [])
+    monkeypatch.setattr(runner, "main_job_baselines", lambda *a, **k: [])
     monkeypatch.setattr(results, "load_runs", lambda paths: [])
     monkeypatch.setattr(report, "render_runs", lambda runs, **kw: "R")
     assert runner.main_job_eval(tmp_path / "ds", tmp_path / "results", model=lambda d: lm, **kwargs) == 0
