@@ -240,3 +240,30 @@ def test_a_huge_round_is_refused_at_once_and_a_long_one_shows_progress(monkeypat
     assert lines[-1] == "planning: 20 tuples chosen; balancing positions and checking the study's guarantees"
     counts = [int(re.match(r"planning: (\d+) of 20 tuples chosen", line).group(1)) for line in lines[:-1]]
     assert counts and counts == sorted(counts) and counts[-1] <= 20 and len(codes) == 20
+
+
+def test_the_full_covariance_bridges_two_groups_tied_by_one_tuple() -> None:
+    """Two groups of 20 items, each well judged within itself, tied by a single tuple, all utilities level:
+    every item's own variance is about the same, so the variances-alone gain cannot tell a tuple inside a
+    group from one across them; the difference between the groups is barely known, and the full-covariance
+    gain (what plan_round uses up to FULL_ITEMS items) more than triples for the tuple across them."""
+    half = bws.bws_design(20, 4, 8, seed=0)
+    design = np.concatenate([half, half + 20, [[0, 1, 20, 21]]])
+    ti = np.repeat(np.arange(len(design)), 3)
+    u = np.zeros(40)
+    cov = adaptive.study_covariance(design, ti, u, np.zeros(40, bool), 1.0, 40)
+    cand = np.array([[2, 3, 4, 5], [2, 3, 22, 23]])  # inside group A; across the groups
+    j = information.tuple_information(u[cand])
+    full = information.covariance_gain(cov, cov @ (cov - cov.mean(axis=0, keepdims=True)), cand, j, 3.0)
+    alone = information.variance_drop(np.diag(cov)[cand], j, 3.0)[0]
+    assert full[1] > 3 * full[0] and abs(alone[1] - alone[0]) < 0.01 * alone[0]
+    chosen, v = adaptive.choose_tuples(cand, u, np.diag(cov), 1, 3.0, set(), info=j, cov=cov.copy())
+    assert chosen == [[2, 3, 22, 23]] and (v <= np.diag(cov) + 1e-12).all() and (v[[2, 3, 22, 23]] < np.diag(cov)[[2, 3, 22, 23]]).all()
+
+
+def test_plan_round_says_which_criterion_it_used() -> None:
+    design, best, worst, ti = _study(40)
+    _, full = adaptive.plan_round(design, best, worst, ti, 40, 10, seed=0)
+    _, alone = adaptive.plan_round(design, best, worst, ti, 40, 10, seed=0, full_items=39)
+    assert full["criterion"].startswith("summed centred posterior variance")
+    assert alone["criterion"] == "summed variance of each tuple's items (over 39 items)"

@@ -68,11 +68,20 @@ from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
 from fsb.bws.bounds import score_bounds
-from fsb.bws.information import expected_information, tuple_information, variance_drop
+from fsb.bws.information import covariance_gain, covariance_update, expected_information, information_matrix, tuple_information, variance_drop
 from fsb.bws.tuples import balance_positions, position_report
 from fsb.core.errors import FsbError
 
-__all__ = ["choose_tuples", "item_uncertainty", "plan_next_round", "plan_round", "score_bounds", "tuple_information", "variance_drop"]
+__all__ = [
+    "choose_tuples",
+    "item_uncertainty",
+    "plan_next_round",
+    "plan_round",
+    "score_bounds",
+    "study_covariance",
+    "tuple_information",
+    "variance_drop",
+]
 
 WINDOW = 8  # neighbours on each side of an item on the current scale that its candidate tuples draw from
 PER_ITEM = 24  # candidate tuples built around each item
@@ -81,7 +90,9 @@ DRAWS = 8  # utility draws averaged in a tuple's expected information
 MAX_CANDIDATES = 400_000  # candidates per pass at most (their information is (C, k, k) float64: 26 MB)
 PASSES = 4  # candidate passes of a search, each reaching twice as far as the one before
 PROGRESS_SECONDS = 10.0  # a progress line at most this often while a round is planned
-SPINE = 0.25  # share of a round given to uniformly random tuples, which hold the scale (see the module docstring)
+SPINE = 0.25  # share of a round given to uniformly random tuples on variances alone (N > FULL_ITEMS), which holds the scale
+FULL_ITEMS = 4000  # up to this many items the rule works on the full posterior covariance (N x N); beyond it, on variances alone
+RANDOM_CANDIDATES = 20  # uniformly random candidate tuples per item in each pass (the full-covariance rule weighs them too)
 
 
 def item_uncertainty(
@@ -99,6 +110,20 @@ def item_uncertainty(
     v = np.minimum(fit.se**2, s2)
     v[bound] = s2
     return fit.utility, v, bound, s2
+
+
+def study_covariance(design, tuple_index, u, bound, s2: float, n_items: int) -> NDArray[np.float64]:
+    """The planning posterior covariance (N x N): (I + I_0 / s^2)^-1 with I the Fisher information of the study's
+    judgments at the planning utilities u (`information_matrix`). A bound item keeps only the prior (its row and
+    column of I dropped), so its variance is s^2, the most any item has, as in `item_uncertainty`."""
+    design = np.asarray(design, dtype=np.int64)
+    per_tuple = np.bincount(np.asarray(tuple_index, dtype=np.int64), minlength=len(design))
+    precision = information_matrix(u, design, per_tuple)
+    out = np.flatnonzero(bound)
+    precision[out, :] = 0.0
+    precision[:, out] = 0.0
+    precision[np.diag_indices(n_items)] += 1.0 / s2
+    return np.linalg.inv(precision)
 
 
 def _subsets(row, r: int = 3) -> list[tuple[int, ...]]:
@@ -139,16 +164,22 @@ def choose_tuples(
     rounds: int = 16,
     info: NDArray[np.float64] | None = None,
     on_batch: Callable[[int], None] | None = None,
+    cov: NDArray[np.float64] | None = None,
 ) -> tuple[list[list[int]], NDArray[np.float64]]:
     """Up to `budget` of the candidate tuples (item codes), greedily by the variance drop, skipping any that
     holds a 3-subset in `used` (updated in place). Returns the tuples and the variances after them (v
     updated as if each chosen tuple were judged m times).
 
+    cov: the posterior covariance (`study_covariance`, updated in place): the drop is then that of the summed
+    centred variance over all items (`covariance_gain`), and each chosen tuple updates the whole matrix; None:
+    the drop of its own items' variances alone (`variance_drop`, v the diagonal).
+
     Greedy in batches: every gain is computed (one batched 4x4 inverse per candidate, J(S) once: u is
     fixed within a round), the best tuples sharing no item are taken (about budget / `rounds` of them),
-    the variances of their items updated, and the gains recomputed. Tuples of one batch share no item,
-    so each gain in it is exact; the one-at-a-time greedy differs only in ties broken by the batch. on_batch:
-    called with the count chosen after each batch (progress)."""
+    the variances updated, and the gains recomputed (a gain only falls as variances fall). With v alone,
+    tuples of one batch share no item, so each gain in it is exact; with cov they may still share
+    covariance, and a batch's later gains are slightly optimistic. on_batch: called with the count chosen
+    after each batch (progress)."""
     cand = np.asarray(candidates, dtype=np.int64)
     v = np.array(v, dtype=np.float64)
     if info is None:
@@ -158,7 +189,10 @@ def choose_tuples(
     chosen: list[list[int]] = []
     while len(chosen) < budget and alive.any():
         idx = np.flatnonzero(alive)
-        gain, new_v = variance_drop(v[cand[idx]], info[idx], m)
+        if cov is None:
+            gain, new_v = variance_drop(v[cand[idx]], info[idx], m)
+        else:
+            gain = covariance_gain(cov, cov @ (cov - cov.mean(axis=0, keepdims=True)), cand[idx], info[idx], m)
         taken: set[int] = set()
         took = 0
         for j in np.argsort(-gain, kind="stable").tolist():
@@ -174,12 +208,17 @@ def choose_tuples(
             chosen.append(row)
             used.update(triples)
             taken.update(row)
-            v[cand[idx[j]]] = new_v[j]
+            if cov is None:
+                v[cand[idx[j]]] = new_v[j]
+            else:
+                covariance_update(cov, cand[idx[j]], info[idx[j]], m)
             took += 1
         if not took:
             break
         if on_batch is not None:
             on_batch(len(chosen))
+    if cov is not None:
+        v = np.diag(cov).copy()
     return chosen, v
 
 
@@ -209,14 +248,17 @@ def plan_round(
     m: float | None = None,
     reach: float = REACH,
     draws: int = DRAWS,
-    spine: float = SPINE,
+    spine: float | None = None,
+    full_items: int = FULL_ITEMS,
     pending: NDArray[np.integer] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[NDArray[np.int64], dict[str, Any]]:
     """The next round on arrays: `budget` new tuples (item codes, shape (budget, k), position-balanced) for a
     study whose distinct tuples are `design` and whose judgment j chose best[j], worst[j] in
     design[tuple_index[j]]. m: judgments each new tuple will get (default: the mean so far); reach and
-    draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples; pending:
+    draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples (None: 0 on the
+    full covariance, SPINE on variances alone); full_items: the
+    most items planned on the full covariance (beyond: variances alone); pending:
     the study's tuples not judged yet (item codes), held to the same at-most-2-shared-items rule; progress:
     called with a line every PROGRESS_SECONDS of a long search (the CLI prints them on stderr). Seeded.
 
@@ -235,7 +277,10 @@ def plan_round(
     if m is None:
         m = float(per_tuple[per_tuple > 0].mean()) if per_tuple.any() else 1.0
     u, v, bound, s2 = item_uncertainty(design, best, worst, tuple_index, n_items)
-    search = dict(u=u, v=v, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed, progress=progress)
+    cov = study_covariance(design, tuple_index, u, bound, s2, n_items) if n_items <= full_items else None
+    if spine is None:  # the full covariance weighs random candidates itself; variances alone need the spine to hold the scale
+        spine = 0.0 if cov is not None else SPINE
+    search = dict(u=u, v=v, cov=cov, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed, progress=progress)
     began = time.monotonic()
     chosen, n_spine, n_random = _search(budget, set(used), **search)
     if len(chosen) < budget:
@@ -246,6 +291,9 @@ def plan_round(
     report = _report(design, codes, n_items, bound, score_bounds(design, best, worst, tuple_index, n_items), s2, m, n_random)
     report["study_3subsets_before"] = existing_subsets
     report["spine_tuples"] = n_spine
+    report["criterion"] = (
+        "summed centred posterior variance, full covariance" if cov is not None else f"summed variance of each tuple's items (over {full_items:,} items)"
+    )
     report["pending_tuples"] = len(held) - len(design)
     if len(held) > len(design):  # the pending tuples are part of the study the guarantee is checked on
         from fsb.bws.designs import design_report
@@ -257,15 +305,23 @@ def plan_round(
 
 
 def _search(
-    budget: int, used: set[tuple[int, ...]], *, u, v, k: int, m: float, reach: float, draws: int, spine: float, seed: int, progress
+    budget: int, used: set[tuple[int, ...]], *, u, v, cov, k: int, m: float, reach: float, draws: int, spine: float, seed: int, progress
 ):
     """(tuples, spine tuples, random fill) of one seeded search for `budget` tuples: the random spine, then up
-    to PASSES passes of candidates (each reaching twice as far), then random tuples; `used` is updated in
-    place. progress: None or called with a line every PROGRESS_SECONDS while the search runs."""
+    to PASSES passes of candidates (each reaching twice as far; with the full covariance, uniformly random
+    candidates too), then random tuples; `used` is updated in place. cov: None (variances alone) or the
+    posterior covariance, copied. progress: None or called with a line every PROGRESS_SECONDS while the search runs."""
     n_items = u.size
     rng = np.random.default_rng(seed)
     n_spine = round(spine * budget)
     chosen = _random_fill(n_items, k, n_spine, used, rng, tries=50 * max(n_spine, 1)) if n_spine else []
+    if cov is not None:
+        cov = cov.copy()
+        if chosen:  # the spine's tuples inform the covariance the rest is chosen on
+            spine_rows = np.array(chosen, dtype=np.int64)
+            for row, info in zip(spine_rows, expected_information(u[spine_rows], v[spine_rows], rng, draws)):
+                covariance_update(cov, row, info, m)
+            v = np.diag(cov).copy()
     start = last = time.monotonic()
 
     def tick(done: int) -> None:
@@ -277,15 +333,27 @@ def _search(
 
     passes = 0
     while len(chosen) < budget and passes < PASSES:
-        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=_per_item(n_items))
+        per_item = _per_item(n_items)
+        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=per_item)
+        if cov is not None:  # the covariance tells when a long-range tuple is worth more than a level one
+            wide = candidate_tuples(u, v, k, rng, reach=reach * 2 ** (passes + 1), per_item=per_item)
+            spread = _random_rows(n_items, k, RANDOM_CANDIDATES * n_items, rng)
+            cand = np.unique(np.concatenate([cand, wide, spread]), axis=0)
         info = expected_information(u[cand], v[cand], rng, draws)
-        more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info, on_batch=tick)
+        more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info, on_batch=tick, cov=cov)
         chosen += more
         passes += 1
     n_random = budget - len(chosen)
     if n_random:
         chosen += _random_fill(n_items, k, n_random, used, rng, tries=50 * n_random)
     return chosen, n_spine, n_random
+
+
+def _random_rows(n: int, k: int, count: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """`count` uniformly random k-tuples of distinct items out of n (sorted rows)."""
+    rows = rng.integers(0, n, size=(count, k))
+    rows.sort(axis=1)
+    return rows[(rows[:, 1:] != rows[:, :-1]).all(axis=1)]
 
 
 def _shortfall(budget: int, found: int, used: set[tuple[int, ...]], search: dict[str, Any]) -> str:
