@@ -172,7 +172,18 @@ def oracle_round(study: Study, size: int, seed: int) -> np.ndarray:
     cov = adaptive.study_covariance(d, ti, study.u, bound, s2, n)
     m = float(np.bincount(ti).mean())
     chosen, _, _ = adaptive._search(
-        size, set(study.used), u=study.u, v=v, cov=cov, k=d.shape[1], m=m, reach=adaptive.REACH, draws=0, spine=0.0, seed=seed, progress=None
+        size,
+        set(study.used),
+        u=study.u,
+        v=v,
+        cov=cov,
+        k=d.shape[1],
+        m=m,
+        reach=adaptive.REACH,
+        draws=0,
+        spine=0.0,
+        seed=seed,
+        progress=None,
     )
     return np.array(chosen, dtype=np.int64)
 
@@ -365,7 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noise", type=float, default=1.0, help="divide the fitted utility scale by this (2: noisier annotators)")
     ap.add_argument("--reach", type=float, default=None, help="the rule's reach (default adaptive.REACH)")
     ap.add_argument("--draws", type=int, default=None, help="the rule's utility draws (default adaptive.DRAWS)")
-    ap.add_argument("--spine", type=float, default=None, help="the rule's random share (default: 0 on the full covariance, adaptive.SPINE beyond)")
+    ap.add_argument(
+        "--spine", type=float, default=None, help="the rule's random share (default: 0 on the full covariance, adaptive.SPINE beyond)"
+    )
     ap.add_argument("--no-coverage", dest="coverage", action="store_false")
     ap.add_argument("--judgments", type=Path, default=RELEASE, help="replay pool (Item1..Item4,BestItem,WorstItem[,Annotator])")
     ap.add_argument("--replay-seeds", type=int, default=5)

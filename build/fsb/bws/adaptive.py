@@ -68,7 +68,14 @@ from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
 from fsb.bws.bounds import score_bounds
-from fsb.bws.information import covariance_gain, covariance_update, expected_information, information_matrix, tuple_information, variance_drop
+from fsb.bws.information import (
+    covariance_gain,
+    covariance_update,
+    expected_information,
+    information_matrix,
+    tuple_information,
+    variance_drop,
+)
 from fsb.bws.tuples import balance_positions, position_report
 from fsb.core.errors import FsbError
 
@@ -292,7 +299,9 @@ def plan_round(
     report["study_3subsets_before"] = existing_subsets
     report["spine_tuples"] = n_spine
     report["criterion"] = (
-        "summed centred posterior variance, full covariance" if cov is not None else f"summed variance of each tuple's items (over {full_items:,} items)"
+        "summed centred posterior variance, full covariance"
+        if cov is not None
+        else f"summed variance of each tuple's items (over {full_items:,} items)"
     )
     report["pending_tuples"] = len(held) - len(design)
     if len(held) > len(design):  # the pending tuples are part of the study the guarantee is checked on

@@ -108,7 +108,9 @@ def mean_information(u: NDArray[np.float64], design: NDArray[np.integer]) -> flo
     return float(np.trace(info, axis1=1, axis2=2).mean())
 
 
-def information_matrix(u: NDArray[np.float64], design: NDArray[np.integer], per_tuple: NDArray[np.floating] | float = 1.0) -> NDArray[np.float64]:
+def information_matrix(
+    u: NDArray[np.float64], design: NDArray[np.integer], per_tuple: NDArray[np.floating] | float = 1.0
+) -> NDArray[np.float64]:
     """I = sum_t m_t J(S_t) (N x N, dense): the Fisher information of `design` (item codes) judged per_tuple
     times a tuple at utilities u; I 1 = 0 (only differences are identified)."""
     u = np.asarray(u, dtype=np.float64)
