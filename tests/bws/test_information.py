@@ -132,9 +132,16 @@ def test_covariance_gain_and_update_match_a_dense_posterior() -> None:
         embed[np.ix_(rows[t], rows[t])] = 2.5 * j[t]
         post = np.linalg.inv(np.linalg.inv(cov) + embed)
         assert np.isclose(gain[t], np.trace(centre @ cov @ centre) - np.trace(centre @ post @ centre))
-        updated = cov.copy()
-        info.covariance_update(updated, rows[t], j[t], 2.5)
-        assert np.allclose(updated, post)
+        updated, centred_sq = cov.copy(), cov @ centre @ cov
+        info.covariance_update(updated, rows[t], j[t], 2.5, centred_sq)
+        assert np.allclose(updated, post) and np.allclose(centred_sq, post @ centre @ post)
+    both, both_sq = cov.copy(), cov @ centre @ cov  # the two tuples (no shared item) in one update: as one after the other
+    info.covariance_update(both, rows, j, 2.5, both_sq)
+    embed = np.zeros((n, n))
+    for t in range(2):
+        embed[np.ix_(rows[t], rows[t])] += 2.5 * j[t]
+    post = np.linalg.inv(np.linalg.inv(cov) + embed)
+    assert np.allclose(both, post) and np.allclose(both_sq, post @ centre @ post)
     assert (gain > 0).all()
 
 

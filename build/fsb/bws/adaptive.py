@@ -194,13 +194,15 @@ def choose_tuples(
     alive = np.ones(len(cand), dtype=bool)
     batch = max(1, min(-(-budget // rounds), u.size // (2 * cand.shape[1]) if len(cand) else 1))
     chosen: list[list[int]] = []
+    centred_sq = cov @ (cov - cov.mean(axis=0, keepdims=True)) if cov is not None else None  # Sigma C Sigma, kept up to date
     while len(chosen) < budget and alive.any():
         idx = np.flatnonzero(alive)
         if cov is None:
             gain, new_v = variance_drop(v[cand[idx]], info[idx], m)
         else:
-            gain = covariance_gain(cov, cov @ (cov - cov.mean(axis=0, keepdims=True)), cand[idx], info[idx], m)
+            gain = covariance_gain(cov, centred_sq, cand[idx], info[idx], m)
         taken: set[int] = set()
+        batch_rows: list[int] = []
         took = 0
         for j in np.argsort(-gain, kind="stable").tolist():
             if took >= batch or len(chosen) >= budget:
@@ -218,10 +220,13 @@ def choose_tuples(
             if cov is None:
                 v[cand[idx[j]]] = new_v[j]
             else:
-                covariance_update(cov, cand[idx[j]], info[idx[j]], m)
+                batch_rows.append(idx[j])
             took += 1
         if not took:
             break
+        if cov is not None:  # the batch's tuples share no item: one joint update, equal to updating them in turn
+            covariance_update(cov, cand[batch_rows], info[batch_rows], m, centred_sq)
+            batch_rows.clear()
         if on_batch is not None:
             on_batch(len(chosen))
     if cov is not None:
@@ -329,7 +334,7 @@ def _search(
         if chosen:  # the spine's tuples inform the covariance the rest is chosen on
             spine_rows = np.array(chosen, dtype=np.int64)
             for row, info in zip(spine_rows, expected_information(u[spine_rows], v[spine_rows], rng, draws)):
-                covariance_update(cov, row, info, m)
+                covariance_update(cov, row[None], info[None], m)
             v = np.diag(cov).copy()
     start = last = time.monotonic()
 

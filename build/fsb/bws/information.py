@@ -138,12 +138,28 @@ def covariance_gain(
     return np.einsum("cij,cji->c", m_mat, centred_sq[cand[:, :, None], cand[:, None, :]])
 
 
-def covariance_update(cov: NDArray[np.float64], row: NDArray[np.integer], info: NDArray[np.float64], m: float) -> None:
-    """Sigma <- (Sigma^-1 + m E_S J E_S')^-1 in place (Woodbury: a rank-k update, O(N^2 k)), for tuple `row` judged
-    m times with per-judgment information info (k, k)."""
-    side = cov[:, row]
-    mj = m * info
-    cov -= side @ np.linalg.solve(np.eye(len(row)) + mj @ cov[np.ix_(row, row)], mj) @ side.T
+def covariance_update(
+    cov: NDArray[np.float64], rows: NDArray[np.integer], info: NDArray[np.float64], m: float, centred_sq: NDArray[np.float64] | None = None
+) -> None:
+    """Sigma <- (Sigma^-1 + m sum_t E_t J_t E_t')^-1 in place for tuples `rows` (b, k) sharing no item, each judged m
+    times with per-judgment information info (b, k, k): one Woodbury update over their items B (Sigma - W U',
+    U = Sigma_.B, W = U (I + m J_B Sigma_BB)^-1 m J_B with J_B block diagonal: O(N^2 bk), the same matrix as b
+    updates in turn). centred_sq, if given, becomes Sigma' C Sigma' in place too: G - W G_B. - G_.B W' + W (U' C U) W'
+    (G = Sigma C Sigma, symmetric), so a round never recomputes it (O(N^3))."""
+    rows = np.atleast_2d(np.asarray(rows))
+    info = np.asarray(info).reshape(len(rows), rows.shape[1], rows.shape[1])
+    items = rows.ravel()
+    k = rows.shape[1]
+    mj = np.zeros((items.size, items.size))
+    for t in range(len(rows)):
+        mj[t * k : (t + 1) * k, t * k : (t + 1) * k] = m * info[t]
+    side = cov[:, items]
+    w = side @ np.linalg.solve(np.eye(items.size) + mj @ cov[np.ix_(items, items)], mj)
+    if centred_sq is not None:
+        g_side = centred_sq[:, items]
+        core = side.T @ (side - side.mean(axis=0))
+        centred_sq -= np.concatenate([w, g_side, -(w @ core)], axis=1) @ np.concatenate([g_side, w, w], axis=1).T
+    cov -= w @ side.T
 
 
 def design_efficiency(u: NDArray[np.float64], design: NDArray[np.integer], per_tuple: NDArray[np.floating] | float = 1.0) -> float:
