@@ -1,51 +1,53 @@
 """Adaptive annotation rounds: plan the next round of best-worst tuples from the judgments so far
 (`plan_next_round`; `plan_round` on arrays, `choose_tuples` from any set of candidate tuples; the
-information and its bound: `fsb.bws.information`). (size: under 500 lines: the planner, its budget checks,
+information and its bound: `fsb.bws.information`). (size: under 550 lines: the planner, its budget checks,
 its report and its file reader read best together.)
 
 The rule: greedy Bayesian A-optimal design for the MaxDiff model (Marley and Louviere 2005; the logit of
-`fsb.bws.maxdiff`). With utilities u and a Gaussian approximation of their uncertainty (per-item variance
-v_i), one judgment of a tuple S carries the Fisher information
+`fsb.bws.maxdiff`). One judgment of a tuple S with utilities u_S carries the Fisher information
 
     J(S) = diag(p) - p p'  +  sum_b p_b [diag(q_b) - q_b q_b'],   p = softmax(u_S), q_b = softmax(-u_{S minus b})
 
-(best choice, then the worst among the rest), averaged over utilities drawn from N(u_S, V_S) (Chaloner and
-Larntz 1989, "Optimal Bayesian design applied to logistic regression experiments", J. Statist. Plann.
-Inference 21), and m judgments of S shrink the items' variances from V_S = diag(v_S) to the diagonal of
-(V_S^-1 + m E J(S))^-1. A tuple's gain is the drop in summed variance, tr V_S - tr (V_S^-1 + m E J(S))^-1
-(A-optimality: Chaloner and Verdinelli 1995, "Bayesian experimental design: a review", Statist. Sci. 10;
-for choice designs Kessels, Goos and Vandebroek 2006, J. Marketing Res. 43). The round is greedy: the
-best tuples sharing no item are taken, their items' variances updated, the gains recomputed (a gain only
-falls as variances fall). Candidates are built around every item i: i and 3 partners drawn from the items
-whose utility is within u_i +- 4 sqrt(v_i) (an item with no estimate: most of the scale). A quarter of
-each round (`SPINE`) is uniformly random tuples, as the fixed design has.
+(best choice, then the worst among the rest), averaged over utilities drawn from the items' current
+uncertainty (Chaloner and Larntz 1989, "Optimal Bayesian design applied to logistic regression
+experiments", J. Statist. Plann. Inference 21). The study's judgments and a Gaussian prior give the
+utilities a posterior covariance Sigma = (I + I_0 / s^2)^-1 (`study_covariance`; I the Fisher information
+of every judgment so far). m judgments of S turn it into (Sigma^-1 + m E_S J(S) E_S')^-1, and the tuple's
+gain is the drop in summed centred variance tr C Sigma C (C = I - 11'/N: Pearson ignores a common shift),
+tr(M (Sigma C Sigma)_SS) with M = (I + m J Sigma_SS)^-1 m J by Woodbury (`fsb.bws.information.covariance_gain`;
+A-optimality: Chaloner and Verdinelli 1995, "Bayesian experimental design: a review", Statist. Sci. 10; for
+choice designs Kessels, Goos and Vandebroek 2006, J. Marketing Res. 43). The round is greedy in batches:
+every candidate's gain is computed, the best tuples sharing no item are taken, Sigma is updated for them
+(one rank update) and the gains recomputed. Candidates: around every item i, i and 3 partners drawn from
+the items whose utility is within u_i +- 4 sd_i (and +- 8 sd_i), plus 20 uniformly random tuples per item.
 
-Why this rule: Pearson with the truth falls with the summed error variance of the scores over the items,
-which A-optimality minimises; a tuple informs most when its items are uncertain and may truly be level,
-so the rule spends judgments where intervals are wide and neighbours are not yet separated, and none on
-items already pinned down. Sorting by score and grouping neighbours (the naive rule) ignores the
-uncertainty: it spends as much on settled items as on open ones, and its tuples are so narrow that
-errors of the first round stay locked in. D-optimality (log det) rewards similar tuples but counts gains
-on already-precise items; expected information gain over sampled outcomes (EASL, Sakaguchi and Van Durme
-2018; bandit MaxDiff) costs a simulation per candidate for what the Gaussian approximation gives in
-closed form. The random quarter is measured, not derived: on tuples chosen from the judgments the MaxDiff
-fit stretches the scale (slope 1.36 against the truth in a simulation fitted to the release, 1.05 when
-the same tuples are judged afresh: the design depends on the noise) and the per-item intervals then
-cover too little; random tuples and wide partners tie the scale down (slope 1.17 with a quarter of random
-tuples and partners within 4 sd, 1.35 with neither, at the same Pearson in 3 seeds: bench_adaptive).
+Why this rule: Pearson with the truth falls with the summed error variance of the scores, which
+A-optimality minimises. The full covariance matters: a tuple of level items informs each of them most,
+but a study built only of such tuples ties distant parts of the scale together through long chains, and
+their differences stay uncertain while every item's own variance looks small. The covariance sees that,
+and buys a long-range tuple when it lowers the summed variance more than a level one (a rule on each
+item's variance alone does not: it needed a quarter of every round spent on random tuples to hold the
+scale, and reached 0.84x of the fixed design's judgments where this one reaches 0.75x: docs/bws.md).
+Sorting by score and grouping neighbours (the naive rule) ignores uncertainty altogether. D-optimality (log
+det) counts gains on already-precise items; expected information gain over sampled outcomes (EASL,
+Sakaguchi and Van Durme 2018; bandit MaxDiff) costs a simulation per candidate for what the Gaussian
+approximation gives in closed form.
 
-What it can reach (`fsb.bws.information`, bench_adaptive's `bound`): a judgment carries at most 17/12 of
-information (trace, level tuple); two asymptotic approximations (not strict bounds: they compare summed
-asymptotic variances, tr I^+, with a finite-sample Pearson crossing) put a rule knowing the truth at about
-0.64x the fixed design's judgments to its Pearson 0.95 after a start of 2 tuples per item, and one knowing
-only the judgments at about 0.67x, at the release's noise. This rule measures 0.84x (docs/bws.md, Adaptive
-rounds, for the variants tried and the regimes where it gains more or less).
+Cost: Sigma is N x N (8 N^2 bytes) and a round O(N^2) per batch: 250 tuples over 1,000 items take a few
+seconds, 1,000 over 4,000 items about 40 s and 0.8 GB. Above `FULL_ITEMS` items the rule keeps only each
+item's variance v_i (the same gain with Sigma = diag v, `variance_drop`, and a quarter of each round,
+`SPINE`, uniformly random tuples to hold the scale); the report's `criterion` says which ran.
+
+What it can reach (`fsb.bws.information`, bench_adaptive's `bound` and `oracle` rows): two asymptotic
+approximations put a rule knowing the truth at about 0.64x the fixed design's judgments to its Pearson 0.95
+after a start of 2 tuples per item, and one knowing only the judgments at about 0.67x, at the release's
+noise; this rule told the true utilities (the benchmark's oracle) measures about 0.70x.
 
 The estimates planned on: a MaxDiff fit with an empirical-Bayes prior (ridge 1 / s^2, s^2 the spread of
-the utilities less their mean squared standard error), so every item has a finite utility and variance
-v_i = 1 / (I_ii + 1 / s^2) <= s^2. Items whose score is only a bound get v_i = s^2, the most any item can
-have, and so are planned first: never judged, chosen best (or worst) in every judgment that showed them,
-or outside the largest connected part of the study (`fsb.bws.bounds.score_bounds`, the rule of every score file).
+the utilities less their mean squared standard error), so every item has a finite utility. Items whose
+score is only a bound keep only the prior (variance s^2, the most any item has, and no covariance), so
+they are planned first: never judged, chosen best (or worst) in every judgment that showed them, or
+outside the largest connected part of the study (`fsb.bws.bounds.score_bounds`, the rule of every score file).
 
 Guarantees kept: no new tuple shares more than 2 items with any tuple of the whole study (existing or
 new: every 3-item subset in one tuple at most), no item twice in a tuple, positions balanced within the
