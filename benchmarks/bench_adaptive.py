@@ -12,7 +12,8 @@ slightly noisier than the fitted logit); `--noise F` divides it by F. Every poli
 first tuples of the fixed design (`--start` tuples per item, default 2) and buys `--round` tuples a round
 (default N / 4): fixed = the next tuples of a 16-per-item `bws_design` (more of the same); naive = items
 sorted by their current MaxDiff score, cut into consecutive groups (offset per round), skipping a group that
-would share 3 items with a tuple of the study; adaptive = `plan_round`. The scorer is the same for all, the
+would share 3 items with a tuple of the study; adaptive = `plan_round`; oracle = `plan_round`'s search told
+the true utilities (what knowing the truth buys this rule). The scorer is the same for all, the
 build's MaxDiff fit (`fit_maxdiff`): Pearson with the truth, and split-half reliability of MaxDiff scores
 (each tuple's judgments halved as the reference procedure does, both halves fitted; counting is biased once
 tuples are chosen by score); `shr_prior` fits the halves with the prior ridge 1 / s^2 of the release
@@ -33,7 +34,7 @@ policy's own end point, `coverage_at_judgments`: not equal judgments).
 Replay: the judgments of FILE (default the release) as a pool of tuples: start from a random third, buy
 `--replay-round` further tuples a round (their real judgments): random (the fixed design's order is random),
 naive (the tuples of smallest spread of current scores), adaptive (the rule of `plan_round` over the pool's
-tuples: a random quarter, the rest by `choose_tuples`); Pearson of the MaxDiff scores with those of all of
+tuples: `choose_tuples` on the study's full covariance); Pearson of the MaxDiff scores with those of all of
 FILE against judgments bought, and the judgments each bought to reach Pearson 0.95 and 0.98 (ratio to random
 per seed).
 

@@ -267,3 +267,35 @@ def test_plan_round_says_which_criterion_it_used() -> None:
     _, alone = adaptive.plan_round(design, best, worst, ti, 40, 10, seed=0, full_items=39)
     assert full["criterion"].startswith("summed centred posterior variance")
     assert alone["criterion"] == "summed variance of each tuple's items (over 39 items)"
+
+
+@pytest.mark.parametrize("full_items", [adaptive.FULL_ITEMS, 0])
+def test_pending_tuples_count_as_judgments_to_come(full_items: int) -> None:
+    """20 of a design's 200 tuples judged, 180 pending (`--design`): 122 items not judged yet, but every one is in
+    pending tuples that will be judged. The round is planned for the study as it will be, so it does not spend
+    itself on those items as if nobody would ever see them (before: 69 of its 100 items, now about 12 of 90)."""
+    n = 200
+    design = bws.bws_design(n, 4, 4, seed=0)
+    rng = np.random.default_rng(0)
+    u = rng.normal(0.0, 1.5, n)
+    judged, ti = design[:20], np.repeat(np.arange(20), 3)
+    x = u[judged[ti]]
+    b = np.argmax(x + rng.gumbel(size=x.shape), axis=1)
+    y = -x + rng.gumbel(size=x.shape)
+    y[np.arange(len(b)), b] = -np.inf
+    rows = judged[ti]
+    best, worst = rows[np.arange(len(b)), b], rows[np.arange(len(b)), np.argmax(y, axis=1)]
+    never = np.setdiff1d(np.arange(n), judged.ravel())
+    codes, report = adaptive.plan_round(judged, best, worst, ti, n, 25, seed=0, pending=design[20:], full_items=full_items)
+    items = np.unique(codes)
+    assert report["pending_tuples"] == 180 and np.isin(items, never).sum() < len(items) / 3
+
+
+def test_a_study_with_no_room_for_a_tuple_says_so_without_suggesting_a_count() -> None:
+    """5 items, one judged tuple {1,2,3,4}: every other 4-tuple shares 3 items with it. The refusal said "ask for
+    about 1", the count that had just failed."""
+    design = np.array([[0, 1, 2, 3]])
+    with pytest.raises(FsbError) as err:
+        adaptive.plan_round(design, np.array([0]), np.array([3]), np.array([0]), 5, 1, seed=0)
+    message = str(err.value)
+    assert "found no new 4-tuple" in message and "add items" in message and "ask for" not in message and "\n" not in message

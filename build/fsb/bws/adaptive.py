@@ -121,16 +121,22 @@ def item_uncertainty(
     return fit.utility, v, bound, s2
 
 
-def study_covariance(design, tuple_index, u, bound, s2: float, n_items: int) -> NDArray[np.float64]:
+def study_covariance(
+    design, tuple_index, u, bound, s2: float, n_items: int, pending: NDArray[np.integer] | None = None, m: float = 1.0
+) -> NDArray[np.float64]:
     """The planning posterior covariance (N x N): (I + I_0 / s^2)^-1 with I the Fisher information of the study's
     judgments at the planning utilities u (`information_matrix`). A bound item keeps only the prior (its row and
-    column of I dropped), so its variance is s^2, the most any item has, as in `item_uncertainty`."""
+    column of I dropped), so its variance is s^2, the most any item has, as in `item_uncertainty`. pending: tuples
+    designed but not judged yet (item codes), added as if judged m times each: the round is planned for the study
+    as it will be once they are judged, so items they cover are not planned again as if never shown."""
     design = np.asarray(design, dtype=np.int64)
     per_tuple = np.bincount(np.asarray(tuple_index, dtype=np.int64), minlength=len(design))
     precision = information_matrix(u, design, per_tuple)
     out = np.flatnonzero(bound)
     precision[out, :] = 0.0
     precision[:, out] = 0.0
+    if pending is not None and len(pending):
+        precision += information_matrix(u, np.asarray(pending, dtype=np.int64), m)
     precision[np.diag_indices(n_items)] += 1.0 / s2
     return np.linalg.inv(precision)
 
@@ -291,7 +297,13 @@ def plan_round(
     if m is None:
         m = float(per_tuple[per_tuple > 0].mean()) if per_tuple.any() else 1.0
     u, v, bound, s2 = item_uncertainty(design, best, worst, tuple_index, n_items)
-    cov = study_covariance(design, tuple_index, u, bound, s2, n_items) if n_items <= full_items else None
+    waiting = held[len(design) :]  # pending tuples: designed, not judged yet; planned as if judged m times each
+    if n_items <= full_items:
+        cov = study_covariance(design, tuple_index, u, bound, s2, n_items, pending=waiting, m=m)
+    else:
+        cov = None
+        if len(waiting):
+            v = 1.0 / (1.0 / v + np.diag(information_matrix(u, waiting, m)))
     if spine is None:  # the full covariance weighs random candidates itself; variances alone need the spine to hold the scale
         spine = 0.0 if cov is not None else SPINE
     search = dict(u=u, v=v, cov=cov, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed, progress=progress)
@@ -379,7 +391,9 @@ def _shortfall(budget: int, found: int, used: set[tuple[int, ...]], search: dict
     an estimate. Searches find fewer than the counting bound allows: 20 items, 245 asked, 169 found, 158 at 169."""
     k, n_items = search["k"], search["u"].size
     head = f"this search found only {found} of {budget} new {k}-tuples over {n_items} items sharing at most 2 items with the study's"
-    again = len(_search(found, set(used), **search)[0]) if found else 0
+    if not found:
+        return f"this search found no new {k}-tuple over {n_items} items sharing at most 2 items with the study's tuples: add items"
+    again = len(_search(found, set(used), **search)[0])
     if found and again == found:
         return f"{head}; ask for at most {found} (a search for {found} with this seed succeeds), or add items"
     suggest = max(1, int(0.8 * again))
