@@ -468,8 +468,8 @@ def _report(design, codes, n_items: int, bound, bounds: dict[str, NDArray[np.boo
 
 CAVEATS = [  # measured by benchmarks/bench_adaptive.py (docs/bws.md, Adaptive rounds)
     "score the study with --method maxdiff: counting is biased once tuples are chosen by score",
-    "per-item MaxDiff intervals covered about 90%, not 95%, on adaptive rounds in a simulation fitted to the release "
-    "(1.19x wider would cover 95%)",
+    "per-item MaxDiff intervals covered about 85%, not 95%, on adaptive rounds in a simulation fitted to the release "
+    "(1.37x wider would cover 95%)",
     "split-half reliability overstates a study planned from its judgments: check it against fresh judgments",
 ]
 
