@@ -159,7 +159,11 @@ def test_plan_next_round_reads_files_and_plans_items_never_judged(tmp_path: Path
     assert tuples.shape == (6, 4) and {21, 22, 23, 24} <= set(tuples.ravel().tolist())
     assert tuples.min() >= 1 and tuples.max() <= 24
     assert report["first_tuple_id"] == len(design) and report["bound_items"]["never"] == 4
-    assert any("--method maxdiff" in c for c in report["caveats"]) and any("90%" in c for c in report["caveats"])
+    assert (
+        any("--method maxdiff" in c for c in report["caveats"])
+        and any("85%" in c for c in report["caveats"])
+        and any("reads low" in c for c in report["caveats"])
+    )
     frame = pd.DataFrame(tuples, columns=[f"Item{j + 1}" for j in range(4)])
     frame.insert(0, "tuple_id", report["first_tuple_id"] + np.arange(len(frame)))
     frame.to_csv(tmp_path / "next.csv", index=False)

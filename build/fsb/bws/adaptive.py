@@ -470,7 +470,8 @@ CAVEATS = [  # measured by benchmarks/bench_adaptive.py (docs/bws.md, Adaptive r
     "score the study with --method maxdiff: counting is biased once tuples are chosen by score",
     "per-item MaxDiff intervals covered about 85%, not 95%, on adaptive rounds in a simulation fitted to the release "
     "(1.37x wider would cover 95%)",
-    "split-half reliability overstates a study planned from its judgments: check it against fresh judgments",
+    "no reliability from the study's own judgments measures it: fsb reliability (counting) reads low on adaptive rounds, "
+    "a MaxDiff split-half high; check it against fresh judgments (docs/bws.md, Adaptive rounds)",
 ]
 
 
