@@ -1,6 +1,6 @@
 """Adaptive annotation rounds: plan the next round of best-worst tuples from the judgments so far
 (`plan_next_round`; `plan_round` on arrays, `choose_tuples` from any set of candidate tuples; the
-information and its bound: `fsb.bws.information`). (size: under 550 lines: the planner, its budget checks,
+information and its bound: `fsb.bws.information`). (size: under 600 lines: the planner, its budget checks,
 its report and its file reader read best together.)
 
 The rule: greedy Bayesian A-optimal design for the MaxDiff model (Marley and Louviere 2005; the logit of
