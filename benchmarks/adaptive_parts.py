@@ -94,15 +94,14 @@ def replay(path: Path, seed: int, round_size: int) -> dict:
                 x = fit.utility[design[pool]]
                 pick = pool[np.argsort(x.max(axis=1) - x.min(axis=1), kind="stable")[:size]]
             else:
-                u, v, _, _ = adaptive.item_uncertainty(design, best[sel], worst[sel], ti[sel], n)
+                u, v, bound, s2 = adaptive.item_uncertainty(design, best[sel], worst[sel], ti[sel], n)
                 m = sel.sum() / bought.sum()
-                spine = prng.choice(pool, size=round(adaptive.SPINE * size), replace=False)  # the rule's random quarter
-                rest = np.setdiff1d(pool, spine)
-                cand = np.sort(design[rest], axis=1)
+                cov = adaptive.study_covariance(design, ti[sel], u, bound, s2, n)  # the rule of plan_round (N <= FULL_ITEMS)
+                cand = np.sort(design[pool], axis=1)
                 info = adaptive.expected_information(u[cand], v[cand], prng)
-                rows, _ = adaptive.choose_tuples(cand, u, v, size - spine.size, m, set(), info=info)
-                where = {tuple(r): i for i, r in zip(rest.tolist(), cand.tolist())}
-                pick = np.concatenate([spine, np.array([where[tuple(r)] for r in rows], dtype=np.int64)])
+                rows, _ = adaptive.choose_tuples(cand, u, v, size, m, set(), info=info, cov=cov)
+                where = {tuple(r): i for i, r in zip(pool.tolist(), cand.tolist())}
+                pick = np.array([where[tuple(r)] for r in rows], dtype=np.int64)
                 if pick.size < size:  # the greedy stops when no candidate is left that shares no item in a batch
                     rest = np.setdiff1d(pool, pick)
                     pick = np.concatenate([pick, prng.choice(rest, size=size - pick.size, replace=False)])
@@ -154,7 +153,7 @@ def figure(path: Path, sims: list[dict], reps: list[dict], targets: dict) -> Non
     top = max(c["judgments"] for s in sims for p in s.values() for c in p["curve"])
     grid = np.linspace(min(s["fixed"]["curve"][0]["judgments"] for s in sims), top, 60)
     for ax, key, label in ((axes[0], "pearson", "Pearson with the truth"), (axes[1], "shr", "split-half (MaxDiff)")):
-        for policy in ("fixed", "naive", "adaptive"):
+        for policy in [p for p in ("fixed", "naive", "adaptive", "oracle") if p in sims[0]]:
             ax.plot(grid, mean_curve([s[policy]["curve"] for s in sims], key, grid), label=policy)
         ax.axhline(targets[key], color="grey", ls=":", lw=1)
         ax.set(xlabel="judgments", ylabel=label, title=f"simulation, {len(sims)} seeds (mean)")
@@ -190,17 +189,18 @@ def tables(result: dict) -> str:
     sim = result.get("simulation")
     if sim:
         out.append(f"simulation: {result['args']['seeds']} seeds, {result['args']['items']} items, calibration {result['calibration']}")
-        out.append("| target | fixed (judgments) | adaptive / fixed | naive / fixed | adaptive / fixed (ratio of means) |")
-        out.append("|---|---|---|---|---|")
+        out.append("| target | fixed (judgments) | adaptive / fixed | naive / fixed | oracle / fixed | adaptive / fixed (ratio of means) |")
+        out.append("|---|---|---|---|---|---|")
         for name, (key, t) in result["targets"].items():
             out.append(
                 f"| {key} {t} | {_cell(sim['fixed'][f'judgments_to_{name}'], 0)} | {_cell(sim['adaptive'][f'ratio_to_fixed_{name}'])} | "
-                f"{_cell(sim['naive'][f'ratio_to_fixed_{name}'])} | {_cell(sim['adaptive'][f'ratio_of_means_{name}'], key='ratio')} |"
+                f"{_cell(sim['naive'][f'ratio_to_fixed_{name}'])} | {_cell(sim.get('oracle', {}).get(f'ratio_to_fixed_{name}'))} | "
+                f"{_cell(sim['adaptive'][f'ratio_of_means_{name}'], key='ratio')} |"
             )
         out.append("")
         out.append("| policy | slope at end | coverage (own end point) | at judgments | widen for 95% | A-efficiency |")
         out.append("|---|---|---|---|---|---|")
-        for p in ("fixed", "naive", "adaptive"):
+        for p in [p for p in ("fixed", "naive", "adaptive", "oracle") if p in sim]:
             row = sim[p]
             out.append(
                 f"| {p} | {_cell(row['slope_at_end'])} | {_cell(row.get('coverage'), 3)} | {_cell(row.get('coverage_at_judgments'), 0)} | "

@@ -12,7 +12,8 @@ slightly noisier than the fitted logit); `--noise F` divides it by F. Every poli
 first tuples of the fixed design (`--start` tuples per item, default 2) and buys `--round` tuples a round
 (default N / 4): fixed = the next tuples of a 16-per-item `bws_design` (more of the same); naive = items
 sorted by their current MaxDiff score, cut into consecutive groups (offset per round), skipping a group that
-would share 3 items with a tuple of the study; adaptive = `plan_round`. The scorer is the same for all, the
+would share 3 items with a tuple of the study; adaptive = `plan_round`; oracle = `plan_round`'s search told
+the true utilities (what knowing the truth buys this rule). The scorer is the same for all, the
 build's MaxDiff fit (`fit_maxdiff`): Pearson with the truth, and split-half reliability of MaxDiff scores
 (each tuple's judgments halved as the reference procedure does, both halves fitted; counting is biased once
 tuples are chosen by score); `shr_prior` fits the halves with the prior ridge 1 / s^2 of the release
@@ -33,7 +34,7 @@ policy's own end point, `coverage_at_judgments`: not equal judgments).
 Replay: the judgments of FILE (default the release) as a pool of tuples: start from a random third, buy
 `--replay-round` further tuples a round (their real judgments): random (the fixed design's order is random),
 naive (the tuples of smallest spread of current scores), adaptive (the rule of `plan_round` over the pool's
-tuples: a random quarter, the rest by `choose_tuples`); Pearson of the MaxDiff scores with those of all of
+tuples: `choose_tuples` on the study's full covariance); Pearson of the MaxDiff scores with those of all of
 FILE against judgments bought, and the judgments each bought to reach Pearson 0.95 and 0.98 (ratio to random
 per seed).
 
@@ -55,6 +56,7 @@ from adaptive_parts import censored_crossing, figure, ratio_summary, read_judgme
 
 RELEASE = Path("/work/shared/data/fsb-upstream/FSB/fsb-tuples-annotations.csv")
 TARGET_PEARSON = 0.95
+POLICIES = ("fixed", "naive", "adaptive", "oracle")
 RELEASE_SHR = 0.872
 
 
@@ -160,6 +162,33 @@ def naive_round(study: Study, size: int, r: int) -> np.ndarray:
     return np.array(out, dtype=np.int64).reshape(-1, k)
 
 
+def oracle_round(study: Study, size: int, seed: int) -> np.ndarray:
+    """The adaptive rule told the truth: `plan_round`'s search on the true utilities (their information, and the
+    covariance at them) instead of the fitted ones, the variances still those of the judgments so far. Not a
+    strict bound either (its criterion is the same approximation), but what knowing the truth buys this rule."""
+    from fsb.bws import adaptive
+
+    d, b, w, ti, n = study.arrays()
+    _, v, bound, s2 = adaptive.item_uncertainty(d, b, w, ti, n)
+    cov = adaptive.study_covariance(d, ti, study.u, bound, s2, n)
+    m = float(np.bincount(ti).mean())
+    chosen, _, _ = adaptive._search(
+        size,
+        set(study.used),
+        u=study.u,
+        v=v,
+        cov=cov,
+        k=d.shape[1],
+        m=m,
+        reach=adaptive.REACH,
+        draws=0,
+        spine=0.0,
+        seed=seed,
+        progress=None,
+    )
+    return np.array(chosen, dtype=np.int64)
+
+
 def evaluate(study: Study, ridge: float, rng) -> dict:
     from fsb.bws import maxdiff
 
@@ -212,7 +241,7 @@ def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
     fixed_all = bws.bws_design(n, 4, 16, seed=seed)
     start = fixed_all[: n * args.start // 4]
     out = {}
-    for policy in ("fixed", "naive", "adaptive"):
+    for policy in POLICIES:
         study = Study(n, start, u, per_p, np.random.default_rng(seed))
         curve = [evaluate(study, ridge, rng)]
         nxt, r = len(start), 0
@@ -222,6 +251,8 @@ def simulate_seed(seed: int, args, base_u, per_p, ridge, beta, targets) -> dict:
                 nxt += args.round
             elif policy == "naive":
                 new = naive_round(study, args.round, r)
+            elif policy == "oracle":
+                new = oracle_round(study, args.round, seed * 100 + r)
             else:
                 new = adaptive.plan_round(*study.arrays(), args.round, seed=seed * 100 + r, **args.rule)[0]
             if len(new) == 0:  # the policy found no tuple it may add (small studies: every group shares 3 items)
@@ -346,7 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noise", type=float, default=1.0, help="divide the fitted utility scale by this (2: noisier annotators)")
     ap.add_argument("--reach", type=float, default=None, help="the rule's reach (default adaptive.REACH)")
     ap.add_argument("--draws", type=int, default=None, help="the rule's utility draws (default adaptive.DRAWS)")
-    ap.add_argument("--spine", type=float, default=None, help="the rule's random share (default adaptive.SPINE)")
+    ap.add_argument(
+        "--spine", type=float, default=None, help="the rule's random share (default: 0 on the full covariance, adaptive.SPINE beyond)"
+    )
     ap.add_argument("--no-coverage", dest="coverage", action="store_false")
     ap.add_argument("--judgments", type=Path, default=RELEASE, help="replay pool (Item1..Item4,BestItem,WorstItem[,Annotator])")
     ap.add_argument("--replay-seeds", type=int, default=5)
@@ -381,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
             sims.append(simulate_seed(seed, args, base_u, per_p, ridge, beta, targets))
             print(f"seed {seed} done ({time.time() - t0:.0f} s)", file=sys.stderr)
         table = {}
-        for policy in ("fixed", "naive", "adaptive"):
+        for policy in POLICIES:
             row = {}
             for name in targets:
                 need, cens = (np.array([s[policy][f"{x}_{name}"] for s in sims]) for x in ("to", "censored"))

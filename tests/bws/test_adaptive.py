@@ -159,7 +159,11 @@ def test_plan_next_round_reads_files_and_plans_items_never_judged(tmp_path: Path
     assert tuples.shape == (6, 4) and {21, 22, 23, 24} <= set(tuples.ravel().tolist())
     assert tuples.min() >= 1 and tuples.max() <= 24
     assert report["first_tuple_id"] == len(design) and report["bound_items"]["never"] == 4
-    assert any("--method maxdiff" in c for c in report["caveats"]) and any("90%" in c for c in report["caveats"])
+    assert (
+        any("--method maxdiff" in c for c in report["caveats"])
+        and any("85%" in c for c in report["caveats"])
+        and any("reads low" in c for c in report["caveats"])
+    )
     frame = pd.DataFrame(tuples, columns=[f"Item{j + 1}" for j in range(4)])
     frame.insert(0, "tuple_id", report["first_tuple_id"] + np.arange(len(frame)))
     frame.to_csv(tmp_path / "next.csv", index=False)
@@ -240,3 +244,62 @@ def test_a_huge_round_is_refused_at_once_and_a_long_one_shows_progress(monkeypat
     assert lines[-1] == "planning: 20 tuples chosen; balancing positions and checking the study's guarantees"
     counts = [int(re.match(r"planning: (\d+) of 20 tuples chosen", line).group(1)) for line in lines[:-1]]
     assert counts and counts == sorted(counts) and counts[-1] <= 20 and len(codes) == 20
+
+
+def test_the_full_covariance_bridges_two_groups_tied_by_one_tuple() -> None:
+    """Two groups of 20 items, each well judged within itself, tied by a single tuple, all utilities level:
+    every item's own variance is about the same, so the variances-alone gain cannot tell a tuple inside a
+    group from one across them; the difference between the groups is barely known, and the full-covariance
+    gain (what plan_round uses up to FULL_ITEMS items) more than triples for the tuple across them."""
+    half = bws.bws_design(20, 4, 8, seed=0)
+    design = np.concatenate([half, half + 20, [[0, 1, 20, 21]]])
+    ti = np.repeat(np.arange(len(design)), 3)
+    u = np.zeros(40)
+    cov = adaptive.study_covariance(design, ti, u, np.zeros(40, bool), 1.0, 40)
+    cand = np.array([[2, 3, 4, 5], [2, 3, 22, 23]])  # inside group A; across the groups
+    j = information.tuple_information(u[cand])
+    full = information.covariance_gain(cov, cov @ (cov - cov.mean(axis=0, keepdims=True)), cand, j, 3.0)
+    alone = information.variance_drop(np.diag(cov)[cand], j, 3.0)[0]
+    assert full[1] > 3 * full[0] and abs(alone[1] - alone[0]) < 0.01 * alone[0]
+    chosen, v = adaptive.choose_tuples(cand, u, np.diag(cov), 1, 3.0, set(), info=j, cov=cov.copy())
+    assert chosen == [[2, 3, 22, 23]] and (v <= np.diag(cov) + 1e-12).all() and (v[[2, 3, 22, 23]] < np.diag(cov)[[2, 3, 22, 23]]).all()
+
+
+def test_plan_round_says_which_criterion_it_used() -> None:
+    design, best, worst, ti = _study(40)
+    _, full = adaptive.plan_round(design, best, worst, ti, 40, 10, seed=0)
+    _, alone = adaptive.plan_round(design, best, worst, ti, 40, 10, seed=0, full_items=39)
+    assert full["criterion"].startswith("summed centred posterior variance")
+    assert alone["criterion"] == "summed variance of each tuple's items (over 39 items)"
+
+
+@pytest.mark.parametrize("full_items", [adaptive.FULL_ITEMS, 0])
+def test_pending_tuples_count_as_judgments_to_come(full_items: int) -> None:
+    """20 of a design's 200 tuples judged, 180 pending (`--design`): 122 items not judged yet, but every one is in
+    pending tuples that will be judged. The round is planned for the study as it will be, so it does not spend
+    itself on those items as if nobody would ever see them (before: 69 of its 100 items, now about 12 of 90)."""
+    n = 200
+    design = bws.bws_design(n, 4, 4, seed=0)
+    rng = np.random.default_rng(0)
+    u = rng.normal(0.0, 1.5, n)
+    judged, ti = design[:20], np.repeat(np.arange(20), 3)
+    x = u[judged[ti]]
+    b = np.argmax(x + rng.gumbel(size=x.shape), axis=1)
+    y = -x + rng.gumbel(size=x.shape)
+    y[np.arange(len(b)), b] = -np.inf
+    rows = judged[ti]
+    best, worst = rows[np.arange(len(b)), b], rows[np.arange(len(b)), np.argmax(y, axis=1)]
+    never = np.setdiff1d(np.arange(n), judged.ravel())
+    codes, report = adaptive.plan_round(judged, best, worst, ti, n, 25, seed=0, pending=design[20:], full_items=full_items)
+    items = np.unique(codes)
+    assert report["pending_tuples"] == 180 and np.isin(items, never).sum() < len(items) / 3
+
+
+def test_a_study_with_no_room_for_a_tuple_says_so_without_suggesting_a_count() -> None:
+    """5 items, one judged tuple {1,2,3,4}: every other 4-tuple shares 3 items with it. The refusal said "ask for
+    about 1", the count that had just failed."""
+    design = np.array([[0, 1, 2, 3]])
+    with pytest.raises(FsbError) as err:
+        adaptive.plan_round(design, np.array([0]), np.array([3]), np.array([0]), 5, 1, seed=0)
+    message = str(err.value)
+    assert "found no new 4-tuple" in message and "add items" in message and "ask for" not in message and "\n" not in message

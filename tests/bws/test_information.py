@@ -113,3 +113,44 @@ def test_variance_drop_matches_a_dense_posterior() -> None:
     post = np.linalg.inv(np.diag(1 / v[0]) + 2.5 * j[0])
     assert np.allclose(new_v[0], np.diag(post)) and np.isclose(gain[0], v.sum() - np.trace(post))
     assert (new_v < v).all()
+
+
+def test_covariance_gain_and_update_match_a_dense_posterior() -> None:
+    """The Woodbury gain is the drop of the centred trace of the dense posterior (Sigma^-1 + m E J E')^-1,
+    and the in-place update leaves exactly that posterior: a wrong sign, a missing centring or an
+    un-transposed side would each move one of them."""
+    rng = np.random.default_rng(0)
+    n = 9
+    a = rng.standard_normal((n, n))
+    cov = np.linalg.inv(a @ a.T / n + np.eye(n))
+    rows = np.array([[0, 3, 5, 8], [1, 2, 4, 7]])
+    j = info.tuple_information(rng.standard_normal(rows.shape))
+    centre = np.eye(n) - 1.0 / n
+    gain = info.covariance_gain(cov, cov @ centre @ cov, rows, j, 2.5)
+    for t in range(2):
+        embed = np.zeros((n, n))
+        embed[np.ix_(rows[t], rows[t])] = 2.5 * j[t]
+        post = np.linalg.inv(np.linalg.inv(cov) + embed)
+        assert np.isclose(gain[t], np.trace(centre @ cov @ centre) - np.trace(centre @ post @ centre))
+        updated, centred_sq = cov.copy(), cov @ centre @ cov
+        info.covariance_update(updated, rows[t], j[t], 2.5, centred_sq)
+        assert np.allclose(updated, post) and np.allclose(centred_sq, post @ centre @ post)
+    both, both_sq = cov.copy(), cov @ centre @ cov  # the two tuples (no shared item) in one update: as one after the other
+    info.covariance_update(both, rows, j, 2.5, both_sq)
+    embed = np.zeros((n, n))
+    for t in range(2):
+        embed[np.ix_(rows[t], rows[t])] += 2.5 * j[t]
+    post = np.linalg.inv(np.linalg.inv(cov) + embed)
+    assert np.allclose(both, post) and np.allclose(both_sq, post @ centre @ post)
+    assert (gain > 0).all()
+
+
+def test_information_matrix_sums_the_tuples_and_ignores_a_shift() -> None:
+    u = np.array([0.0, 0.5, -0.3, 1.2, 0.1])
+    design = np.array([[0, 1, 2, 3], [1, 2, 3, 4]])
+    total = info.information_matrix(u, design, np.array([2.0, 1.0]))
+    j = info.tuple_information(u[design])
+    expect = np.zeros((5, 5))
+    expect[np.ix_(design[0], design[0])] += 2.0 * j[0]
+    expect[np.ix_(design[1], design[1])] += j[1]
+    assert np.allclose(total, expect) and np.allclose(total @ np.ones(5), 0.0)

@@ -1,51 +1,53 @@
 """Adaptive annotation rounds: plan the next round of best-worst tuples from the judgments so far
 (`plan_next_round`; `plan_round` on arrays, `choose_tuples` from any set of candidate tuples; the
-information and its bound: `fsb.bws.information`). (size: under 500 lines: the planner, its budget checks,
+information and its bound: `fsb.bws.information`). (size: under 600 lines: the planner, its budget checks,
 its report and its file reader read best together.)
 
 The rule: greedy Bayesian A-optimal design for the MaxDiff model (Marley and Louviere 2005; the logit of
-`fsb.bws.maxdiff`). With utilities u and a Gaussian approximation of their uncertainty (per-item variance
-v_i), one judgment of a tuple S carries the Fisher information
+`fsb.bws.maxdiff`). One judgment of a tuple S with utilities u_S carries the Fisher information
 
     J(S) = diag(p) - p p'  +  sum_b p_b [diag(q_b) - q_b q_b'],   p = softmax(u_S), q_b = softmax(-u_{S minus b})
 
-(best choice, then the worst among the rest), averaged over utilities drawn from N(u_S, V_S) (Chaloner and
-Larntz 1989, "Optimal Bayesian design applied to logistic regression experiments", J. Statist. Plann.
-Inference 21), and m judgments of S shrink the items' variances from V_S = diag(v_S) to the diagonal of
-(V_S^-1 + m E J(S))^-1. A tuple's gain is the drop in summed variance, tr V_S - tr (V_S^-1 + m E J(S))^-1
-(A-optimality: Chaloner and Verdinelli 1995, "Bayesian experimental design: a review", Statist. Sci. 10;
-for choice designs Kessels, Goos and Vandebroek 2006, J. Marketing Res. 43). The round is greedy: the
-best tuples sharing no item are taken, their items' variances updated, the gains recomputed (a gain only
-falls as variances fall). Candidates are built around every item i: i and 3 partners drawn from the items
-whose utility is within u_i +- 4 sqrt(v_i) (an item with no estimate: most of the scale). A quarter of
-each round (`SPINE`) is uniformly random tuples, as the fixed design has.
+(best choice, then the worst among the rest), averaged over utilities drawn from the items' current
+uncertainty (Chaloner and Larntz 1989, "Optimal Bayesian design applied to logistic regression
+experiments", J. Statist. Plann. Inference 21). The study's judgments and a Gaussian prior give the
+utilities a posterior covariance Sigma = (I + I_0 / s^2)^-1 (`study_covariance`; I the Fisher information
+of every judgment so far). m judgments of S turn it into (Sigma^-1 + m E_S J(S) E_S')^-1, and the tuple's
+gain is the drop in summed centred variance tr C Sigma C (C = I - 11'/N: Pearson ignores a common shift),
+tr(M (Sigma C Sigma)_SS) with M = (I + m J Sigma_SS)^-1 m J by Woodbury (`fsb.bws.information.covariance_gain`;
+A-optimality: Chaloner and Verdinelli 1995, "Bayesian experimental design: a review", Statist. Sci. 10; for
+choice designs Kessels, Goos and Vandebroek 2006, J. Marketing Res. 43). The round is greedy in batches:
+every candidate's gain is computed, the best tuples sharing no item are taken, Sigma is updated for them
+(one rank update) and the gains recomputed. Candidates: around every item i, i and 3 partners drawn from
+the items whose utility is within u_i +- 4 sd_i (and +- 8 sd_i), plus 20 uniformly random tuples per item.
 
-Why this rule: Pearson with the truth falls with the summed error variance of the scores over the items,
-which A-optimality minimises; a tuple informs most when its items are uncertain and may truly be level,
-so the rule spends judgments where intervals are wide and neighbours are not yet separated, and none on
-items already pinned down. Sorting by score and grouping neighbours (the naive rule) ignores the
-uncertainty: it spends as much on settled items as on open ones, and its tuples are so narrow that
-errors of the first round stay locked in. D-optimality (log det) rewards similar tuples but counts gains
-on already-precise items; expected information gain over sampled outcomes (EASL, Sakaguchi and Van Durme
-2018; bandit MaxDiff) costs a simulation per candidate for what the Gaussian approximation gives in
-closed form. The random quarter is measured, not derived: on tuples chosen from the judgments the MaxDiff
-fit stretches the scale (slope 1.36 against the truth in a simulation fitted to the release, 1.05 when
-the same tuples are judged afresh: the design depends on the noise) and the per-item intervals then
-cover too little; random tuples and wide partners tie the scale down (slope 1.17 with a quarter of random
-tuples and partners within 4 sd, 1.35 with neither, at the same Pearson in 3 seeds: bench_adaptive).
+Why this rule: Pearson with the truth falls with the summed error variance of the scores, which
+A-optimality minimises. The full covariance matters: a tuple of level items informs each of them most,
+but a study built only of such tuples ties distant parts of the scale together through long chains, and
+their differences stay uncertain while every item's own variance looks small. The covariance sees that,
+and buys a long-range tuple when it lowers the summed variance more than a level one (a rule on each
+item's variance alone does not: it needed a quarter of every round spent on random tuples to hold the
+scale, and reached 0.84x of the fixed design's judgments where this one reaches 0.75x: docs/bws.md).
+Sorting by score and grouping neighbours (the naive rule) ignores uncertainty altogether. D-optimality (log
+det) counts gains on already-precise items; expected information gain over sampled outcomes (EASL,
+Sakaguchi and Van Durme 2018; bandit MaxDiff) costs a simulation per candidate for what the Gaussian
+approximation gives in closed form.
 
-What it can reach (`fsb.bws.information`, bench_adaptive's `bound`): a judgment carries at most 17/12 of
-information (trace, level tuple); two asymptotic approximations (not strict bounds: they compare summed
-asymptotic variances, tr I^+, with a finite-sample Pearson crossing) put a rule knowing the truth at about
-0.64x the fixed design's judgments to its Pearson 0.95 after a start of 2 tuples per item, and one knowing
-only the judgments at about 0.67x, at the release's noise. This rule measures 0.84x (docs/bws.md, Adaptive
-rounds, for the variants tried and the regimes where it gains more or less).
+Cost: Sigma is N x N (8 N^2 bytes) and a round O(N^2) per batch: 250 tuples over 1,000 items take a few
+seconds, 1,000 over 4,000 items about 40 s and 0.8 GB. Above `FULL_ITEMS` items the rule keeps only each
+item's variance v_i (the same gain with Sigma = diag v, `variance_drop`, and a quarter of each round,
+`SPINE`, uniformly random tuples to hold the scale); the report's `criterion` says which ran.
+
+What it can reach (`fsb.bws.information`, bench_adaptive's `bound` and `oracle` rows): two asymptotic
+approximations put a rule knowing the truth at about 0.64x the fixed design's judgments to its Pearson 0.95
+after a start of 2 tuples per item, and one knowing only the judgments at about 0.67x, at the release's
+noise; this rule told the true utilities (the benchmark's oracle) measures about 0.70x.
 
 The estimates planned on: a MaxDiff fit with an empirical-Bayes prior (ridge 1 / s^2, s^2 the spread of
-the utilities less their mean squared standard error), so every item has a finite utility and variance
-v_i = 1 / (I_ii + 1 / s^2) <= s^2. Items whose score is only a bound get v_i = s^2, the most any item can
-have, and so are planned first: never judged, chosen best (or worst) in every judgment that showed them,
-or outside the largest connected part of the study (`fsb.bws.bounds.score_bounds`, the rule of every score file).
+the utilities less their mean squared standard error), so every item has a finite utility. Items whose
+score is only a bound keep only the prior (variance s^2, the most any item has, and no covariance), so
+they are planned first: never judged, chosen best (or worst) in every judgment that showed them, or
+outside the largest connected part of the study (`fsb.bws.bounds.score_bounds`, the rule of every score file).
 
 Guarantees kept: no new tuple shares more than 2 items with any tuple of the whole study (existing or
 new: every 3-item subset in one tuple at most), no item twice in a tuple, positions balanced within the
@@ -68,11 +70,27 @@ from numpy.typing import NDArray
 
 from fsb.bws import maxdiff
 from fsb.bws.bounds import score_bounds
-from fsb.bws.information import expected_information, tuple_information, variance_drop
+from fsb.bws.information import (
+    covariance_gain,
+    covariance_update,
+    expected_information,
+    information_matrix,
+    tuple_information,
+    variance_drop,
+)
 from fsb.bws.tuples import balance_positions, position_report
 from fsb.core.errors import FsbError
 
-__all__ = ["choose_tuples", "item_uncertainty", "plan_next_round", "plan_round", "score_bounds", "tuple_information", "variance_drop"]
+__all__ = [
+    "choose_tuples",
+    "item_uncertainty",
+    "plan_next_round",
+    "plan_round",
+    "score_bounds",
+    "study_covariance",
+    "tuple_information",
+    "variance_drop",
+]
 
 WINDOW = 8  # neighbours on each side of an item on the current scale that its candidate tuples draw from
 PER_ITEM = 24  # candidate tuples built around each item
@@ -81,7 +99,9 @@ DRAWS = 8  # utility draws averaged in a tuple's expected information
 MAX_CANDIDATES = 400_000  # candidates per pass at most (their information is (C, k, k) float64: 26 MB)
 PASSES = 4  # candidate passes of a search, each reaching twice as far as the one before
 PROGRESS_SECONDS = 10.0  # a progress line at most this often while a round is planned
-SPINE = 0.25  # share of a round given to uniformly random tuples, which hold the scale (see the module docstring)
+SPINE = 0.25  # share of a round given to uniformly random tuples on variances alone (N > FULL_ITEMS), which holds the scale
+FULL_ITEMS = 4000  # up to this many items the rule works on the full posterior covariance (N x N); beyond it, on variances alone
+RANDOM_CANDIDATES = 20  # uniformly random candidate tuples per item in each pass (the full-covariance rule weighs them too)
 
 
 def item_uncertainty(
@@ -99,6 +119,26 @@ def item_uncertainty(
     v = np.minimum(fit.se**2, s2)
     v[bound] = s2
     return fit.utility, v, bound, s2
+
+
+def study_covariance(
+    design, tuple_index, u, bound, s2: float, n_items: int, pending: NDArray[np.integer] | None = None, m: float = 1.0
+) -> NDArray[np.float64]:
+    """The planning posterior covariance (N x N): (I + I_0 / s^2)^-1 with I the Fisher information of the study's
+    judgments at the planning utilities u (`information_matrix`). A bound item keeps only the prior (its row and
+    column of I dropped), so its variance is s^2, the most any item has, as in `item_uncertainty`. pending: tuples
+    designed but not judged yet (item codes), added as if judged m times each: the round is planned for the study
+    as it will be once they are judged, so items they cover are not planned again as if never shown."""
+    design = np.asarray(design, dtype=np.int64)
+    per_tuple = np.bincount(np.asarray(tuple_index, dtype=np.int64), minlength=len(design))
+    precision = information_matrix(u, design, per_tuple)
+    out = np.flatnonzero(bound)
+    precision[out, :] = 0.0
+    precision[:, out] = 0.0
+    if pending is not None and len(pending):
+        precision += information_matrix(u, np.asarray(pending, dtype=np.int64), m)
+    precision[np.diag_indices(n_items)] += 1.0 / s2
+    return np.linalg.inv(precision)
 
 
 def _subsets(row, r: int = 3) -> list[tuple[int, ...]]:
@@ -139,16 +179,22 @@ def choose_tuples(
     rounds: int = 16,
     info: NDArray[np.float64] | None = None,
     on_batch: Callable[[int], None] | None = None,
+    cov: NDArray[np.float64] | None = None,
 ) -> tuple[list[list[int]], NDArray[np.float64]]:
     """Up to `budget` of the candidate tuples (item codes), greedily by the variance drop, skipping any that
     holds a 3-subset in `used` (updated in place). Returns the tuples and the variances after them (v
     updated as if each chosen tuple were judged m times).
 
+    cov: the posterior covariance (`study_covariance`, updated in place): the drop is then that of the summed
+    centred variance over all items (`covariance_gain`), and each chosen tuple updates the whole matrix; None:
+    the drop of its own items' variances alone (`variance_drop`, v the diagonal).
+
     Greedy in batches: every gain is computed (one batched 4x4 inverse per candidate, J(S) once: u is
     fixed within a round), the best tuples sharing no item are taken (about budget / `rounds` of them),
-    the variances of their items updated, and the gains recomputed. Tuples of one batch share no item,
-    so each gain in it is exact; the one-at-a-time greedy differs only in ties broken by the batch. on_batch:
-    called with the count chosen after each batch (progress)."""
+    the variances updated, and the gains recomputed (a gain only falls as variances fall). With v alone,
+    tuples of one batch share no item, so each gain in it is exact; with cov they may still share
+    covariance, and a batch's later gains are slightly optimistic. on_batch: called with the count chosen
+    after each batch (progress)."""
     cand = np.asarray(candidates, dtype=np.int64)
     v = np.array(v, dtype=np.float64)
     if info is None:
@@ -156,10 +202,15 @@ def choose_tuples(
     alive = np.ones(len(cand), dtype=bool)
     batch = max(1, min(-(-budget // rounds), u.size // (2 * cand.shape[1]) if len(cand) else 1))
     chosen: list[list[int]] = []
+    centred_sq = cov @ (cov - cov.mean(axis=0, keepdims=True)) if cov is not None else None  # Sigma C Sigma, kept up to date
     while len(chosen) < budget and alive.any():
         idx = np.flatnonzero(alive)
-        gain, new_v = variance_drop(v[cand[idx]], info[idx], m)
+        if cov is None:
+            gain, new_v = variance_drop(v[cand[idx]], info[idx], m)
+        else:
+            gain = covariance_gain(cov, centred_sq, cand[idx], info[idx], m)
         taken: set[int] = set()
+        batch_rows: list[int] = []
         took = 0
         for j in np.argsort(-gain, kind="stable").tolist():
             if took >= batch or len(chosen) >= budget:
@@ -174,12 +225,20 @@ def choose_tuples(
             chosen.append(row)
             used.update(triples)
             taken.update(row)
-            v[cand[idx[j]]] = new_v[j]
+            if cov is None:
+                v[cand[idx[j]]] = new_v[j]
+            else:
+                batch_rows.append(idx[j])
             took += 1
         if not took:
             break
+        if cov is not None:  # the batch's tuples share no item: one joint update, equal to updating them in turn
+            covariance_update(cov, cand[batch_rows], info[batch_rows], m, centred_sq)
+            batch_rows.clear()
         if on_batch is not None:
             on_batch(len(chosen))
+    if cov is not None:
+        v = np.diag(cov).copy()
     return chosen, v
 
 
@@ -209,14 +268,17 @@ def plan_round(
     m: float | None = None,
     reach: float = REACH,
     draws: int = DRAWS,
-    spine: float = SPINE,
+    spine: float | None = None,
+    full_items: int = FULL_ITEMS,
     pending: NDArray[np.integer] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[NDArray[np.int64], dict[str, Any]]:
     """The next round on arrays: `budget` new tuples (item codes, shape (budget, k), position-balanced) for a
     study whose distinct tuples are `design` and whose judgment j chose best[j], worst[j] in
     design[tuple_index[j]]. m: judgments each new tuple will get (default: the mean so far); reach and
-    draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples; pending:
+    draws: of `candidate_tuples` and `expected_information`; spine: the share of random tuples (None: 0 on the
+    full covariance, SPINE on variances alone); full_items: the
+    most items planned on the full covariance (beyond: variances alone); pending:
     the study's tuples not judged yet (item codes), held to the same at-most-2-shared-items rule; progress:
     called with a line every PROGRESS_SECONDS of a long search (the CLI prints them on stderr). Seeded.
 
@@ -235,7 +297,16 @@ def plan_round(
     if m is None:
         m = float(per_tuple[per_tuple > 0].mean()) if per_tuple.any() else 1.0
     u, v, bound, s2 = item_uncertainty(design, best, worst, tuple_index, n_items)
-    search = dict(u=u, v=v, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed, progress=progress)
+    waiting = held[len(design) :]  # pending tuples: designed, not judged yet; planned as if judged m times each
+    if n_items <= full_items:
+        cov = study_covariance(design, tuple_index, u, bound, s2, n_items, pending=waiting, m=m)
+    else:
+        cov = None
+        if len(waiting):
+            v = 1.0 / (1.0 / v + np.diag(information_matrix(u, waiting, m)))
+    if spine is None:  # the full covariance weighs random candidates itself; variances alone need the spine to hold the scale
+        spine = 0.0 if cov is not None else SPINE
+    search = dict(u=u, v=v, cov=cov, k=k, m=m, reach=reach, draws=draws, spine=spine, seed=seed, progress=progress)
     began = time.monotonic()
     chosen, n_spine, n_random = _search(budget, set(used), **search)
     if len(chosen) < budget:
@@ -246,6 +317,11 @@ def plan_round(
     report = _report(design, codes, n_items, bound, score_bounds(design, best, worst, tuple_index, n_items), s2, m, n_random)
     report["study_3subsets_before"] = existing_subsets
     report["spine_tuples"] = n_spine
+    report["criterion"] = (
+        "summed centred posterior variance, full covariance"
+        if cov is not None
+        else f"summed variance of each tuple's items (over {full_items:,} items)"
+    )
     report["pending_tuples"] = len(held) - len(design)
     if len(held) > len(design):  # the pending tuples are part of the study the guarantee is checked on
         from fsb.bws.designs import design_report
@@ -257,15 +333,23 @@ def plan_round(
 
 
 def _search(
-    budget: int, used: set[tuple[int, ...]], *, u, v, k: int, m: float, reach: float, draws: int, spine: float, seed: int, progress
+    budget: int, used: set[tuple[int, ...]], *, u, v, cov, k: int, m: float, reach: float, draws: int, spine: float, seed: int, progress
 ):
     """(tuples, spine tuples, random fill) of one seeded search for `budget` tuples: the random spine, then up
-    to PASSES passes of candidates (each reaching twice as far), then random tuples; `used` is updated in
-    place. progress: None or called with a line every PROGRESS_SECONDS while the search runs."""
+    to PASSES passes of candidates (each reaching twice as far; with the full covariance, uniformly random
+    candidates too), then random tuples; `used` is updated in place. cov: None (variances alone) or the
+    posterior covariance, copied. progress: None or called with a line every PROGRESS_SECONDS while the search runs."""
     n_items = u.size
     rng = np.random.default_rng(seed)
     n_spine = round(spine * budget)
     chosen = _random_fill(n_items, k, n_spine, used, rng, tries=50 * max(n_spine, 1)) if n_spine else []
+    if cov is not None:
+        cov = cov.copy()
+        if chosen:  # the spine's tuples inform the covariance the rest is chosen on
+            spine_rows = np.array(chosen, dtype=np.int64)
+            for row, info in zip(spine_rows, expected_information(u[spine_rows], v[spine_rows], rng, draws)):
+                covariance_update(cov, row[None], info[None], m)
+            v = np.diag(cov).copy()
     start = last = time.monotonic()
 
     def tick(done: int) -> None:
@@ -277,15 +361,27 @@ def _search(
 
     passes = 0
     while len(chosen) < budget and passes < PASSES:
-        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=_per_item(n_items))
+        per_item = _per_item(n_items)
+        cand = candidate_tuples(u, v, k, rng, reach=reach * 2**passes, per_item=per_item)
+        if cov is not None:  # the covariance tells when a long-range tuple is worth more than a level one
+            wide = candidate_tuples(u, v, k, rng, reach=reach * 2 ** (passes + 1), per_item=per_item)
+            spread = _random_rows(n_items, k, RANDOM_CANDIDATES * n_items, rng)
+            cand = np.unique(np.concatenate([cand, wide, spread]), axis=0)
         info = expected_information(u[cand], v[cand], rng, draws)
-        more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info, on_batch=tick)
+        more, v = choose_tuples(cand, u, v, budget - len(chosen), m, used, info=info, on_batch=tick, cov=cov)
         chosen += more
         passes += 1
     n_random = budget - len(chosen)
     if n_random:
         chosen += _random_fill(n_items, k, n_random, used, rng, tries=50 * n_random)
     return chosen, n_spine, n_random
+
+
+def _random_rows(n: int, k: int, count: int, rng: np.random.Generator) -> NDArray[np.int64]:
+    """`count` uniformly random k-tuples of distinct items out of n (sorted rows)."""
+    rows = rng.integers(0, n, size=(count, k))
+    rows.sort(axis=1)
+    return rows[(rows[:, 1:] != rows[:, :-1]).all(axis=1)]
 
 
 def _shortfall(budget: int, found: int, used: set[tuple[int, ...]], search: dict[str, Any]) -> str:
@@ -295,7 +391,9 @@ def _shortfall(budget: int, found: int, used: set[tuple[int, ...]], search: dict
     an estimate. Searches find fewer than the counting bound allows: 20 items, 245 asked, 169 found, 158 at 169."""
     k, n_items = search["k"], search["u"].size
     head = f"this search found only {found} of {budget} new {k}-tuples over {n_items} items sharing at most 2 items with the study's"
-    again = len(_search(found, set(used), **search)[0]) if found else 0
+    if not found:
+        return f"this search found no new {k}-tuple over {n_items} items sharing at most 2 items with the study's tuples: add items"
+    again = len(_search(found, set(used), **search)[0])
     if found and again == found:
         return f"{head}; ask for at most {found} (a search for {found} with this seed succeeds), or add items"
     suggest = max(1, int(0.8 * again))
@@ -370,9 +468,10 @@ def _report(design, codes, n_items: int, bound, bounds: dict[str, NDArray[np.boo
 
 CAVEATS = [  # measured by benchmarks/bench_adaptive.py (docs/bws.md, Adaptive rounds)
     "score the study with --method maxdiff: counting is biased once tuples are chosen by score",
-    "per-item MaxDiff intervals covered about 90%, not 95%, on adaptive rounds in a simulation fitted to the release "
-    "(1.19x wider would cover 95%)",
-    "split-half reliability overstates a study planned from its judgments: check it against fresh judgments",
+    "per-item MaxDiff intervals covered about 85%, not 95%, on adaptive rounds in a simulation fitted to the release "
+    "(1.37x wider would cover 95%)",
+    "no reliability from the study's own judgments measures it: fsb reliability (counting) reads low on adaptive rounds, "
+    "a MaxDiff split-half high; check it against fresh judgments (docs/bws.md, Adaptive rounds)",
 ]
 
 

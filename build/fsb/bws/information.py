@@ -44,8 +44,11 @@ from numpy.typing import NDArray
 
 __all__ = [
     "bayes_information",
+    "covariance_gain",
+    "covariance_update",
     "design_efficiency",
     "expected_information",
+    "information_matrix",
     "judgment_bound",
     "knowable_bound",
     "max_information",
@@ -105,19 +108,66 @@ def mean_information(u: NDArray[np.float64], design: NDArray[np.integer]) -> flo
     return float(np.trace(info, axis1=1, axis2=2).mean())
 
 
-def design_efficiency(u: NDArray[np.float64], design: NDArray[np.integer], per_tuple: NDArray[np.floating] | float = 1.0) -> float:
-    """eta = tr I^+ tr I / (N - 1)^2 >= 1 for `design` judged per_tuple times a tuple (dense N x N: for
-    N up to a few thousand). 1: every centred direction equally known (Cauchy-Schwarz equality); inf when
-    the design does not connect the items."""
+def information_matrix(
+    u: NDArray[np.float64], design: NDArray[np.integer], per_tuple: NDArray[np.floating] | float = 1.0
+) -> NDArray[np.float64]:
+    """I = sum_t m_t J(S_t) (N x N, dense): the Fisher information of `design` (item codes) judged per_tuple
+    times a tuple at utilities u; I 1 = 0 (only differences are identified)."""
     u = np.asarray(u, dtype=np.float64)
     design = np.asarray(design)
-    n = u.size
     info = tuple_information(u[design]) * np.broadcast_to(np.asarray(per_tuple, dtype=np.float64), (len(design),))[:, None, None]
-    total = np.zeros((n, n))
+    total = np.zeros((u.size, u.size))
     k = design.shape[1]
     for a in range(k):
         for b in range(k):
             np.add.at(total, (design[:, a], design[:, b]), info[:, a, b])
+    return total
+
+
+def covariance_gain(
+    cov: NDArray[np.float64], centred_sq: NDArray[np.float64], cand: NDArray[np.integer], info: NDArray[np.float64], m: float
+) -> NDArray[np.float64]:
+    """The drop in summed centred posterior variance, tr C Sigma C - tr C Sigma' C, if tuple S (a row of cand, (C, k))
+    were judged m times with per-judgment information info (C, k, k): by Woodbury, Sigma' = Sigma - Sigma_.S M Sigma_S.
+    with M = (I + m J Sigma_SS)^-1 m J, so the drop is tr(M (Sigma C Sigma)_SS). centred_sq: Sigma C Sigma (C = I - 11'/N,
+    the centring: Pearson ignores a shift of all scores). Unlike `variance_drop` it sees the covariances: a tuple of
+    items tied to each other only through long chains lowers the variance of every item on the chain."""
+    k = cand.shape[1]
+    mj = m * info
+    m_mat = np.linalg.solve(np.eye(k) + mj @ cov[cand[:, :, None], cand[:, None, :]], mj)
+    return np.einsum("cij,cji->c", m_mat, centred_sq[cand[:, :, None], cand[:, None, :]])
+
+
+def covariance_update(
+    cov: NDArray[np.float64], rows: NDArray[np.integer], info: NDArray[np.float64], m: float, centred_sq: NDArray[np.float64] | None = None
+) -> None:
+    """Sigma <- (Sigma^-1 + m sum_t E_t J_t E_t')^-1 in place for tuples `rows` (b, k) sharing no item, each judged m
+    times with per-judgment information info (b, k, k): one Woodbury update over their items B (Sigma - W U',
+    U = Sigma_.B, W = U (I + m J_B Sigma_BB)^-1 m J_B with J_B block diagonal: O(N^2 bk), the same matrix as b
+    updates in turn). centred_sq, if given, becomes Sigma' C Sigma' in place too: G - W G_B. - G_.B W' + W (U' C U) W'
+    (G = Sigma C Sigma, symmetric), so a round never recomputes it (O(N^3))."""
+    rows = np.atleast_2d(np.asarray(rows))
+    info = np.asarray(info).reshape(len(rows), rows.shape[1], rows.shape[1])
+    items = rows.ravel()
+    k = rows.shape[1]
+    mj = np.zeros((items.size, items.size))
+    for t in range(len(rows)):
+        mj[t * k : (t + 1) * k, t * k : (t + 1) * k] = m * info[t]
+    side = cov[:, items]
+    w = side @ np.linalg.solve(np.eye(items.size) + mj @ cov[np.ix_(items, items)], mj)
+    if centred_sq is not None:
+        g_side = centred_sq[:, items]
+        core = side.T @ (side - side.mean(axis=0))
+        centred_sq -= np.concatenate([w, g_side, -(w @ core)], axis=1) @ np.concatenate([g_side, w, w], axis=1).T
+    cov -= w @ side.T
+
+
+def design_efficiency(u: NDArray[np.float64], design: NDArray[np.integer], per_tuple: NDArray[np.floating] | float = 1.0) -> float:
+    """eta = tr I^+ tr I / (N - 1)^2 >= 1 for `design` judged per_tuple times a tuple (dense N x N: for
+    N up to a few thousand). 1: every centred direction equally known (Cauchy-Schwarz equality); inf when
+    the design does not connect the items."""
+    total = information_matrix(u, design, per_tuple)
+    n = total.shape[0]
     centre = np.eye(n) - 1.0 / n
     eig = np.linalg.eigvalsh(centre @ total @ centre)[1:]  # the smallest is the constant direction (0)
     if eig[0] <= 1e-10 * eig[-1]:
