@@ -303,3 +303,48 @@ def test_a_study_with_no_room_for_a_tuple_says_so_without_suggesting_a_count() -
         adaptive.plan_round(design, np.array([0]), np.array([3]), np.array([0]), 5, 1, seed=0)
     message = str(err.value)
     assert "found no new 4-tuple" in message and "add items" in message and "ask for" not in message and "\n" not in message
+
+
+def test_pending_tuples_above_full_items_need_no_n_by_n_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above FULL_ITEMS the rule exists to avoid N x N matrices; pending tuples were added through the dense
+    information matrix (74.5 GiB at 100,000 items). Their diagonal now comes tuple by tuple, the same numbers."""
+    design, best, worst, ti = _study(40)
+    pending = bws.bws_design(40, 4, 2, seed=5)
+    expected, _ = adaptive.plan_round(design, best, worst, ti, 40, 10, seed=0, pending=pending, full_items=0)
+
+    def dense(*args, **kwargs):
+        raise AssertionError("an N x N information matrix on the variances-alone path")
+
+    monkeypatch.setattr(adaptive, "information_matrix", dense)
+    codes, report = adaptive.plan_round(design, best, worst, ti, 40, 10, seed=0, pending=pending, full_items=0)
+    assert report["criterion"].startswith("summed variance of each") and np.array_equal(codes, expected)
+
+
+def test_a_pending_tuple_already_judged_is_one_tuple_of_the_study() -> None:
+    """plan_round(pending=...) with a tuple the study has judged (or one listed twice): it was counted as a second
+    tuple, and the report then said two tuples of the study share 4 items."""
+    design, best, worst, ti = _study(40)
+    pending = np.concatenate([design[:1][:, ::-1], bws.bws_design(40, 4, 1, seed=9)[:2], bws.bws_design(40, 4, 1, seed=9)[:1]])
+    _, report = adaptive.plan_round(design, best, worst, ti, 40, 5, seed=0, pending=pending)
+    assert report["pending_tuples"] == len(
+        {tuple(r) for r in np.sort(pending[1:], axis=1).tolist()} - {tuple(r) for r in np.sort(design, axis=1).tolist()}
+    )
+    assert report["max_shared_items_study"] <= 2
+
+
+def test_the_counting_refusal_suggests_no_count_when_no_tuple_fits() -> None:
+    """5 items, tuples {0,1,2,3}, {0,1,2,4}, {0,1,3,4} judged: 1 free 3-subset, a tuple needs 4. The refusal said
+    "1 new 4-tuples ... ask for at most 0"."""
+    design = np.array([[0, 1, 2, 3], [0, 1, 2, 4], [0, 1, 3, 4]])
+    with pytest.raises(FsbError) as err:
+        adaptive.plan_round(design, np.array([0, 0, 0]), np.array([3, 4, 4]), np.arange(3), 5, 1, seed=0)
+    message = str(err.value)
+    assert message.startswith("no new 4-tuple fits") and "add items" in message and "at most 0" not in message
+
+
+def test_the_reports_caveats_are_a_copy() -> None:
+    design, best, worst, ti = _study(40)
+    _, first = adaptive.plan_round(design, best, worst, ti, 40, 5, seed=0)
+    first["caveats"].append("changed by a caller")
+    _, second = adaptive.plan_round(design, best, worst, ti, 40, 5, seed=0)
+    assert "changed by a caller" not in second["caveats"] and second["caveats"] == adaptive.CAVEATS

@@ -51,6 +51,16 @@ def test_tuples_extend_refuses_quality_control_rows_by_default(tmp_path: Path, c
     assert not out.exists()
 
 
+def test_tuples_extend_refuses_size_rather_than_ignoring_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--size 3 with --extend wrote tuples of the existing study's size (4) and said nothing: now one line, exit 2,
+    nothing written."""
+    judgments, new = _study(tmp_path)
+    out = tmp_path / "ext.csv"
+    assert main(["tuples", str(new), "--extend", str(judgments), "--size", "3", "--out", str(out), "--invalid", "drop"]) == 2
+    err = capsys.readouterr().err
+    assert "--size does not go with --extend" in err and len(err.strip().splitlines()) == 1 and not out.exists()
+
+
 @pytest.mark.parametrize("policy", ["count", "drop"])
 def test_tuples_extend_passes_invalid_and_says_what_it_let_through(tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str) -> None:
     judgments, new = _study(tmp_path)

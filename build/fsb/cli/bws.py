@@ -243,7 +243,7 @@ def _tuples_arguments(t: argparse.ArgumentParser) -> None:
         help="a number N (items 1..N), an item list (one id a line, or a CSV with an id column), or a generations file",
     )
     t.add_argument("--out", type=path_arg, required=True, help="CSV with tuple_id,Item1..ItemK")
-    t.add_argument("--size", type=pos_int, help="items per tuple (default 4; not with --next-round: the study's size)")
+    t.add_argument("--size", type=pos_int, help="items per tuple (default 4; not with --next-round or --extend: the study's size)")
     t.add_argument(
         "--appearances",
         "--k",
@@ -300,6 +300,8 @@ def _tuples(args: argparse.Namespace) -> int:
         raise FsbError(
             f"{given} does not go with --next-round: the tuple size comes from the judgments, the number of tuples from --budget"
         )
+    if args.extend and args.size is not None:
+        raise FsbError("--size does not go with --extend: the new tuples take the size of the existing study's")
     size = 4 if args.size is None else args.size
     appearances = 8 if args.appearances is None else args.appearances
     inputs = [args.items, args.extend, args.next_round, *args.design]
