@@ -11,7 +11,7 @@ The rule: greedy Bayesian A-optimal design for the MaxDiff model (Marley and Lou
 (best choice, then the worst among the rest), averaged over utilities drawn from the items' current
 uncertainty (Chaloner and Larntz 1989, "Optimal Bayesian design applied to logistic regression
 experiments", J. Statist. Plann. Inference 21). The study's judgments and a Gaussian prior give the
-utilities a posterior covariance Sigma = (I + I_0 / s^2)^-1 (`study_covariance`; I the Fisher information
+utilities a posterior covariance Sigma = (I + Id / s^2)^-1 (`study_covariance`; Id the identity, I the Fisher information
 of every judgment so far). m judgments of S turn it into (Sigma^-1 + m E_S J(S) E_S')^-1, and the tuple's
 gain is the drop in summed centred variance tr C Sigma C (C = I - 11'/N: Pearson ignores a common shift),
 tr(M (Sigma C Sigma)_SS) with M = (I + m J Sigma_SS)^-1 m J by Woodbury (`fsb.bws.information.covariance_gain`;
@@ -124,7 +124,7 @@ def item_uncertainty(
 def study_covariance(
     design, tuple_index, u, bound, s2: float, n_items: int, pending: NDArray[np.integer] | None = None, m: float = 1.0
 ) -> NDArray[np.float64]:
-    """The planning posterior covariance (N x N): (I + I_0 / s^2)^-1 with I the Fisher information of the study's
+    """The planning posterior covariance (N x N): (I + Id / s^2)^-1, Id the identity and I the Fisher information of the study's
     judgments at the planning utilities u (`information_matrix`). A bound item keeps only the prior (its row and
     column of I dropped), so its variance is s^2, the most any item has, as in `item_uncertainty`. pending: tuples
     designed but not judged yet (item codes), added as if judged m times each: the round is planned for the study
